@@ -1,0 +1,30 @@
+import pytest
+import torch
+
+from transformer import ModelConfig, Transformer
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    base = dict(
+        src_vocab_size=23, tgt_vocab_size=19, d_model=32, n_heads=4, n_encoder_layers=2,
+        n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64,
+    )
+    return ModelConfig(**{**base, **overrides})
+
+
+@pytest.fixture
+def tiny_model() -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(tiny_config()).eval()
+
+
+def random_batch(config: ModelConfig, B=3, S=7, T=6, seed=0):
+    """Ids in [4, V) with right padding of different lengths (ids 0-3 are specials)."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, config.src_vocab_size, (B, S), generator=g)
+    tgt = torch.randint(4, config.tgt_vocab_size, (B, T), generator=g)
+    for b in range(1, B):
+        src[b, S - b :] = config.pad_id
+        tgt[b, T - b :] = config.pad_id
+    tgt[:, 0] = 1  # <s>
+    return src, tgt

@@ -1,0 +1,72 @@
+"""The model's hyperparameters: one frozen dataclass, saved beside the weights as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+ACTIVATIONS = ("relu", "gelu")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Defaults are the base model of Vaswani et al. (2017), Table 3."""
+
+    src_vocab_size: int = 8000  # source token ids are in [0, src_vocab_size)
+    tgt_vocab_size: int = 8000  # target token ids are in [0, tgt_vocab_size)
+    d_model: int = 512  # width of every residual stream
+    n_heads: int = 8  # d_model is split into n_heads heads of d_model // n_heads
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    d_ff: int = 2048  # inner width of the position-wise feed-forward network
+    dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights
+    max_len: int = 512  # longest sequence the positional encoding table covers
+    pad_id: int = 0  # masks are built from this id: callers pass token ids only
+    norm_first: bool = True  # pre-LN trains without warmup tricks; False is the paper's post-LN
+    activation: str = "relu"  # "relu" as in the paper, or "gelu"
+    share_embeddings: bool = False  # one embedding table for source and target (needs one vocabulary)
+    tie_output: bool = False  # output projection reuses the target embedding (Section 3.4)
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("share_embeddings needs src_vocab_size == tgt_vocab_size")
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        return strict_from_dict(cls, data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelConfig:
+        return cls.from_dict(json.loads(text))
+
+
+def strict_from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build a config dataclass from a dict, refusing keys it does not know."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{cls.__name__} expects a JSON object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    return cls(**data)

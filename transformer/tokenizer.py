@@ -1,0 +1,178 @@
+"""Subword (BPE) or word-level vocabularies built on Hugging Face `tokenizers`.
+
+Every vocabulary starts with the same four special tokens so that model code can use the id
+constants below without asking the tokenizer. Text is cut Metaspace-style: each space becomes a
+"▁" on the following piece, so decoding is concatenation and `decode(encode(x)) == normalize(x)`
+for any text whose characters were seen in training. Punctuation is split off as its own piece
+and an elided article keeps its apostrophe ("l'homme" -> "▁l'" "homme"); English contractions
+split the same way ("isn't" -> "▁isn'" "t"), a price paid for one rule across languages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer as HFTokenizer
+
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+KINDS = ("bpe", "wordlevel")
+_FORMAT_VERSION = 1
+
+
+class TokenizerError(ValueError):
+    """A tokenizer file is missing or unusable; the message names it."""
+
+
+def _normalizer() -> normalizers.Normalizer:
+    return normalizers.Sequence([
+        normalizers.NFKC(),  # also turns the narrow no-break space of French "Quoi ?" into a space
+        # One apostrophe and one double quote, so "l’homme" and "l'homme" share pieces.
+        normalizers.Replace(Regex("[’‘ʼ`´]"), "'"),
+        normalizers.Replace(Regex("[“”„]"), '"'),
+        normalizers.Replace(Regex(r"\s+"), " "),
+        normalizers.Strip(),
+    ])
+
+
+def _pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
+        pre_tokenizers.Split("'", behavior="merged_with_previous"),
+        pre_tokenizers.Split(Regex(r"▁?[^\w▁']"), behavior="isolated"),  # "▁?" keeps "▁«" one piece
+    ])
+
+
+def _train_one(texts: Sequence[str], kind: str, vocab_size: int, min_frequency: int) -> HFTokenizer:
+    model = models.BPE(unk_token=UNK) if kind == "bpe" else models.WordLevel(unk_token=UNK)
+    tok = HFTokenizer(model)
+    tok.normalizer = _normalizer()
+    tok.pre_tokenizer = _pre_tokenizer()
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer_cls = trainers.BpeTrainer if kind == "bpe" else trainers.WordLevelTrainer
+    trainer = trainer_cls(vocab_size=vocab_size, min_frequency=min_frequency,
+                          special_tokens=list(SPECIAL_TOKENS), show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    return tok
+
+
+class Tokenizer:
+    """Source and target vocabularies: one shared `tokenizers.Tokenizer`, or two separate ones."""
+
+    def __init__(self, src: HFTokenizer, tgt: HFTokenizer | None, kind: str) -> None:
+        for side, tok in (("source", src), ("target", tgt or src)):
+            ids = [tok.token_to_id(t) for t in SPECIAL_TOKENS]
+            if ids != list(range(len(SPECIAL_TOKENS))):
+                raise TokenizerError(f"{side} vocabulary has special ids {ids}, expected 0..3")
+        self._src, self._tgt = src, tgt or src
+        self.kind = kind
+        self.shared = tgt is None
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self._src.get_vocab_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self._tgt.get_vocab_size()
+
+    def normalize(self, text: str) -> str:
+        """The text as the tokenizer sees it, and as decoding gives it back."""
+        return self._src.normalizer.normalize_str(text)
+
+    def encode_source(self, text: str) -> list[int]:
+        return self._src.encode(text, add_special_tokens=False).ids + [EOS_ID]
+
+    def encode_target(self, text: str) -> list[int]:
+        return [BOS_ID] + self._tgt.encode(text, add_special_tokens=False).ids + [EOS_ID]
+
+    def decode_source(self, ids: Iterable[int]) -> str:
+        return _decode(self._src, ids)
+
+    def decode_target(self, ids: Iterable[int]) -> str:
+        return _decode(self._tgt, ids)
+
+    def source_pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self._src.id_to_token(int(i)) or UNK for i in ids]
+
+    def target_pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self._tgt.id_to_token(int(i)) or UNK for i in ids]
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "format": _FORMAT_VERSION,
+            "kind": self.kind,
+            "shared": self.shared,
+            "src": json.loads(self._src.to_str()),
+            "tgt": None if self.shared else json.loads(self._tgt.to_str()),
+        })
+
+    @classmethod
+    def from_json(cls, text: str, origin: str = "tokenizer JSON") -> Tokenizer:
+        try:
+            data = json.loads(text)
+            if data.get("format") != _FORMAT_VERSION:
+                raise TokenizerError(f"{origin}: unsupported format {data.get('format')!r}")
+            if data["kind"] not in KINDS:
+                raise TokenizerError(f"{origin}: unknown kind {data['kind']!r}")
+            src = HFTokenizer.from_str(json.dumps(data["src"]))
+            tgt = None if data["shared"] else HFTokenizer.from_str(json.dumps(data["tgt"]))
+        except TokenizerError:
+            raise
+        except Exception as exc:  # json, key, type and tokenizers errors all mean "corrupt"
+            raise TokenizerError(f"{origin}: not a valid tokenizer file ({type(exc).__name__}: {exc})") from exc
+        try:
+            return cls(src, tgt, data["kind"])
+        except TokenizerError as exc:
+            raise TokenizerError(f"{origin}: {exc}") from exc
+
+    def save(self, path: str | Path) -> None:
+        """Atomic: a crash mid-write leaves the previous file intact."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self.to_json())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: str | Path) -> Tokenizer:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise TokenizerError(f"{path}: tokenizer file not found") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TokenizerError(f"{path}: cannot read tokenizer file ({exc})") from exc
+        return cls.from_json(text, origin=str(path))
+
+
+def _decode(tok: HFTokenizer, ids: Iterable[int]) -> str:
+    ids = [int(i) for i in ids]
+    if EOS_ID in ids:
+        ids = ids[:ids.index(EOS_ID)]
+    return tok.decode(ids, skip_special_tokens=True)
+
+
+def train_tokenizer(pairs: Sequence[tuple[str, str]], kind: str = "bpe", vocab_size: int = 8000,
+                    shared: bool = True, min_frequency: int = 2) -> Tokenizer:
+    """Learn vocabularies from (source, target) pairs; `vocab_size` applies to each side."""
+    if kind not in KINDS:
+        raise TokenizerError(f"unknown tokenizer kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if not pairs:
+        raise TokenizerError("cannot train a tokenizer on no sentence pairs")
+    src_texts = [s for s, _ in pairs]
+    tgt_texts = [t for _, t in pairs]
+    if shared:
+        return Tokenizer(_train_one(src_texts + tgt_texts, kind, vocab_size, min_frequency), None, kind)
+    return Tokenizer(_train_one(src_texts, kind, vocab_size, min_frequency),
+                     _train_one(tgt_texts, kind, vocab_size, min_frequency), kind)

@@ -1,0 +1,36 @@
+"""Attention Explorer: `streamlit run app.py`. Home page: what the tool is, and the model being explored."""
+
+import pandas as pd
+import streamlit as st
+
+from ui.models import describe
+from ui.widgets import current_model, page_setup
+
+
+def main() -> None:
+    page_setup()
+    st.title("Attention Explorer")
+    st.markdown(
+        "A Transformer (Vaswani et al., 2017) written from scratch in PyTorch, translating English to French, "
+        "with every attention weight on show. **Translate & Attention** translates your sentence and draws the "
+        "encoder self-, decoder self- and cross-attention of every layer and head; **Decode step by step** "
+        "walks through greedy or beam search one token at a time; **Train** trains a model and plots the run "
+        "live; **Learn** takes you through positional encodings, masks and scaled dot-product attention "
+        "with the real model's numbers."
+    )
+    checkpoint = current_model()
+    if checkpoint is None:
+        return
+    st.subheader("The loaded model")
+    st.caption(f"`{checkpoint.path}` (change it in the sidebar; the choice follows you across pages)")
+    facts = describe(checkpoint.config, checkpoint.metadata, checkpoint.tokenizer)
+    st.table(pd.DataFrame({"value": list(facts.values())}, index=list(facts)))
+    if checkpoint.metadata.get("description"):
+        st.caption(checkpoint.metadata["description"])
+    c1, c2, c3 = st.columns(3)
+    c1.page_link("pages/1_Translate.py", label="Translate a sentence", icon=":material/translate:")
+    c2.page_link("pages/2_Step_by_step.py", label="Decode step by step", icon=":material/step:")
+    c3.page_link("pages/4_Learn.py", label="Learn how attention works", icon=":material/school:")
+
+
+main()

@@ -1,0 +1,50 @@
+"""Train: start a training run in the background, follow it live, stop, resume, open it in the explorer."""
+
+import time
+
+import streamlit as st
+
+from ui import jobs
+from ui.models import runs_dir
+from ui.train_panel import corpus_args, live_run, model_args
+from ui.widgets import page_setup
+
+
+def start_form() -> None:
+    with st.expander("Start a new run", expanded=not jobs.list_runs(runs_dir())):
+        name = st.text_input("Run name", time.strftime("run-%Y%m%d-%H%M%S"), key="train_name")
+        corpus = corpus_args(name)
+        args = model_args()
+        if st.button("Start training", key="train_start", type="primary"):
+            if corpus is None:
+                st.error("Choose a TSV file first.")
+                return
+            try:
+                info = jobs.start_run(runs_dir(), name, corpus + args)
+            except ValueError as e:
+                st.error(str(e))
+                return
+            st.session_state.train_run = info.name
+            st.session_state.pop("train_name", None)  # a fresh default name for the next run
+            st.rerun()
+
+
+def main() -> None:
+    page_setup()
+    st.title("Train")
+    st.markdown("Training runs as a background process of `python -m transformer.train`: it keeps going when you "
+                "reload the page or close the browser, and **Stop** saves a checkpoint that **Resume** continues from.")
+    start_form()
+    runs = jobs.list_runs(runs_dir())
+    if not runs:
+        st.info(f"No runs yet in `{runs_dir()}`.")
+        return
+    names = [r.name for r in runs]
+    states = {r.name: r.state for r in runs}
+    if st.session_state.get("train_run") not in names:
+        st.session_state.train_run = names[0]
+    name = st.selectbox("Run", names, key="train_run", format_func=lambda n: f"{n} ({states[n]})")
+    live_run(runs_dir() / name)
+
+
+main()

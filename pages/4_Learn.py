@@ -1,0 +1,111 @@
+"""Learn: positional encodings, masks and scaled dot-product attention, with the real model's numbers."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer.decoding import SearchSettings
+from transformer.model import padding_mask, sinusoidal_encoding, subsequent_mask
+from transformer.tokenizer import PAD_ID
+from ui import figures
+from ui.attention import encoder_attention_steps
+from ui.translation import translate
+from ui.widgets import current_model, page_setup
+
+DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
+
+
+def positions(d_model: int) -> None:
+    st.header("1. Positional encodings")
+    st.markdown("Attention by itself ignores word order, so each embedding gets a position vector added "
+                "(Section 3.5): $PE_{pos,2i} = \\sin(pos / 10000^{2i/d})$, $PE_{pos,2i+1} = \\cos(\\cdot)$. "
+                "Low dimensions wave fast, high ones slowly: together they form a unique code per position.")
+    n = st.slider("Positions", 10, 200, 60, key="learn_pe_len")
+    pe = sinusoidal_encoding(n, d_model).numpy()
+    st.plotly_chart(figures.positional_heatmap(pe), key="learn_pe_heatmap", theme=None)
+    dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=[0, 1, 8, min(32, d_model - 2)],
+                          key="learn_pe_dims")
+    st.plotly_chart(figures.sinusoids(pe, dims), key="learn_pe_lines")
+
+
+def masks(pieces: list[str], tgt_pieces: list[str]) -> None:
+    st.header("2. Masks")
+    st.markdown("Sentences in a batch have different lengths, so shorter ones are padded with `<pad>`; the "
+                "**padding mask** stops every query from attending to those keys. The decoder also gets a "
+                "**causal mask**: position t may only look at positions ≤ t, since later words are not written yet "
+                "(shown on the model's translation of your sentence).")
+    pad_to = st.slider("Pad the sentence to the length of a longer one in its batch", len(pieces), len(pieces) + 10,
+                       len(pieces) + 3, key="learn_pad_to")
+    ids = torch.tensor([[5] * len(pieces) + [PAD_ID] * (pad_to - len(pieces))])  # (1, L): only the padding matters
+    labels = pieces + ["<pad>"] * (pad_to - len(pieces))
+    mask = padding_mask(ids, PAD_ID).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
+                    theme=None)
+    causal = subsequent_mask(len(tgt_pieces))[0, 0].numpy()
+    c2.plotly_chart(figures.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
+                    key="learn_causal", theme=None)
+    st.caption("Green: may attend (True). Grey: masked; its score is set to the smallest float before the softmax, "
+               "so it gets exactly 0 weight.")
+
+
+def dot_product(checkpoint, src_ids: list[int], pieces: list[str]) -> None:
+    st.header("3. Scaled dot-product attention, step by step")
+    st.markdown("Eq. 1: $\\mathrm{Attention}(Q, K, V) = \\mathrm{softmax}(QK^T / \\sqrt{d_k})\\,V$. Pick an encoder "
+                "layer, a head and a query token: these are the model's own numbers for your sentence.")
+    c = checkpoint.config
+    c1, c2, c3 = st.columns(3)
+    layer = c1.selectbox("Encoder layer", range(c.n_encoder_layers), key="learn_layer")
+    head = c2.selectbox("Head", range(c.n_heads), key="learn_head")
+    query = c3.selectbox("Query token", range(len(pieces)), format_func=lambda i: f"{i}: {pieces[i]}",
+                         key="learn_query")
+    s = encoder_attention_steps(checkpoint.model, src_ids, layer, head, query)
+    d_head = len(s.q)
+    st.markdown(f"**Q and K.** The layer input (LayerNorm'd) is projected to a query of the chosen token and a key "
+                f"and value for every token, each of $d_k$ = {d_head} numbers (first 8 shown).")
+    show = min(8, d_head)
+    st.dataframe(pd.DataFrame(np.vstack([s.q[None, :show], s.k[:, :show]]),
+                              index=[f"q ({pieces[query]})"] + [f"k {i} ({p})" for i, p in enumerate(pieces)],
+                              columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key="learn_qk")
+    table = pd.DataFrame({"key": pieces, f"q·k / √{d_head}": s.scores, "may attend": s.mask,
+                          "after mask": s.masked, "softmax": s.weights, "model's weight": s.model_weights})
+    st.markdown("**Scores, mask, softmax.** The dot product of the query with each key, divided by $\\sqrt{d_k}$ "
+                "so that the softmax does not saturate; masked keys set to −∞; softmax turns scores into weights "
+                "that sum to 1. The last column is what the model itself returned: they agree.")
+    st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}), key="learn_table")
+    st.markdown(f"**Times V.** The output is the weighted sum of the values: first {show} of {d_head} numbers.")
+    st.dataframe(pd.DataFrame([s.output[:show]], index=["output"], columns=[f"d{j}" for j in range(show)]),
+                 key="learn_out")
+    if not np.allclose(s.weights, s.model_weights, atol=1e-5):
+        st.warning("The hand computation differs from the model's weights.")
+
+
+def main() -> None:
+    page_setup()
+    st.title("Learn: how attention works")
+    checkpoint = current_model(required=False)
+    sentence = st.text_input("Your sentence", DEFAULT_SENTENCE, key="learn_sentence")
+    d_model = checkpoint.config.d_model if checkpoint else 64
+    positions(d_model)
+    if checkpoint:
+        tok = checkpoint.tokenizer
+        src_ids = tok.encode_source(sentence)[: checkpoint.config.max_len]
+        pieces = tok.source_pieces(src_ids)
+        translation = translate(checkpoint, sentence, SearchSettings()) if sentence.strip() else None
+        tgt_pieces = ["<s>", *translation.best.pieces][:16] if translation else ["<s>"]
+    else:
+        src_ids, pieces = [], sentence.split() + ["</s>"]
+        tgt_pieces = ["<s>", *sentence.split()[:11]]
+    if not sentence.strip():
+        st.info("Type a sentence above to see its masks and attention.")
+        return
+    masks(pieces, tgt_pieces)
+    if checkpoint is None:
+        st.header("3. Scaled dot-product attention, step by step")
+        st.info("This part uses a trained model: train one on the Train page, then come back.")
+        return
+    dot_product(checkpoint, src_ids, pieces)
+
+
+main()

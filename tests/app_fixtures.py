@@ -1,0 +1,49 @@
+"""A tiny random-weight checkpoint and a tiny TSV corpus for the app's tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from transformer.checkpoint import save_checkpoint
+from transformer.config import ModelConfig
+from transformer.model import Transformer
+from transformer.tokenizer import train_tokenizer
+
+PAIRS = [
+    ("the cat sleeps .", "le chat dort ."), ("the dog eats .", "le chien mange ."),
+    ("a man walks .", "un homme marche ."), ("the woman reads a book .", "la femme lit un livre ."),
+    ("i see the house .", "je vois la maison ."), ("we like the sea .", "nous aimons la mer ."),
+    ("the child plays in the garden .", "l'enfant joue dans le jardin ."),
+    ("my father works today .", "mon père travaille aujourd'hui ."), ("the sun is hot .", "le soleil est chaud ."),
+    ("she drinks water .", "elle boit de l'eau ."), ("he writes a letter .", "il écrit une lettre ."),
+    ("the bird sings .", "l'oiseau chante ."), ("they go to school .", "ils vont à l'école ."),
+    ("the city is big .", "la ville est grande ."), ("i love my mother .", "j'aime ma mère ."),
+    ("the car is red .", "la voiture est rouge ."), ("you speak french .", "vous parlez français ."),
+    ("the tree is tall .", "l'arbre est grand ."), ("the night is cold .", "la nuit est froide ."),
+    ("the king speaks to the people .", "le roi parle au peuple ."), ("god is good .", "dieu est bon ."),
+    ("the light shines .", "la lumière brille ."), ("the earth is round .", "la terre est ronde ."),
+    ("the river flows .", "la rivière coule ."), ("the bread is fresh .", "le pain est frais ."),
+    ("he opens the door .", "il ouvre la porte ."), ("she closes the window .", "elle ferme la fenêtre ."),
+    ("the students learn .", "les étudiants apprennent ."), ("the teacher helps .", "le professeur aide ."),
+    ("the moon is bright .", "la lune est brillante ."),
+]
+
+
+def make_checkpoint(path: Path, seed: int = 0) -> Path:
+    """Random weights (UI tests need shapes, not quality) with a real word-level tokenizer."""
+    tokenizer = train_tokenizer(PAIRS, kind="wordlevel", vocab_size=500, shared=False, min_frequency=1)
+    torch.manual_seed(seed)
+    config = ModelConfig(src_vocab_size=tokenizer.src_vocab_size, tgt_vocab_size=tokenizer.tgt_vocab_size, d_model=32,
+                         n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=128)
+    model = Transformer(config).eval()
+    metadata = {"description": "tiny test corpus (en -> fr)", "step": 0, "elapsed": 0.0, "best_dev_bleu": None,
+                "corpus": {"kind": "tsv", "src": "en", "tgt": "fr"},
+                "n_params": sum(p.numel() for p in model.parameters()), "test_bleu": 1.5}
+    return save_checkpoint(path, model, tokenizer=tokenizer, metadata=metadata)
+
+
+def write_tsv(path: Path, copies: int = 3) -> Path:
+    path.write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS * copies), encoding="utf-8")
+    return path

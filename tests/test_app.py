@@ -1,0 +1,184 @@
+"""AppTest for every page: in-process, no browser. A tiny random-weight checkpoint stands in for the model."""
+
+import base64
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from transformer.decoding import SearchSettings, search
+from ui import jobs
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def plotly_array(v):
+    """plotly>=6 encodes arrays as {"dtype", "bdata", "shape": "8, 12"}."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        return a.reshape([int(n) for n in str(v["shape"]).split(",")]) if "shape" in v else a
+    return np.asarray(v)
+
+
+def figures_of(at):
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_checkpoint(root / "tiny")
+    return root
+
+
+@pytest.fixture
+def at(checkpoints, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    app = AppTest.from_file(APP, default_timeout=60)
+    yield app
+    for proc in list(jobs._PROCESSES.values()):  # training runs escape the test's process group
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def page(at, path):
+    at.run()
+    at.switch_page(path).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_home_describes_the_model(at):
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Attention Explorer"
+    table = at.table[0].value
+    assert table.loc["heads", "value"] == "4" and table.loc["test BLEU", "value"] == "1.5"
+
+
+def test_no_model_explains_how_to_train_one(at, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "none"))
+    for path in ("pages/1_Translate.py", "pages/2_Step_by_step.py"):
+        page(at, path)
+        assert any("Train" in i.value for i in at.info)
+
+
+def test_broken_checkpoint_shows_its_error(at, tmp_path, monkeypatch):
+    broken = tmp_path / "ckpts" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text("{not json")
+    (broken / "model.safetensors").write_text("garbage")
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(broken.parent))
+    at.run()
+    assert not at.exception
+    assert "cannot be loaded" in at.error[0].value and "config.json" in at.error[0].value
+
+
+def test_translate_shows_translation_and_a_stochastic_heatmap(at):
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[3][0]).run()
+    assert not at.exception
+    assert any(m.value.startswith("### ") for m in at.markdown)
+    heat = figures_of(at)[0]["data"][0]
+    z = plotly_array(heat["z"])
+    assert heat["type"] == "heatmap" and (heat["zmin"], heat["zmax"]) == (0, 1)
+    assert z.shape == (len(heat["y"]), len(heat["x"])) and np.allclose(z.sum(1), 1, atol=1e-5)
+    n_src = len(PAIRS[3][0].split()) + 1  # word-level pieces + </s>
+    assert z.shape[1] == n_src  # cross-attention by default: columns are the source
+    at.radio(key="tr_family").set_value("enc_self").run()
+    at.toggle(key="tr_hide").set_value(True).run()
+    z = plotly_array(figures_of(at)[0]["data"][0]["z"])
+    assert z.shape == (n_src - 1, n_src - 1)
+    at.text_input(key="tr_text").input("   ").run()
+    assert not at.exception and at.info
+
+
+def test_beam_translate_lists_nbest(at):
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[0][0])
+    at.radio(key="tr_method").set_value("beam").run()
+    assert not at.exception
+    assert at.session_state["tr_result"].nbest
+
+
+def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):
+    page(at, "pages/2_Step_by_step.py")
+    at.text_input(key="step_text").input(PAIRS[5][0]).run()
+    at.button(key="step_next").click().run()
+    at.button(key="step_next").click().run()
+    assert at.session_state["step_session"].n_steps == 2 and not at.exception
+    assert len(figures_of(at)) == 3  # candidates, cross row, self row
+    at.button(key="step_back").click().run()
+    assert at.session_state["step_session"].n_steps == 1
+    at.button(key="step_run_to_end").click().run()
+    assert not at.exception
+    session = at.session_state["step_session"]
+    checkpoint_model = session.model
+    import torch
+
+    one_shot = search(checkpoint_model, torch.tensor([session.src_ids]), SearchSettings())[0].best
+    assert session.result().best.tokens == one_shot.tokens
+    assert any(m.value.startswith("**Result:**") for m in at.markdown)
+    at.radio(key="step_method").set_value("beam").run()
+    at.button(key="step_run_to_end").click().run()
+    assert not at.exception and any(s.value == "Beam tree" for s in at.subheader)
+
+
+def test_learn_page_rebuilds_attention_by_hand(at):
+    page(at, "pages/4_Learn.py")
+    assert len(figures_of(at)) == 4  # PE heatmap, sinusoids, two masks
+    at.selectbox(key="learn_layer").set_value(1).run()
+    table = at.dataframe[1].value
+    assert np.allclose(table["softmax"], table["model's weight"], atol=1e-5) and not at.warning
+
+
+def test_train_page_starts_shows_and_stops_a_run(at, tmp_path):
+    tsv = write_tsv(tmp_path / "pairs.tsv", copies=3)
+    page(at, "pages/3_Train.py")
+    at.radio(key="train_corpus").set_value("TSV file").run()
+    at.text_input(key="train_tsv_path").input(str(tsv))
+    at.text_input(key="train_name").input("tiny-test")
+    for key, value in {"train_steps_tiny": 400, "train_d_tiny": 32, "train_l_tiny": 1, "train_v_tiny": 200,
+                       "train_t_tiny": 256, "train_e_tiny": 3, "train_threads": 1}.items():
+        at.number_input(key=key).set_value(value)
+    at.radio(key="train_device").set_value("cpu")
+    at.button(key="train_start").click().run()
+    assert not at.exception and not at.error
+    root = tmp_path / "runs" / "tiny-test"
+    deadline = time.monotonic() + 60
+    while not jobs.probe_steps(root) and time.monotonic() < deadline:  # run_every does not fire in AppTest
+        time.sleep(0.3)
+    at.run()
+    assert jobs.run_info(root).state == "running", jobs.log_tail(root)
+    keys = {el.proto.id for el in at.get("plotly_chart")}
+    assert len(figures_of(at)) == 5, keys  # 4 curves + the probe's attention
+    loss = figures_of(at)[0]["data"][0]
+    assert loss["name"] == "train_loss" and len(plotly_array(loss["x"])) >= 1
+    at.button(key="train_stop").click().run()
+    deadline = time.monotonic() + 30
+    while jobs.run_info(root).active and time.monotonic() < deadline:
+        time.sleep(0.3)
+    at.run()
+    assert jobs.run_info(root).state == "stopped" and (root / "checkpoints" / "latest").is_dir()
+    assert any("stopped" in m.value for m in at.markdown)
+    at.button(key="train_open").click().run()
+    assert not at.exception and at.session_state["model_path"].startswith(str(root))
+
+
+def test_train_page_shows_a_crashed_run(at, tmp_path):
+    root = tmp_path / "runs" / "dead"
+    root.mkdir(parents=True)
+    (root / "status.json").write_text(json.dumps({"state": "running", "pid": 2**22 + 12345, "step": 3,
+                                                  "max_steps": 10, "updated": time.time()}))
+    (root / "process.log").write_text("Traceback ...\nRuntimeError: out of memory\n")
+    page(at, "pages/3_Train.py")
+    assert "crashed" in at.error[0].value
+    assert "out of memory" in at.code[0].value

@@ -1,0 +1,178 @@
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer.checkpoint import load_checkpoint
+from transformer.data import CorpusSpec
+from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
+from transformer.training import (
+    TokenizerSettings,
+    TrainConfig,
+    learning_rate,
+    read_metrics,
+    read_status,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = {"the": "le", "cat": "chat", "dog": "chien", "eats": "mange", "sees": "voit", "big": "grand",
+         "small": "petit", "house": "maison", "red": "rouge", "man": "homme"}
+TINY_MODEL = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.1, max_len=32)
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory) -> Path:
+    rng = random.Random(0)
+    lines = []
+    for _ in range(300):
+        words = [rng.choice(list(WORDS)) for _ in range(rng.randint(3, 8))]
+        lines.append(" ".join(words) + "\t" + " ".join(WORDS[w] for w in words))
+    path = tmp_path_factory.mktemp("corpus") / "tiny.tsv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def tiny_spec(corpus_file: Path, **train) -> RunSpec:
+    config = dict(lr=3e-3, warmup_steps=5, max_tokens=400, max_steps=12, log_every=1, eval_every=100,
+                  save_every=100, eval_sentences=4, threads=1) | train
+    return RunSpec(CorpusSpec(kind="tsv", path=str(corpus_file), dev_fraction=0.05, test_fraction=0.05),
+                   TokenizerSettings(kind="wordlevel", vocab_size=64, min_frequency=1), TINY_MODEL,
+                   TrainConfig(**config))
+
+
+def train_losses(root: Path) -> list[float]:
+    return [r["train_loss"] for r in read_metrics(root / "metrics.jsonl") if "train_loss" in r]
+
+
+def test_learning_rate_schedules():
+    noam = TrainConfig(lr=1e-3, warmup_steps=100, schedule="noam")
+    assert learning_rate(50, noam) == pytest.approx(5e-4)
+    assert learning_rate(100, noam) == pytest.approx(1e-3)
+    assert learning_rate(400, noam) == pytest.approx(5e-4)  # inverse square root: 1e-3 * sqrt(100 / 400)
+    cosine = TrainConfig(lr=1e-3, warmup_steps=100, schedule="cosine", max_steps=300)
+    assert learning_rate(200, cosine) == pytest.approx(5e-4)  # half-way down the cosine
+    assert learning_rate(300, cosine) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="fp8")
+
+
+def test_run_writes_metrics_checkpoints_and_probes(tmp_path, corpus_file):
+    root = create_run(tmp_path / "run", tiny_spec(corpus_file, max_steps=8, eval_every=4, save_every=4))
+    records = list(Trainer(root).fit())
+    steps = [r["step"] for r in records if "train_loss" in r]
+    assert steps == list(range(1, 9))
+    evals = [r for r in records if "dev_bleu" in r]
+    assert [r["step"] for r in evals] == [4, 8] and all(0 <= r["dev_chrf"] <= 100 for r in evals)
+    assert read_status(root / "status.json")["state"] == "finished"
+    assert load_checkpoint(root / "checkpoints" / "latest").metadata["step"] == 8
+    assert (root / "checkpoints" / "best" / "model.safetensors").is_file()
+    probe = json.loads((root / "probes" / "step-0000008.json").read_text())
+    assert probe["step"] == 8 and len(probe["probes"]) >= 1
+    from safetensors.torch import load_file
+
+    maps = load_file(str(root / "probes" / "step-0000008.safetensors"))
+    first = probe["probes"][0]
+    S, T = len(first["src_pieces"]), len(first["tgt_pieces"])
+    assert maps["0.cross"].shape == (1, 2, T, S) and maps["0.enc_self"].shape == (1, 2, S, S)
+    torch.testing.assert_close(maps["0.cross"].sum(-1), torch.ones(1, 2, T))
+    with pytest.raises(TrainingError, match="already holds a run"):
+        create_run(root, tiny_spec(corpus_file))
+
+
+def test_resumed_run_continues_the_same_loss_curve(tmp_path, corpus_file):
+    straight = create_run(tmp_path / "straight", tiny_spec(corpus_file, max_steps=12))
+    list(Trainer(straight).fit())
+    split = create_run(tmp_path / "split", tiny_spec(corpus_file, max_steps=6))
+    list(Trainer(split).fit())
+    assert read_status(split / "status.json")["state"] == "finished"
+    list(Trainer(split, overrides={"max_steps": 12}).fit())
+    expected, resumed = train_losses(straight), train_losses(split)
+    assert len(expected) == len(resumed) == 12
+    assert resumed == pytest.approx(expected, rel=1e-6)
+    assert len(set(expected)) > 6  # the losses really change, dropout included
+
+
+def test_nan_loss_stops_with_clear_message_and_keeps_last_good_checkpoint(tmp_path, corpus_file, monkeypatch):
+    root = create_run(tmp_path / "nan", tiny_spec(corpus_file, max_steps=3, save_every=2))
+    list(Trainer(root).fit())
+    good = load_checkpoint(root / "checkpoints" / "latest")
+    original = torch.nn.functional.cross_entropy
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy", lambda *a, **k: original(*a, **k) * math.nan)
+    with pytest.raises(TrainingError, match="loss became nan at step 4"):
+        list(Trainer(root, overrides={"max_steps": 6}).fit())
+    status = read_status(root / "status.json")
+    assert status["state"] == "failed" and "nan" in status["error"]
+    kept = load_checkpoint(root / "checkpoints" / "latest")
+    assert kept.metadata["step"] == 3
+    for a, b in zip(kept.model.parameters(), good.model.parameters()):
+        assert torch.equal(a, b)
+
+
+def run_cli(*args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "transformer.train", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def tiny_cli_args(corpus_file: Path) -> list[str]:
+    return ["--corpus", "tsv", "--path", str(corpus_file), "--tokenizer", "wordlevel", "--vocab-size", "64",
+            "--d-model", "32", "--n-heads", "2", "--layers", "1", "--d-ff", "64", "--max-len", "32",
+            "--max-tokens", "400", "--eval-sentences", "4", "--threads", "1"]
+
+
+def test_cli_end_to_end_and_sigterm_saves_a_checkpoint(tmp_path, corpus_file):
+    done = run_cli("--out", str(tmp_path / "cli"), *tiny_cli_args(corpus_file), "--max-steps", "6",
+                   "--log-every", "2", "--eval-every", "6")
+    output, _ = done.communicate(timeout=120)
+    assert done.returncode == 0, output
+    assert "eval at step 6" in output and "ETA" in output
+    assert read_status(tmp_path / "cli" / "status.json")["state"] == "finished"
+
+    root = tmp_path / "stopped"
+    proc = run_cli("--out", str(root), *tiny_cli_args(corpus_file), "--max-steps", "100000", "--log-every", "1",
+                   "--eval-every", "100000", "--save-every", "100000")
+    deadline = time.time() + 60
+    while len(read_metrics(root / "metrics.jsonl")) < 3 and time.time() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, output
+    status = read_status(root / "status.json")
+    assert status["state"] == "stopped" and status["step"] >= 3
+    assert load_checkpoint(root / "checkpoints" / "latest").metadata["step"] == status["step"]
+
+
+def test_cli_reports_bad_input_in_one_line(tmp_path):
+    proc = run_cli("--out", str(tmp_path / "bad"), "--corpus", "tsv", "--path", str(tmp_path / "missing.tsv"))
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "missing.tsv" in output and "Traceback" not in output
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None and not (Path(sys.executable).parent / "torchrun").exists(),
+                    reason="torchrun not installed")
+def test_ddp_on_two_cpu_processes(tmp_path, corpus_file):
+    torchrun = shutil.which("torchrun") or str(Path(sys.executable).parent / "torchrun")
+    root = tmp_path / "ddp"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [torchrun, "--standalone", "--nproc_per_node=2", "-m", "transformer.train", "--out", str(root),
+         *tiny_cli_args(corpus_file), "--max-steps", "4", "--log-every", "1", "--eval-every", "4",
+         "--device", "cpu"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status = read_status(root / "status.json")
+    checksums = status["rank_param_checksums"]
+    assert len(checksums) == 2 and checksums[0] == checksums[1]
+    saved = load_checkpoint(root / "checkpoints" / "latest").model
+    assert sum(p.double().sum().item() for p in saved.parameters()) == pytest.approx(checksums[0], rel=1e-9)
+    steps = [r["step"] for r in read_metrics(root / "metrics.jsonl") if "train_loss" in r]
+    assert steps == [1, 2, 3, 4]  # written once, by rank 0

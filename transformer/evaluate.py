@@ -1,0 +1,118 @@
+"""Translate a corpus split and score it with sacreBLEU (BLEU and chrF).
+
+    python -m transformer.evaluate --checkpoint checkpoints/en-fr-bible --split test --beam 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import sacrebleu
+import torch
+
+from transformer.decoding import SearchSettings, search
+from transformer.model import Transformer
+from transformer.tokenizer import EOS_ID, PAD_ID, Tokenizer
+
+log = logging.getLogger(__name__)
+
+
+def translate_ids(
+    model: Transformer, tokenizer: Tokenizer, sources: list[str], *, beam_size: int = 1, max_tokens: int = 6000
+) -> list[list[int]]:
+    """Output token ids (no <s>, no </s>) for each source, decoded in length-sorted batches."""
+    model.eval()
+    device = next(model.parameters()).device
+    encoded = [tokenizer.encode_source(s)[: model.config.max_len] for s in sources]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    outputs: list[list[int]] = [[] for _ in sources]
+    start = 0
+    while start < len(order):
+        # output length ~ source length, and beams multiply the rows
+        rows = max(1, max_tokens // (2 * len(encoded[order[min(start + 63, len(order) - 1)]]) * beam_size))
+        chunk = order[start : start + min(rows, 64)]
+        start += len(chunk)
+        width = max(len(encoded[i]) for i in chunk)
+        src = torch.full((len(chunk), width), PAD_ID, dtype=torch.long)
+        for row, i in enumerate(chunk):
+            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
+        src = src.to(device)
+        for i, result in zip(chunk, search(model, src, SearchSettings(beam_size=beam_size))):
+            ids = result.best.tokens
+            outputs[i] = ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids
+    return outputs
+
+
+def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, Any]:
+    """sacreBLEU corpus BLEU and chrF, with their signatures for reporting."""
+    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    bleu_score = bleu.corpus_score(hypotheses, [references])
+    chrf_score = chrf.corpus_score(hypotheses, [references])
+    return {
+        "bleu": round(bleu_score.score, 2),
+        "chrf": round(chrf_score.score, 2),
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+        "sentences": len(hypotheses),
+    }
+
+
+def evaluate_checkpoint(
+    path: str | Path, split: str = "test", *, beam_size: int = 1, limit: int | None = None, device: str = "cpu"
+) -> dict[str, Any]:
+    """Translate `split` of the corpus the checkpoint was trained on and score it."""
+    from transformer.checkpoint import CheckpointError, load_checkpoint
+    from transformer.data import CorpusSpec, load_corpus
+
+    checkpoint = load_checkpoint(path, device)
+    if checkpoint.tokenizer is None:
+        raise CheckpointError(f"{path}: no tokenizer.json, cannot translate text")
+    if "corpus" not in checkpoint.metadata:
+        raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on")
+    pairs = load_corpus(CorpusSpec.from_dict(checkpoint.metadata["corpus"])).split(split)[:limit]
+    started = time.perf_counter()
+    ids = translate_ids(checkpoint.model, checkpoint.tokenizer, [s for s, _ in pairs], beam_size=beam_size)
+    hypotheses = [checkpoint.tokenizer.decode_target(i) for i in ids]
+    scores = corpus_scores(hypotheses, [t for _, t in pairs])
+    return {**scores, "split": split, "beam_size": beam_size, "seconds": round(time.perf_counter() - started, 1),
+            "checkpoint": str(path), "samples": [
+                {"source": s, "reference": t, "hypothesis": h} for (s, t), h in list(zip(pairs, hypotheses))[:10]]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from transformer.checkpoint import CheckpointError
+    from transformer.data import CorpusError
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True, help="checkpoint directory")
+    parser.add_argument("--split", default="test", choices=["train", "dev", "test"])
+    parser.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", default=None,
+                        help="JSON file for the scores (default: <checkpoint>/eval-<split>-beam<N>.json)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        result = evaluate_checkpoint(args.checkpoint, args.split, beam_size=args.beam, limit=args.limit,
+                                     device=args.device)
+    except (CheckpointError, CorpusError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path(args.checkpoint) / f"eval-{args.split}-beam{args.beam}.json"
+    out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(f"{args.split} ({result['sentences']} sentences, beam {args.beam}): "
+          f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  [{result['seconds']} s]")
+    print(f"  {result['bleu_signature']}\n  {result['chrf_signature']}")
+    print(f"  written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Train a translation model from the command line (also what the app's Train page runs).
+
+    python -m transformer.train --corpus bible --src en --tgt fr --preset small --out runs/NAME
+    python -m transformer.train --resume runs/NAME [--max-steps 20000]
+    torchrun --nproc_per_node=2 -m transformer.train ...      (DistributedDataParallel)
+
+SIGINT or SIGTERM saves the latest checkpoint and exits cleanly; --resume continues the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from dataclasses import replace
+
+from transformer.checkpoint import CheckpointError
+from transformer.data import CorpusError, CorpusSpec
+from transformer.tokenizer import TokenizerError
+from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
+from transformer.training import PRESETS, RunFiles, TokenizerSettings, TrainConfig
+
+log = logging.getLogger("transformer.train")
+
+# command-line flag -> (section of the run spec, field)
+OVERRIDES = {
+    "d_model": ("model", "d_model"), "n_heads": ("model", "n_heads"), "layers": ("model", "layers"),
+    "d_ff": ("model", "d_ff"), "dropout": ("model", "dropout"), "post_ln": ("model", "norm_first"),
+    "max_len": ("model", "max_len"), "activation": ("model", "activation"),
+    "vocab_size": ("tokenizer", "vocab_size"), "tokenizer": ("tokenizer", "kind"),
+    "separate_vocab": ("tokenizer", "shared"),
+    **{name: ("train", name) for name in (
+        "lr", "warmup_steps", "max_steps", "max_epochs", "max_tokens", "accumulation", "label_smoothing",
+        "clip_grad_norm", "optimizer", "weight_decay", "schedule", "eval_every", "save_every", "log_every",
+        "keep_last", "eval_sentences", "seed", "device", "precision", "threads")},
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", help="new run directory")
+    p.add_argument("--resume", metavar="RUN", help="continue the run in this directory")
+    p.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    data = p.add_argument_group("corpus")
+    data.add_argument("--corpus", default="bible", choices=["bible", "tsv", "hf"])
+    data.add_argument("--src", default="en")
+    data.add_argument("--tgt", default="fr")
+    data.add_argument("--src-translation", help="Bible translation code, e.g. k")
+    data.add_argument("--tgt-translation", help="Bible translation code, e.g. l")
+    data.add_argument("--path", help="tsv file, or a local file / saved dataset for --corpus hf")
+    data.add_argument("--hf-name", help="Hugging Face dataset name, e.g. opus_books")
+    data.add_argument("--hf-config", help="e.g. en-fr")
+    data.add_argument("--src-field")
+    data.add_argument("--tgt-field")
+    data.add_argument("--max-words", type=int, default=100)
+    data.add_argument("--dedup", action="store_true")
+    model = p.add_argument_group("model and tokenizer (override the preset)")
+    for name, kind in (("d_model", int), ("n_heads", int), ("layers", int), ("d_ff", int), ("dropout", float),
+                       ("max_len", int), ("vocab_size", int)):
+        model.add_argument("--" + name.replace("_", "-"), type=kind)
+    model.add_argument("--activation", choices=["relu", "gelu"])
+    model.add_argument("--post-ln", action="store_const", const=False, help="the paper's post-LN (default pre-LN)")
+    model.add_argument("--tokenizer", choices=["bpe", "wordlevel"])
+    model.add_argument("--separate-vocab", action="store_const", const=False, help="one vocabulary per language")
+    train = p.add_argument_group("training (override the preset)")
+    for name, kind in (("lr", float), ("warmup_steps", int), ("max_steps", int), ("max_epochs", int),
+                       ("max_tokens", int), ("accumulation", int), ("label_smoothing", float),
+                       ("clip_grad_norm", float), ("weight_decay", float), ("eval_every", int),
+                       ("save_every", int), ("log_every", int), ("keep_last", int), ("eval_sentences", int),
+                       ("seed", int), ("threads", int)):
+        train.add_argument("--" + name.replace("_", "-"), type=kind)
+    train.add_argument("--optimizer", choices=["adam", "adamw"])
+    train.add_argument("--schedule", choices=["noam", "cosine"])
+    train.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"])
+    train.add_argument("--precision", choices=["fp32", "bf16", "fp16"])
+    return p
+
+
+def spec_from_args(args: argparse.Namespace) -> RunSpec:
+    preset = PRESETS[args.preset]
+    sections = {"model": dict(preset["model"]), "tokenizer": dict(preset["tokenizer"]), "train": dict(preset["train"])}
+    for flag, (section, field) in OVERRIDES.items():
+        value = getattr(args, flag)
+        if value is not None:
+            sections[section][field] = value
+    layers = sections["model"].pop("layers", None)
+    if layers is not None:
+        sections["model"] |= {"n_encoder_layers": layers, "n_decoder_layers": layers}
+    corpus = CorpusSpec(kind=args.corpus, src=args.src, tgt=args.tgt, src_translation=args.src_translation,
+                        tgt_translation=args.tgt_translation, path=args.path, hf_name=args.hf_name,
+                        hf_config=args.hf_config, src_field=args.src_field, tgt_field=args.tgt_field,
+                        max_words=args.max_words, dedup=args.dedup)
+    return RunSpec(corpus, TokenizerSettings(**sections["tokenizer"]), sections["model"],
+                   TrainConfig(**sections["train"]), preset=args.preset)
+
+
+def resume_overrides(args: argparse.Namespace) -> dict:
+    """Training flags given with --resume change the stored config (e.g. a larger --max-steps)."""
+    return {field: getattr(args, flag) for flag, (section, field) in OVERRIDES.items()
+            if section == "train" and getattr(args, flag) is not None}
+
+
+def format_record(record: dict, max_steps: int) -> str:
+    if "train_loss" in record:
+        eta = record["elapsed"] / max(record["step"], 1) * (max_steps - record["step"])
+        return (f"step {record['step']:>6}/{max_steps}  loss {record['train_loss']:.3f}  lr {record['lr']:.2e}  "
+                f"{record['tokens_per_s']:,.0f} tok/s  grad {record['grad_norm']:.2f}  ETA {eta / 60:.1f} min")
+    scores = "  ".join(f"{k} {record[k]:.2f}" for k in ("dev_loss", "dev_bleu", "dev_chrf") if k in record)
+    return f"eval at step {record['step']}: {scores}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if bool(args.out) == bool(args.resume):
+        print("error: give exactly one of --out (new run) or --resume (existing run)", file=sys.stderr)
+        return 2
+    try:
+        if args.out:
+            spec = spec_from_args(args)  # every rank validates the flags; rank 0 alone creates the run
+            root = create_run(args.out, spec) if int(os.environ.get("RANK", "0")) == 0 else args.out
+            trainer = Trainer(root)
+        else:
+            root = args.resume
+            trainer = Trainer(root, overrides=resume_overrides(args))
+    except (TrainingError, CorpusError, ValueError, TypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    handlers = [logging.FileHandler(RunFiles(trainer.files.root).log, encoding="utf-8")] if trainer.is_main else []
+    handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", handlers=handlers, force=True)
+
+    def stop(signum, frame):
+        log.info("received %s: saving a checkpoint and stopping", signal.Signals(signum).name)
+        trainer.request_stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    log.info("run %s: %s", root, replace(trainer.spec.train))
+    try:
+        for record in trainer.fit():
+            if trainer.is_main:
+                log.info(format_record(record, trainer.config.max_steps))
+    except (TrainingError, CorpusError, TokenizerError, CheckpointError, ValueError) as e:
+        log.error("error: %s", e)
+        return 1
+    except Exception:  # a bug, not a user error: keep the traceback in train.log
+        log.exception("training crashed")
+        return 1
+    log.info("done: %s", root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

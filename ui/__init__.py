@@ -1,0 +1,1 @@
+"""Figures, widgets and background jobs of the Streamlit explorer."""

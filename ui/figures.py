@@ -1,0 +1,210 @@
+"""Plotly figure builders for the explorer: pure functions of arrays and labels, no streamlit.
+
+Every attention heatmap is one `go.Heatmap` trace with rows = queries and columns = keys, drawn
+top-down (the first query on top) on a fixed 0..1 colour scale, so that two heads can be compared
+by colour alone. Axes are token positions with the tokens as tick text, because plotly would merge
+equal category labels ("▁the" twice would become one row); the hover names both tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+COLORSCALE = "Blues"
+ZWSP = "\u200b"  # invisible, makes repeated tokens distinct categories
+
+
+def _ticks(labels: Sequence[str], **extra) -> dict:
+    """An axis of positions 0..n-1 labelled with the tokens."""
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=[escape(t) for t in labels], **extra)
+
+
+def escape(label: str) -> str:
+    """Plotly reads text as HTML: "<s>" would become a strikethrough tag and vanish."""
+    return label.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _margin(title: str) -> dict:
+    return dict(l=10, r=10, t=40 if title else 10, b=10)
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """Equal labels get a growing number of zero-width spaces, so each stays its own row or column."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        n = seen.get(label, 0)
+        seen[label] = n + 1
+        out.append(label + ZWSP * n)
+    return out
+
+
+def attention_heatmap(
+    weights: np.ndarray,
+    query_labels: Sequence[str],
+    key_labels: Sequence[str],
+    *,
+    title: str = "",
+    query_name: str = "query",
+    key_name: str = "key",
+    row_notes: Sequence[str] | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """weights (Lq, Lk), rows are queries. row_notes adds a line per row to the hover (e.g. what it predicts)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (len(query_labels), len(key_labels)):
+        raise ValueError(f"weights {weights.shape} do not match {len(query_labels)} x {len(key_labels)} labels")
+    notes = list(row_notes) if row_notes is not None else [""] * len(query_labels)
+    custom = np.empty((*weights.shape, 3), dtype=object)  # (Lq, Lk, [query, key, note])
+    custom[..., 0] = np.asarray([escape(t) for t in query_labels], dtype=object)[:, None]
+    custom[..., 1] = np.asarray([escape(t) for t in key_labels], dtype=object)[None, :]
+    custom[..., 2] = np.asarray(notes, dtype=object)[:, None]
+    trace = go.Heatmap(
+        z=weights, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0.0, zmax=1.0,
+        colorscale=COLORSCALE, customdata=custom, colorbar=dict(title="weight", thickness=12),
+        hovertemplate=(f"{query_name}: %{{customdata[0]}}<br>{key_name}: %{{customdata[1]}}<br>"
+                       "weight: %{z:.3f}%{customdata[2]}<extra></extra>"),
+    )
+    fig = go.Figure(trace)
+    side = 22 * len(query_labels) + 160
+    fig.update_layout(
+        title=dict(text=title, y=0.99, yanchor="top") if title else None, height=height or min(max(side, 300), 900),
+        # fixed margins for tokens: plotly's automargin keeps growing inside Streamlit's resizing container
+        margin=dict(l=110, r=10, t=130 if title else 100, b=10),
+        xaxis=_ticks(key_labels, title=key_name, side="top", tickangle=-60),
+        yaxis=_ticks(query_labels, title=query_name, autorange="reversed"),
+    )
+    return fig
+
+
+def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) -> go.Figure:
+    """maps (L, H, Lq, Lk): a layer x head grid of small heatmaps (no labels), one trace each.
+
+    Each trace carries customdata [layer, head] so a click or box selection names the head.
+    """
+    maps = np.asarray(maps, dtype=np.float64)
+    n_layers, n_heads = maps.shape[:2]
+    fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
+                        row_titles=[f"layer {i}" for i in range(n_layers)],
+                        column_titles=[f"head {h}" for h in range(n_heads)])
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            z = maps[layer, head]
+            custom = np.broadcast_to(np.array([layer, head], dtype=object), (*z.shape, 2))
+            fig.add_trace(go.Heatmap(
+                z=z, zmin=0.0, zmax=1.0, colorscale=COLORSCALE, showscale=False, customdata=custom,
+                hovertemplate=f"layer {layer}, head {head}<br>query %{{y}}, key %{{x}}: %{{z:.2f}}<extra></extra>",
+            ), row=layer + 1, col=head + 1)
+    fig.update_xaxes(showticklabels=False, showgrid=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
+    fig.update_layout(title=title or None, height=height_per_row * n_layers + 60,
+                      margin=dict(l=10, r=40, t=60, b=10), clickmode="event+select", dragmode="select")
+    return fig
+
+
+def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
+    """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    return attention_heatmap(rows, [f"head {h}" for h in range(rows.shape[0])], key_labels, title=title,
+                             query_name="head", height=60 + 28 * rows.shape[0] + 100)
+
+
+def candidates_bar(tokens: Sequence[str], probs: Sequence[float], *, title: str = "") -> go.Figure:
+    """The top-k next-token candidates, most probable on top."""
+    fig = go.Figure(go.Bar(x=list(probs), y=list(range(len(tokens))), orientation="h",
+                           customdata=[escape(t) for t in tokens], marker_color="#3b75af",
+                           hovertemplate="%{customdata}: %{x:.3f}<extra></extra>"))
+    fig.update_layout(title=title or None, height=60 + 32 * len(tokens), margin=_margin(title),
+                      xaxis=dict(title="probability", range=[0, 1]), yaxis=_ticks(tokens, autorange="reversed"))
+    return fig
+
+
+def positional_heatmap(pe: np.ndarray) -> go.Figure:
+    """pe (positions, d_model): the sinusoidal table of Section 3.5."""
+    pe = np.asarray(pe, dtype=np.float64)
+    fig = go.Figure(go.Heatmap(z=pe, zmin=-1, zmax=1, colorscale="RdBu",
+                               hovertemplate="position %{y}, dim %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis_title="dimension i", yaxis=dict(title="position", autorange="reversed"))
+    return fig
+
+
+def sinusoids(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
+    """Selected columns of the positional table as curves over position."""
+    pe = np.asarray(pe, dtype=np.float64)
+    fig = go.Figure([go.Scatter(x=np.arange(len(pe)), y=pe[:, d], mode="lines", name=f"dim {d}") for d in dims])
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="position",
+                      yaxis=dict(title="value", range=[-1.1, 1.1]))
+    return fig
+
+
+def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
+                 title: str = "") -> go.Figure:
+    """A boolean mask (True = may attend) as a two-colour grid."""
+    mask = np.asarray(mask, dtype=np.float64)
+    fig = go.Figure(go.Heatmap(
+        z=mask, zmin=0, zmax=1, showscale=False, colorscale=[[0, "#e6e6e6"], [1, "#2c7a3f"]], xgap=1, ygap=1,
+        hovertemplate="query position %{y}<br>key position %{x}<br>may attend: %{z}<extra></extra>"))
+    fig.update_layout(title=title or None, height=min(max(24 * len(query_labels) + 140, 260), 700),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis=_ticks(key_labels, side="top", tickangle=-60),
+                      yaxis=_ticks(query_labels, autorange="reversed"))
+    return fig
+
+
+def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = "", log_y: bool = False) -> go.Figure:
+    """Lines of metric keys against step, each from the records that have it (train or eval records)."""
+    fig = go.Figure()
+    for key in keys:
+        points = [(r["step"], r[key]) for r in records if r.get(key) is not None and "step" in r]
+        if points:
+            steps, values = zip(*points)
+            mode = "lines+markers" if len(points) < 30 else "lines"
+            fig.add_trace(go.Scatter(x=list(steps), y=list(values), mode=mode, name=key))
+    fig.update_layout(title=title or None, height=260, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis_title="step", yaxis_type="log" if log_y else "linear",
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str] | None = None) -> go.Figure:
+    """The beam search tree.
+
+    steps: one dict per decoding step, {"nodes": [{"parent", "label", "score", "status", "slot"}]} where
+    parent indexes the previous step's live slots (as `transformer.decoding.Node`). Nodes are placed at
+    x = step + 1 in score order; the root <s> is at x = 0. Colour shows the status.
+    """
+    colours = {"live": "#3b75af", "finished": "#2c7a3f", "stopped": "#b08900", "pruned": "#bbbbbb"}
+    xs, ys, texts, hovers, node_colours = [0], [0.0], ["<s>"], ["<s> (start)"], [colours["live"]]
+    edge_x: list[float | None] = []
+    edge_y: list[float | None] = []
+    slot_y = {0: 0.0}  # live slot -> y of its node at the previous step
+    for t, step in enumerate(steps):
+        next_slot_y = {}
+        for rank, node in enumerate(step["nodes"]):
+            y = float(rank)
+            parent_y = slot_y.get(node["parent"], 0.0)
+            edge_x += [t, t + 1, None]
+            edge_y += [parent_y, y, None]
+            xs.append(t + 1)
+            ys.append(y)
+            texts.append(node["label"])
+            hovers.append(f"{node['label']}<br>score {node['score']:.3f}<br>{node['status']}")
+            node_colours.append(colours.get(node["status"], "#888888"))
+            if node["status"] == "live":
+                next_slot_y[node["slot"]] = y
+        slot_y = next_slot_y
+    fig = go.Figure([
+        go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip",
+                   showlegend=False),
+        go.Scatter(x=xs, y=ys, mode="markers+text", text=texts, textposition="top center", hovertext=hovers,
+                   hoverinfo="text", marker=dict(size=10, color=node_colours), showlegend=False),
+    ])
+    fig.update_layout(height=140 + 45 * max((len(s["nodes"]) for s in steps), default=1),
+                      margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(title="step", dtick=1),
+                      yaxis=dict(visible=False, autorange="reversed"))
+    return fig

@@ -1,0 +1,93 @@
+"""Where the explorer finds models and runs, and what it says about a model: pure Python, no streamlit.
+
+`checkpoints/` (shipped or copied models) and `runs/` (training runs) are relative to the repository;
+EXPLORER_CHECKPOINTS and EXPLORER_RUNS point them elsewhere (tests use tmp dirs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def checkpoints_dir() -> Path:
+    return Path(os.environ.get("EXPLORER_CHECKPOINTS") or REPO / "checkpoints")
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("EXPLORER_RUNS") or REPO / "runs")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    label: str  # shown in the picker
+    path: str  # checkpoint directory, as a string so that it is hashable and JSON-friendly
+
+
+def _is_checkpoint(path: Path) -> bool:
+    return (path / "config.json").is_file() and (path / "model.safetensors").is_file()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def find_models() -> list[ModelChoice]:
+    """Shipped checkpoints first, then the best/latest checkpoints of runs (newest run first)."""
+    choices = []
+    root = checkpoints_dir()
+    if root.is_dir():
+        for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if _is_checkpoint(path):
+                choices.append(ModelChoice(path.name, str(path)))
+    runs = runs_dir()
+    if runs.is_dir():
+        run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+        for run in run_dirs:
+            state = _read_json(run / "status.json").get("state", "starting")
+            for name in ("best", "latest"):
+                path = run / "checkpoints" / name
+                if _is_checkpoint(path):
+                    choices.append(ModelChoice(f"run {run.name} / {name} ({state})", str(path)))
+    return choices
+
+
+def checkpoint_stamp(path: str | Path) -> float:
+    """Changes whenever a run rewrites the checkpoint, so a cached model is reloaded."""
+    try:
+        return (Path(path) / "model.safetensors").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
+    """The facts the Home page lists about a loaded model."""
+    corpus = metadata.get("corpus") or {}
+    facts = {
+        "languages": f"{corpus.get('src', '?')} → {corpus.get('tgt', '?')}",
+        "layers": f"{config.n_encoder_layers} encoder + {config.n_decoder_layers} decoder",
+        "heads": str(config.n_heads),
+        "d_model": str(config.d_model),
+        "d_ff": str(config.d_ff),
+        "parameters": f"{metadata['n_params']:,}" if "n_params" in metadata else "?",
+        "vocabulary": (f"{tokenizer.kind}, {tokenizer.src_vocab_size:,} source / {tokenizer.tgt_vocab_size:,} target"
+                       if tokenizer is not None else "none (checkpoint has no tokenizer)"),
+        "training data": metadata.get("description", "not recorded"),
+        "training steps": str(metadata.get("step", "not recorded")),
+    }
+    if metadata.get("elapsed") is not None:
+        facts["training time"] = f"{float(metadata['elapsed']) / 60:.1f} min"
+    if metadata.get("best_dev_bleu") is not None:
+        facts["best dev BLEU"] = f"{float(metadata['best_dev_bleu']):.1f}"
+    if metadata.get("test_bleu") is not None:
+        facts["test BLEU"] = f"{float(metadata['test_bleu']):.1f}"
+    return facts

@@ -1,0 +1,147 @@
+"""The Train page's pieces: the form that builds a training command, and the live view of one run."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from transformer.data import DEFAULT_BIBLE_TRANSLATION
+from transformer.training import PRESETS, read_metrics
+from ui import figures, jobs
+from ui.models import runs_dir
+from ui.widgets import open_model
+
+
+def corpus_args(name: str) -> list[str] | None:
+    """Corpus widgets; the CLI flags for the choice, or None (after a message) when incomplete."""
+    kind = st.radio("Corpus", ["Bible", "TSV file", "Hugging Face dataset"], horizontal=True, key="train_corpus")
+    langs = sorted(DEFAULT_BIBLE_TRANSLATION)
+    c1, c2, c3 = st.columns(3)
+    if kind == "Bible":
+        src = c1.selectbox("Source language", langs, index=langs.index("en"), key="train_bible_src")
+        tgt = c2.selectbox("Target language", langs, index=langs.index("fr"), key="train_bible_tgt")
+        return ["--corpus", "bible", "--src", src, "--tgt", tgt]
+    src = c1.text_input("Source language code", "en", key="train_src")
+    tgt = c2.text_input("Target language code", "fr", key="train_tgt")
+    if kind == "TSV file":
+        upload = st.file_uploader("Sentence pairs, one `source<TAB>target` per line", type=["tsv", "txt"],
+                                  key="train_upload")
+        path = st.text_input("…or a TSV path on this machine", key="train_tsv_path")
+        if upload is not None:
+            target = runs_dir() / name / "corpus.tsv"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(upload.getvalue())
+            path = str(target)
+        return ["--corpus", "tsv", "--src", src, "--tgt", tgt, "--path", path] if path else None
+    hf_name = c3.text_input("Dataset name", "opus_books", key="train_hf_name")
+    hf_config = c3.text_input("Config", "en-fr", key="train_hf_config")
+    return ["--corpus", "hf", "--src", src, "--tgt", tgt, "--hf-name", hf_name] + (
+        ["--hf-config", hf_config] if hf_config else [])
+
+
+def model_args() -> list[str]:
+    """Preset and main hyperparameters; each preset keeps its own widget values (its defaults differ)."""
+    preset = st.selectbox("Preset", list(PRESETS), key="train_preset",
+                          help="tiny: minutes on a CPU; small: the shipped model; base: the paper's base model.")
+    p = PRESETS[preset]
+    c1, c2, c3, c4 = st.columns(4)
+    values = {
+        "--max-steps": c1.number_input("Steps", 1, 1_000_000, p["train"]["max_steps"], key=f"train_steps_{preset}"),
+        "--lr": c2.number_input("Peak learning rate", 1e-5, 1e-1, p["train"]["lr"], format="%.4f",
+                                key=f"train_lr_{preset}"),
+        "--d-model": c3.number_input("d_model", 16, 2048, p["model"]["d_model"], step=16, key=f"train_d_{preset}"),
+        "--layers": c4.number_input("Layers (each stack)", 1, 12, p["model"]["n_encoder_layers"],
+                                    key=f"train_l_{preset}"),
+        "--vocab-size": c1.number_input("Vocabulary size", 100, 64_000, p["tokenizer"]["vocab_size"],
+                                        key=f"train_v_{preset}"),
+        "--max-tokens": c2.number_input("Tokens per batch", 64, 100_000, p["train"]["max_tokens"],
+                                        key=f"train_t_{preset}"),
+        "--eval-every": c3.number_input("Evaluate every (steps)", 1, 100_000, p["train"]["eval_every"],
+                                        key=f"train_e_{preset}"),
+    }
+    device = c4.radio("Device", ["auto", "cpu", "cuda"], horizontal=True, key="train_device",
+                      format_func={"auto": "auto", "cpu": "CPU", "cuda": "GPU"}.get)
+    values["--save-every"] = values["--eval-every"]
+    values["--log-every"] = max(1, min(p["train"]["log_every"], values["--eval-every"]))
+    args = ["--preset", preset, "--device", device]
+    for flag, value in values.items():
+        args += [flag, str(value)]
+    threads = st.number_input("CPU threads (0: all)", 0, 256, 0, key="train_threads")
+    return args + (["--threads", str(threads)] if threads else [])
+
+
+def _charts(records: list[dict]) -> None:
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.metric_curves(records, ["train_loss", "dev_loss"], title="loss"), key="train_loss_chart")
+    c2.plotly_chart(figures.metric_curves(records, ["dev_bleu", "dev_chrf"], title="dev BLEU / chrF"),
+                    key="train_bleu_chart")
+    c1.plotly_chart(figures.metric_curves(records, ["lr"], title="learning rate"), key="train_lr_chart")
+    c2.plotly_chart(figures.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart")
+
+
+def _probes(root) -> None:
+    steps = jobs.probe_steps(root)
+    if not steps:
+        st.caption("The probe sentence's attention appears here after the first evaluation.")
+        return
+    index = st.slider("Snapshot", 0, len(steps) - 1, len(steps) - 1, format="%d",
+                      help="One snapshot per evaluation; moves to the newest when a new one arrives.") \
+        if len(steps) > 1 else 0
+    record, maps = jobs.load_probe(root, steps[index])
+    st.markdown(f"**Step {steps[index]}.** {record['source']} → *{record['translation'] or '∅'}*")
+    cross = maps["cross"][-1].mean(0)  # (T, S): last layer, mean of heads
+    st.plotly_chart(figures.attention_heatmap(cross, record["tgt_pieces"], record["src_pieces"],
+                                              title="cross-attention, last layer, mean of heads",
+                                              query_name="target query", key_name="source key"),
+                    key="train_probe", theme=None)
+
+
+def _controls(info: jobs.RunInfo) -> None:
+    c1, c2, c3 = st.columns(3)
+    if info.active and c1.button("Stop (saves a checkpoint)", key="train_stop"):
+        jobs.stop_run(info.root)
+        st.toast("Stopping: the run saves a checkpoint first.")
+    latest = info.root / "checkpoints" / "latest"
+    if not info.active and latest.is_dir():
+        more = c2.number_input("Resume until step", info.step + 1, 10_000_000, max(info.step * 2, info.step + 100),
+                               key=f"train_more_{info.name}")
+        if c2.button("Resume", key="train_resume"):
+            try:
+                jobs.resume_run(info.root, int(more))
+            except ValueError as e:
+                st.error(str(e))
+    best = info.root / "checkpoints" / "best"
+    target = best if best.is_dir() else latest
+    if target.is_dir() and c3.button("Open in the explorer", key="train_open"):
+        open_model(str(target))
+        st.switch_page("pages/1_Translate.py")
+
+
+@st.fragment(run_every=2)
+def live_run(root) -> None:
+    """Status, progress, curves and probe attention of one run, redrawn every 2 s."""
+    info = jobs.run_info(root)
+    was_active = st.session_state.get("train_was_active", {}).get(info.name)
+    st.session_state.setdefault("train_was_active", {})[info.name] = info.active
+    if was_active and not info.active:
+        st.rerun(scope="app")  # the buttons outside this fragment depend on the state
+    records = read_metrics(root / "metrics.jsonl")
+    st.markdown(f"**Run `{info.name}`: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
+    if info.state in ("crashed", "failed"):
+        st.error(f"Training {info.state}: {info.error or 'no error recorded'}")
+        st.code(jobs.log_tail(root) or "(empty log)", language="text")
+    if info.max_steps:
+        eta = jobs.eta_seconds(records, info.max_steps)
+        left = f", about {eta / 60:.1f} min left" if eta and info.active else ""
+        text = f"step {info.step} / {info.max_steps}{left}"
+        st.progress(min(info.step / info.max_steps, 1.0), text=text)
+    elif info.state == "starting":
+        st.progress(0.0, text="starting: loading the corpus and training the tokenizer…")
+    _controls(info)
+    if records:
+        _charts(records)
+        _probes(root)
+    elif info.state != "crashed":
+        st.info("No metrics yet.")
+    st.caption(f"updated {time.strftime('%H:%M:%S')}")

@@ -28,3 +28,12 @@ def random_batch(config: ModelConfig, B=3, S=7, T=6, seed=0):
         tgt[b, T - b :] = config.pad_id
     tgt[:, 0] = 1  # <s>
     return src, tgt
+
+
+@pytest.fixture(autouse=True, scope="session")
+def single_thread():
+    """Tiny models run faster on one thread than with two threads fighting over two shared cores."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from transformer import evaluate
 from transformer.checkpoint import load_checkpoint
 from transformer.data import CorpusSpec
 from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
@@ -86,6 +87,20 @@ def test_run_writes_metrics_checkpoints_and_probes(tmp_path, corpus_file):
     torch.testing.assert_close(maps["0.cross"].sum(-1), torch.ones(1, 2, T))
     with pytest.raises(TrainingError, match="already holds a run"):
         create_run(root, tiny_spec(corpus_file))
+
+
+def test_evaluate_cli_scores_a_split_and_writes_json(tmp_path, corpus_file, capsys):
+    root = create_run(tmp_path / "run", tiny_spec(corpus_file, max_steps=2))
+    list(Trainer(root).fit())
+    out = tmp_path / "scores.json"
+    assert evaluate.main(["--checkpoint", str(root / "checkpoints" / "best"), "--split", "test", "--beam", "2",
+                          "--out", str(out)]) == 0
+    scores = json.loads(out.read_text())
+    assert scores["split"] == "test" and scores["beam_size"] == 2 and scores["sentences"] == 15
+    assert 0 <= scores["bleu"] <= 100 and scores["bleu_signature"].startswith("nrefs:1")
+    assert f"BLEU {scores['bleu']:.2f}" in capsys.readouterr().out
+    assert evaluate.main(["--checkpoint", str(tmp_path / "nothing")]) == 2
+    assert "no checkpoint directory" in capsys.readouterr().err
 
 
 def test_resumed_run_continues_the_same_loss_curve(tmp_path, corpus_file):

@@ -14,39 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import sacrebleu
-import torch
 
-from transformer.decoding import SearchSettings, search
-from transformer.model import Transformer
-from transformer.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.data import CorpusError, CorpusSpec, load_corpus
+from transformer.decoding import SearchSettings
+from transformer.translate import Translator
 
 log = logging.getLogger(__name__)
 
 
-def translate_ids(
-    model: Transformer, tokenizer: Tokenizer, sources: list[str], *, beam_size: int = 1, max_tokens: int = 6000
-) -> list[list[int]]:
-    """Output token ids (no <s>, no </s>) for each source, decoded in length-sorted batches."""
-    model.eval()
-    device = next(model.parameters()).device
-    encoded = [tokenizer.encode_source(s)[: model.config.max_len] for s in sources]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    outputs: list[list[int]] = [[] for _ in sources]
-    start = 0
-    while start < len(order):
-        # output length ~ source length, and beams multiply the rows
-        rows = max(1, max_tokens // (2 * len(encoded[order[min(start + 63, len(order) - 1)]]) * beam_size))
-        chunk = order[start : start + min(rows, 64)]
-        start += len(chunk)
-        width = max(len(encoded[i]) for i in chunk)
-        src = torch.full((len(chunk), width), PAD_ID, dtype=torch.long)
-        for row, i in enumerate(chunk):
-            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
-        src = src.to(device)
-        for i, result in zip(chunk, search(model, src, SearchSettings(beam_size=beam_size))):
-            ids = result.best.tokens
-            outputs[i] = ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids
-    return outputs
+def translate_texts(translator: Translator, sources: list[str], beam_size: int = 1) -> list[str]:
+    """Plain translations of many sentences (greedy when beam_size is 1)."""
+    settings = SearchSettings(beam_size=beam_size)
+    return [t.text for t in translator.translate_batch(sources, settings)]
 
 
 def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, Any]:
@@ -67,18 +47,13 @@ def evaluate_checkpoint(
     path: str | Path, split: str = "test", *, beam_size: int = 1, limit: int | None = None, device: str = "cpu"
 ) -> dict[str, Any]:
     """Translate `split` of the corpus the checkpoint was trained on and score it."""
-    from transformer.checkpoint import CheckpointError, load_checkpoint
-    from transformer.data import CorpusSpec, load_corpus
-
-    checkpoint = load_checkpoint(path, device)
-    if checkpoint.tokenizer is None:
-        raise CheckpointError(f"{path}: no tokenizer.json, cannot translate text")
-    if "corpus" not in checkpoint.metadata:
+    translator = Translator(load_checkpoint(path, device), batch_size=64)
+    metadata = translator.checkpoint.metadata
+    if "corpus" not in metadata:
         raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on")
-    pairs = load_corpus(CorpusSpec.from_dict(checkpoint.metadata["corpus"])).split(split)[:limit]
+    pairs = load_corpus(CorpusSpec.from_dict(metadata["corpus"])).split(split)[:limit]
     started = time.perf_counter()
-    ids = translate_ids(checkpoint.model, checkpoint.tokenizer, [s for s, _ in pairs], beam_size=beam_size)
-    hypotheses = [checkpoint.tokenizer.decode_target(i) for i in ids]
+    hypotheses = translate_texts(translator, [s for s, _ in pairs], beam_size)
     scores = corpus_scores(hypotheses, [t for _, t in pairs])
     return {**scores, "split": split, "beam_size": beam_size, "seconds": round(time.perf_counter() - started, 1),
             "checkpoint": str(path), "samples": [
@@ -86,9 +61,6 @@ def evaluate_checkpoint(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from transformer.checkpoint import CheckpointError
-    from transformer.data import CorpusError
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory")
     parser.add_argument("--split", default="test", choices=["train", "dev", "test"])

@@ -26,12 +26,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from transformer.batching import collate, make_batches
-from transformer.checkpoint import load_checkpoint, save_checkpoint, write_json_atomic
+from transformer.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
 from transformer.config import ModelConfig
 from transformer.data import CorpusSpec, load_corpus
-from transformer.evaluate import corpus_scores, translate_ids
+from transformer.evaluate import corpus_scores, translate_texts
 from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, PAD_ID, Tokenizer, train_tokenizer
+from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 from transformer.training import (
     RunFiles,
     TokenizerSettings,
@@ -46,6 +46,7 @@ from transformer.training import (
     save_training_state,
     write_status,
 )
+from transformer.translate import Translator
 
 log = logging.getLogger(__name__)
 N_PROBES = 3
@@ -180,6 +181,7 @@ class Trainer:
             log.info("resumed from %s at step %d", latest, state["step"])
         self.model, self.tokenizer, self.device = model, tokenizer, device
         self.dev, self.dev_pairs = dev, corpus.dev
+        self.translator = Translator(Checkpoint(self.files.root, model_config, model, tokenizer), batch_size=64)
         meta = {"corpus": self.spec.corpus.to_dict(), "description": corpus.description,
                 "n_params": sum(p.numel() for p in model.parameters())}
         self.meta = meta
@@ -311,7 +313,7 @@ class Trainer:
             n = self.config.eval_sentences
             sources = [s for s, _ in self.dev_pairs[:n]]
             refs = [t for _, t in self.dev_pairs[:n]]
-            hyps = [self.tokenizer.decode_target(ids) for ids in translate_ids(self.model, self.tokenizer, sources)]
+            hyps = translate_texts(self.translator, sources)
             record |= {f"dev_{k}": v for k, v in corpus_scores(hyps, refs).items() if k in ("bleu", "chrf")}
             self._save_probes(state["step"])
             append_metrics(self.files.metrics, record)
@@ -327,21 +329,16 @@ class Trainer:
         return (medium or [s for s, _ in dev_pairs])[:N_PROBES]
 
     def _save_probes(self, step: int) -> None:
+        """Each probe's translation and all its attention maps, stacked per family as (L, H, L_q, L_k)."""
         self.model.eval()
         tensors, probes = {}, []
         for i, sentence in enumerate(self.probes):
-            src_ids = self.tokenizer.encode_source(sentence)[: self.model.config.max_len]
-            out_ids = translate_ids(self.model, self.tokenizer, [sentence])[0]
-            tgt_ids = [BOS_ID] + out_ids[: self.model.config.max_len - 1]
-            src = torch.tensor([src_ids], device=self.device)
-            tgt = torch.tensor([tgt_ids], device=self.device)
-            with torch.no_grad():
-                maps = self.model(src, tgt, return_attention=True).attention
+            translation = self.translator.translate(sentence, attention=True)
+            maps = translation.attention
             for family in ("enc_self", "dec_self", "cross"):
-                tensors[f"{i}.{family}"] = torch.stack([w[0] for w in getattr(maps, family)]).cpu().contiguous()
-            probes.append({"source": sentence, "translation": self.tokenizer.decode_target(out_ids),
-                           "src_pieces": self.tokenizer.source_pieces(src_ids),
-                           "tgt_pieces": self.tokenizer.target_pieces(tgt_ids)})
+                tensors[f"{i}.{family}"] = torch.stack(getattr(maps, family)).cpu().contiguous()
+            probes.append({"source": sentence, "translation": translation.text, "src_pieces": maps.source_pieces,
+                           "tgt_pieces": maps.target_pieces, "tgt_input_pieces": maps.target_input_pieces})
         self.files.probes.mkdir(exist_ok=True)
         name = f"step-{step:07d}"
         save_file(tensors, str(self.files.probes / f"{name}.safetensors"))

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.models import describe
-from ui.widgets import current_model, page_setup
+from ui.widgets import current_translator, page_setup
 
 
 def main() -> None:
@@ -18,9 +18,10 @@ def main() -> None:
         "live; **Learn** takes you through positional encodings, masks and scaled dot-product attention "
         "with the real model's numbers."
     )
-    checkpoint = current_model()
-    if checkpoint is None:
+    translator = current_translator()
+    if translator is None:
         return
+    checkpoint = translator.checkpoint
     st.subheader("The loaded model")
     st.caption(f"`{checkpoint.path}` (change it in the sidebar; the choice follows you across pages)")
     facts = describe(checkpoint.config, checkpoint.metadata, checkpoint.tokenizer)

@@ -4,12 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from transformer.decoding import SearchSettings
+from transformer.tokenizer import EOS_ID
+from transformer.translate import Translation, TranslationError
 from ui.figures import unique_labels
 from ui.translation import translate
 from ui.widgets import (
     apply_pending_head,
     attention_explorer,
-    current_model,
+    current_translator,
     example_sentences,
     page_setup,
     search_settings,
@@ -24,10 +26,10 @@ def _use_example() -> None:
 def main() -> None:
     page_setup()
     st.title("Translate & Attention")
-    checkpoint = current_model()
-    if checkpoint is None:
+    translator = current_translator()
+    if translator is None:
         return
-    examples = example_sentences(checkpoint.metadata)
+    examples = example_sentences(translator.checkpoint.metadata)
     if "tr_text" not in st.session_state:
         st.session_state.tr_text = examples[0] if examples else ""
     if examples:
@@ -38,28 +40,29 @@ def main() -> None:
     if not text.strip():
         st.info("Type an English sentence above, or pick an example.")
         return
-    request = (str(checkpoint.path), text, settings)
+    request = (str(translator.checkpoint.path), text, settings)
     if st.session_state.get("tr_request") != request:
         try:
             with st.spinner("Translating…"):
-                st.session_state.tr_result = translate(checkpoint, text, settings)
-        except ValueError as e:
+                st.session_state.tr_result = translate(translator, text, settings)
+        except TranslationError as e:
             st.warning(str(e))
             return
         st.session_state.tr_request = request
-    result = st.session_state.tr_result
+    result: Translation = st.session_state.tr_result
     st.subheader("Translation")
-    st.markdown(f"### {result.best.text or '∅'}")
+    st.markdown(f"### {result.text or '∅'}")
     for warning in result.warnings:
         st.warning(warning)
-    probs = pd.DataFrame([[f"{p:.3f}" for p in result.best.probs]], index=["probability"],
-                         columns=unique_labels(result.best.pieces))
+    probs = pd.DataFrame([[f"{p:.3f}" for p in result.token_probs]], index=["probability"],
+                         columns=unique_labels(result.target_pieces))
     st.dataframe(probs, key="tr_probs")
-    if len(result.nbest) > 1:
-        with st.expander(f"{len(result.nbest)} best hypotheses"):
-            st.dataframe(pd.DataFrame({"translation": [c.text for c in result.nbest],
-                                       "normalised score": [c.score for c in result.nbest],
-                                       "finished": [c.finished for c in result.nbest]}), key="tr_nbest")
+    if result.alternatives:
+        nbest = [result, *result.alternatives]
+        with st.expander(f"{len(nbest)} best hypotheses"):
+            st.dataframe(pd.DataFrame({"translation": [h.text for h in nbest],
+                                       "normalised score": [h.normalized_score for h in nbest],
+                                       "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}), key="tr_nbest")
     st.subheader("Attention")
     apply_pending_head("tr")
     attention_explorer(result.attention, key="tr")

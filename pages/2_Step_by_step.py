@@ -3,13 +3,13 @@
 import streamlit as st
 
 from transformer.decoding import DecodingSession
+from transformer.translate import TranslationError
 from ui import figures
-from ui.attention import compute_attention
-from ui.translation import prepare_source
+from ui.translation import prepare
 from ui.widgets import (
     apply_pending_head,
     attention_explorer,
-    current_model,
+    current_translator,
     page_setup,
     search_settings,
 )
@@ -52,22 +52,24 @@ def current_step(session, tok, src_pieces) -> None:
 def main() -> None:
     page_setup()
     st.title("Decode step by step")
-    checkpoint = current_model()
-    if checkpoint is None:
+    translator = current_translator()
+    if translator is None:
         return
-    tok = checkpoint.tokenizer
+    tok = translator.tokenizer
     if "step_text" not in st.session_state:
         st.session_state.step_text = st.session_state.get("tr_text") or "the cat sleeps ."
     text = st.text_input("English sentence", key="step_text")
     settings = search_settings("step")
     try:
-        src_ids, _ = prepare_source(tok, text, checkpoint.config.max_len)
-    except ValueError as e:
+        source = prepare(translator, text)
+    except TranslationError as e:
         st.info(str(e))
         return
-    request = (str(checkpoint.path), tuple(src_ids), settings)
+    for warning in source.warnings:
+        st.warning(warning)
+    request = (str(translator.checkpoint.path), tuple(source.ids), settings)
     if st.session_state.get("step_request") != request:
-        st.session_state.step_session = DecodingSession(checkpoint.model, src_ids, settings)
+        st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
         st.session_state.step_request = request
     session = st.session_state.step_session
     cols = st.columns(len(ACTIONS))
@@ -78,7 +80,7 @@ def main() -> None:
     live = [tok.decode_target(h.tokens) for h in session.live]
     st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Prefix: " + " | ".join(
         f"`{t or '∅'}`" for t in live)))
-    current_step(session, tok, tok.source_pieces(src_ids))
+    current_step(session, tok, source.pieces)
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
         st.plotly_chart(figures.beam_tree(_tree_steps(session, tok.target_pieces)), key="step_tree")
@@ -92,7 +94,7 @@ def main() -> None:
         hyp = finished[min(pick, len(finished) - 1)]
         st.markdown(f"**Result:** {tok.decode_target(hyp.tokens)}")
         apply_pending_head("step_att")
-        attention_explorer(compute_attention(checkpoint.model, tok, src_ids, hyp.tokens), key="step_att")
+        attention_explorer(translator.attention_maps(source.ids, hyp.tokens), key="step_att")
 
 
 main()

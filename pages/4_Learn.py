@@ -8,10 +8,11 @@ import torch
 from transformer.decoding import SearchSettings
 from transformer.model import padding_mask, sinusoidal_encoding, subsequent_mask
 from transformer.tokenizer import PAD_ID
+from transformer.translate import TranslationError
 from ui import figures
 from ui.attention import encoder_attention_steps
 from ui.translation import translate
-from ui.widgets import current_model, page_setup
+from ui.widgets import current_translator, page_setup
 
 DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 
@@ -84,28 +85,25 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str]) -> None:
 def main() -> None:
     page_setup()
     st.title("Learn: how attention works")
-    checkpoint = current_model(required=False)
+    translator = current_translator(required=False)
     sentence = st.text_input("Your sentence", DEFAULT_SENTENCE, key="learn_sentence")
-    d_model = checkpoint.config.d_model if checkpoint else 64
+    d_model = translator.model.config.d_model if translator else 64
     positions(d_model)
-    if checkpoint:
-        tok = checkpoint.tokenizer
-        src_ids = tok.encode_source(sentence)[: checkpoint.config.max_len]
-        pieces = tok.source_pieces(src_ids)
-        translation = translate(checkpoint, sentence, SearchSettings()) if sentence.strip() else None
-        tgt_pieces = ["<s>", *translation.best.pieces][:16] if translation else ["<s>"]
-    else:
-        src_ids, pieces = [], sentence.split() + ["</s>"]
-        tgt_pieces = ["<s>", *sentence.split()[:11]]
     if not sentence.strip():
         st.info("Type a sentence above to see its masks and attention.")
         return
-    masks(pieces, tgt_pieces)
-    if checkpoint is None:
+    if translator is None:
+        masks(sentence.split() + ["</s>"], ["<s>", *sentence.split()[:11]])
         st.header("3. Scaled dot-product attention, step by step")
         st.info("This part uses a trained model: train one on the Train page, then come back.")
         return
-    dot_product(checkpoint, src_ids, pieces)
+    try:
+        translation = translate(translator, sentence, SearchSettings())
+    except TranslationError as e:
+        st.info(str(e))
+        return
+    masks(translation.source_pieces, translation.attention.target_input_pieces[:16])
+    dot_product(translator.checkpoint, translation.source_ids, translation.source_pieces)
 
 
 main()

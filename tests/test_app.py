@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from transformer.decoding import SearchSettings, search
 from ui import jobs
+from ui.figures import escape
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -93,6 +94,8 @@ def test_translate_shows_translation_and_a_stochastic_heatmap(at):
     assert z.shape == (len(heat["y"]), len(heat["x"])) and np.allclose(z.sum(1), 1, atol=1e-5)
     n_src = len(PAIRS[3][0].split()) + 1  # word-level pieces + </s>
     assert z.shape[1] == n_src  # cross-attention by default: columns are the source
+    emitted = at.session_state["tr_result"].target_pieces  # rows: one per emitted token, labelled with it
+    assert z.shape[0] == len(emitted) and heat["customdata"][0][0][0] == escape(emitted[0])
     at.radio(key="tr_family").set_value("enc_self").run()
     at.toggle(key="tr_hide").set_value(True).run()
     z = plotly_array(figures_of(at)[0]["data"][0]["z"])
@@ -106,7 +109,8 @@ def test_beam_translate_lists_nbest(at):
     at.text_input(key="tr_text").input(PAIRS[0][0])
     at.radio(key="tr_method").set_value("beam").run()
     assert not at.exception
-    assert at.session_state["tr_result"].nbest
+    result = at.session_state["tr_result"]
+    assert result.alternatives and len(at.dataframe[1].value) == 1 + len(result.alternatives)
 
 
 def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):

@@ -1,5 +1,8 @@
 """Figure builders and the attention arithmetic behind the pages (no streamlit)."""
 
+import io
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -7,14 +10,20 @@ import torch
 from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.checkpoint import load_checkpoint
 from transformer.decoding import SearchSettings
-from ui import figures
-from ui.attention import compute_attention, encoder_attention_steps
-from ui.translation import translate
+from transformer.translate import TranslationError, Translator
+from ui import attention, figures
+from ui.attention import encoder_attention_steps
+from ui.translation import MAX_WORDS, translate
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     return load_checkpoint(make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny"))
+
+
+@pytest.fixture(scope="module")
+def translator(checkpoint):
+    return Translator(checkpoint)
 
 
 def test_heatmap_is_one_trace_with_fixed_scale_and_unique_labels():
@@ -33,7 +42,11 @@ def test_model_view_has_one_trace_per_head_naming_it():
     maps = np.full((2, 3, 4, 5), 0.2)
     fig = figures.model_view(maps)
     assert len(fig.data) == 6
-    assert list(np.asarray(fig.data[5].customdata)[0, 0]) == [1, 2]  # layer 1, head 2
+    assert list(np.asarray(fig.data[5].customdata)[0, 0]) == [1, 2, "0", "0"]  # layer 1, head 2, positions
+    labelled = figures.model_view(maps, ["q0", "q1", "q2", "<s>"], list("abcde"))
+    assert list(np.asarray(labelled.data[5].customdata)[3, 4]) == [1, 2, "&lt;s&gt;", "e"]
+    with pytest.raises(ValueError):
+        figures.model_view(maps, ["q"], list("abcde"))
 
 
 def test_beam_tree_links_children_to_their_parent_slot():
@@ -45,18 +58,32 @@ def test_beam_tree_links_children_to_their_parent_slot():
     assert list(edges.y[6:8]) == [1.0, 0.0]  # c hangs under b (y 1), placed at rank 0 of step 2
 
 
-def test_attention_set_shapes_and_rows(checkpoint):
-    tok = checkpoint.tokenizer
-    src = tok.encode_source(PAIRS[3][0])
-    att = compute_attention(checkpoint.model, tok, src, [5, 6, 2])
+def test_attention_views_shapes_rows_and_labels(translator):
+    src = translator.prepare(PAIRS[3][0]).ids
+    att = translator.attention_maps(src, [5, 6, 2])
     L, H = 2, 4
-    assert att.enc_self.shape == (L, H, len(src), len(src))
-    assert att.cross.shape == (L, H, 4, len(src)) and att.dec_self.shape == (L, H, 4, 4)
-    assert np.allclose(att.cross.sum(-1), 1, atol=1e-5)
-    assert np.allclose(np.triu(att.dec_self, 1), 0)  # causal
-    m, rows, cols = att.matrix("cross", 1, None, hide_special=True)
-    assert m.shape == (len(rows), len(cols)) and "<s>" not in rows and "</s>" not in cols
-    assert np.load(__import__("io").BytesIO(att.to_npz()))["cross"].shape == att.cross.shape
+    enc_self, dec_self, cross = (attention.stacked(att, f) for f in ("enc_self", "dec_self", "cross"))
+    assert enc_self.shape == (L, H, len(src), len(src))
+    assert cross.shape == (L, H, 3, len(src)) and dec_self.shape == (L, H, 3, 3)
+    assert np.allclose(cross.sum(-1), 1, atol=1e-5) and np.allclose(dec_self.sum(-1), 1, atol=1e-5)
+    assert np.allclose(np.triu(dec_self, 1), 0)  # causal
+    # decoder rows are the emitted tokens; decoder self-attention columns what the decoder read
+    assert attention.labels(att, "cross") == (att.target_pieces, att.source_pieces)
+    assert attention.labels(att, "dec_self") == (att.target_pieces, att.target_input_pieces)
+    assert att.target_input_pieces[0] == "<s>" and att.target_pieces[-1] == "</s>"
+    m, rows, cols = attention.matrix(att, "cross", 1, None, hide_special=True)
+    assert m.shape == (len(rows), len(cols)) == (2, len(src) - 1) and "</s>" not in rows + cols
+    assert np.allclose(m, cross[1].mean(0)[:2, :-1])
+    notes = attention.row_notes(att, "dec_self", hide_special=True)
+    assert notes == [f"<br>query read: {figures.escape(p)}" for p in att.target_input_pieces[:2]]
+    m, rows, cols = attention.matrix(att, "dec_self", 0, 3, hide_special=True)
+    assert m.shape == (2, 2) and cols == att.target_input_pieces[1:] and np.allclose(m, dec_self[0, 3][:2, 1:])
+    assert attention.row_notes(att, "enc_self") is None
+    npz = np.load(io.BytesIO(attention.to_npz(att)))
+    assert npz["cross"].shape == cross.shape and list(npz["target_pieces"]) == att.target_pieces
+    exported = json.loads(attention.to_json(att))
+    assert np.asarray(exported["dec_self"]).shape == dec_self.shape
+    assert exported["target_input_pieces"] == att.target_input_pieces
 
 
 def test_hand_computed_attention_matches_the_model(checkpoint):
@@ -67,12 +94,14 @@ def test_hand_computed_attention_matches_the_model(checkpoint):
         assert np.isclose(s.weights.sum(), 1) and s.output.shape == s.q.shape
 
 
-def test_translate_gives_probabilities_and_nbest(checkpoint):
+def test_translate_gives_probabilities_attention_and_nbest(translator):
     torch.manual_seed(0)
-    greedy = translate(checkpoint, PAIRS[0][0], SearchSettings())
-    assert len(greedy.best.pieces) == len(greedy.best.probs) and all(0 < p <= 1 for p in greedy.best.probs)
-    assert greedy.attention.cross.shape[2] == len(greedy.best.pieces) + 1
-    beam = translate(checkpoint, PAIRS[0][0], SearchSettings(beam_size=3, nbest=3))
-    assert 1 <= len(beam.nbest) <= 3
-    with pytest.raises(ValueError, match="Type a sentence"):
-        translate(checkpoint, "   ", SearchSettings())
+    greedy = translate(translator, PAIRS[0][0], SearchSettings())
+    assert len(greedy.target_pieces) == len(greedy.token_probs) and all(0 < p <= 1 for p in greedy.token_probs)
+    assert attention.stacked(greedy.attention, "cross").shape[2] == len(greedy.target_pieces)
+    beam = translate(translator, PAIRS[0][0], SearchSettings(beam_size=3, nbest=3))
+    assert 1 <= 1 + len(beam.alternatives) <= 3
+    with pytest.raises(TranslationError, match="Type a sentence"):
+        translate(translator, "   ", SearchSettings())
+    with pytest.raises(TranslationError, match=f"more than {MAX_WORDS} words"):
+        translate(translator, "the " * (MAX_WORDS + 1), SearchSettings())

@@ -1,7 +1,9 @@
-"""Attention maps and the step-by-step attention arithmetic of a real model, as numpy: no streamlit.
+"""The attention maps of a `Translation`, shaped for the figures and the downloads, and the step-by-step
+attention arithmetic of a real model, as numpy: no streamlit.
 
-Decoder rows follow the convention of the training probes: the target sequence is <s> followed by the
-output tokens, so row t is the position holding token t, which predicts token t + 1.
+Rows are queries, columns keys, as in `TranslationAttention`: a decoder query is labelled with the token it
+emitted (`target_pieces`); it read the token before it, so the columns of decoder self-attention are
+`target_input_pieces` (<s> + the output but its last token).
 """
 
 from __future__ import annotations
@@ -15,64 +17,62 @@ import numpy as np
 import torch
 
 from transformer.model import Transformer, padding_mask
-from transformer.tokenizer import BOS_ID, SPECIAL_TOKENS
+from transformer.tokenizer import SPECIAL_TOKENS
+from transformer.translate import TranslationAttention
+from ui.figures import escape
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",
             "dec_self": "decoder self-attention"}
+PIECES = ("source_pieces", "target_input_pieces", "target_pieces")  # the labels, exported with the maps
+SHAPES = ("enc_self (L,H,S,S), dec_self (L,H,T,T), cross (L,H,T,S); rows are queries, columns keys: "
+          "decoder rows are target_pieces (the token each query emitted), dec_self columns target_input_pieces")
 
 
-@dataclass
-class AttentionSet:
-    """All attention maps of one (source, output) pair; each array is (L, H, Lq, Lk)."""
-
-    src_pieces: list[str]
-    tgt_pieces: list[str]  # <s> + output tokens: the decoder's query positions
-    enc_self: np.ndarray  # (L, H, S, S)
-    dec_self: np.ndarray  # (L, H, T, T)
-    cross: np.ndarray  # (L, H, T, S)
-
-    def labels(self, family: str) -> tuple[list[str], list[str]]:
-        """(query labels, key labels) of a family."""
-        return {"enc_self": (self.src_pieces, self.src_pieces), "dec_self": (self.tgt_pieces, self.tgt_pieces),
-                "cross": (self.tgt_pieces, self.src_pieces)}[family]
-
-    def matrix(self, family: str, layer: int, head: int | None, hide_special: bool = False
-               ) -> tuple[np.ndarray, list[str], list[str]]:
-        """One head's map (head None: the mean of the heads), optionally without special-token rows and columns."""
-        maps = getattr(self, family)[layer]  # (H, Lq, Lk)
-        m = maps.mean(0) if head is None else maps[head]
-        rows, cols = self.labels(family)
-        if hide_special:
-            keep_r = [i for i, p in enumerate(rows) if p not in SPECIAL_TOKENS]
-            keep_c = [i for i, p in enumerate(cols) if p not in SPECIAL_TOKENS]
-            m = m[np.ix_(keep_r, keep_c)]
-            rows, cols = [rows[i] for i in keep_r], [cols[i] for i in keep_c]
-        return m, rows, cols
-
-    def to_npz(self) -> bytes:
-        buf = io.BytesIO()
-        np.savez_compressed(buf, enc_self=self.enc_self, dec_self=self.dec_self, cross=self.cross,
-                            src_pieces=np.array(self.src_pieces), tgt_pieces=np.array(self.tgt_pieces))
-        return buf.getvalue()
-
-    def to_json(self) -> str:
-        return json.dumps({"src_pieces": self.src_pieces, "tgt_pieces": self.tgt_pieces,
-                           "shapes": "enc_self (L,H,S,S), dec_self (L,H,T,T), cross (L,H,T,S); rows are queries",
-                           **{f: np.round(getattr(self, f), 5).tolist() for f in ("enc_self", "dec_self", "cross")}},
-                          ensure_ascii=False)
+def stacked(att: TranslationAttention, family: str) -> np.ndarray:
+    """One family's maps of every layer: (L, H, Lq, Lk)."""
+    return torch.stack(getattr(att, family)).float().cpu().numpy()
 
 
-@torch.inference_mode()
-def compute_attention(model: Transformer, tokenizer, src_ids: list[int], out_ids: list[int]) -> AttentionSet:
-    """Teacher-force <s> + out_ids through the model and keep every attention map."""
-    device = next(model.parameters()).device
-    tgt_ids = [BOS_ID, *out_ids][: model.config.max_len]
-    src = torch.tensor([src_ids], device=device)
-    tgt = torch.tensor([tgt_ids], device=device)
-    maps = model(src, tgt, return_attention=True).attention
-    stack = lambda ws: torch.stack([w[0] for w in ws]).float().cpu().numpy()  # (L, H, Lq, Lk)
-    return AttentionSet(tokenizer.source_pieces(src_ids), tokenizer.target_pieces(tgt_ids),
-                        stack(maps.enc_self), stack(maps.dec_self), stack(maps.cross))
+def labels(att: TranslationAttention, family: str) -> tuple[list[str], list[str]]:
+    """(query labels, key labels) of a family."""
+    return {"enc_self": (att.source_pieces, att.source_pieces),
+            "dec_self": (att.target_pieces, att.target_input_pieces),
+            "cross": (att.target_pieces, att.source_pieces)}[family]
+
+
+def _kept(pieces: list[str], hide_special: bool) -> list[int]:
+    return [i for i, p in enumerate(pieces) if not (hide_special and p in SPECIAL_TOKENS)]
+
+
+def matrix(att: TranslationAttention, family: str, layer: int, head: int | None, hide_special: bool = False
+           ) -> tuple[np.ndarray, list[str], list[str]]:
+    """One head's map (head None: the mean of the heads), optionally without special-token rows and columns."""
+    maps = getattr(att, family)[layer].float().cpu().numpy()  # (H, Lq, Lk)
+    m = maps.mean(0) if head is None else maps[head]
+    rows, cols = labels(att, family)
+    keep_r, keep_c = _kept(rows, hide_special), _kept(cols, hide_special)
+    return m[np.ix_(keep_r, keep_c)], [rows[i] for i in keep_r], [cols[i] for i in keep_c]
+
+
+def row_notes(att: TranslationAttention, family: str, hide_special: bool = False) -> list[str] | None:
+    """A hover line per decoder row of `matrix`: the token its query read."""
+    if family == "enc_self":
+        return None
+    return [f"<br>query read: {escape(att.target_input_pieces[i])}"
+            for i in _kept(att.target_pieces, hide_special)]
+
+
+def to_npz(att: TranslationAttention) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{f: stacked(att, f) for f in FAMILIES},
+                        **{p: np.array(getattr(att, p)) for p in PIECES})
+    return buf.getvalue()
+
+
+def to_json(att: TranslationAttention) -> str:
+    return json.dumps({**{p: getattr(att, p) for p in PIECES}, "shapes": SHAPES,
+                       **{f: np.round(stacked(att, f), 5).tolist() for f in FAMILIES}},
+                      ensure_ascii=False)
 
 
 @dataclass

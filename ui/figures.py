@@ -81,23 +81,34 @@ def attention_heatmap(
     return fig
 
 
-def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) -> go.Figure:
-    """maps (L, H, Lq, Lk): a layer x head grid of small heatmaps (no labels), one trace each.
+def model_view(maps: np.ndarray, query_labels: Sequence[str] | None = None, key_labels: Sequence[str] | None = None,
+               *, title: str = "", height_per_row: int = 110) -> go.Figure:
+    """maps (L, H, Lq, Lk): a layer x head grid of small heatmaps (no tick labels), one trace each.
 
-    Each trace carries customdata [layer, head] so a click or box selection names the head.
+    Each trace carries customdata [layer, head, query label, key label], so a click or box selection names
+    the head and the hover the tokens (positions when no labels are given).
     """
     maps = np.asarray(maps, dtype=np.float64)
-    n_layers, n_heads = maps.shape[:2]
+    n_layers, n_heads, n_queries, n_keys = maps.shape
+    query_labels = [str(i) for i in range(n_queries)] if query_labels is None else list(query_labels)
+    key_labels = [str(i) for i in range(n_keys)] if key_labels is None else list(key_labels)
+    if (len(query_labels), len(key_labels)) != (n_queries, n_keys):
+        raise ValueError(f"maps {maps.shape} do not match {len(query_labels)} x {len(key_labels)} labels")
+    tokens = np.empty((n_queries, n_keys, 2), dtype=object)  # (Lq, Lk, [query, key])
+    tokens[..., 0] = np.asarray([escape(t) for t in query_labels], dtype=object)[:, None]
+    tokens[..., 1] = np.asarray([escape(t) for t in key_labels], dtype=object)[None, :]
     fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
                         row_titles=[f"layer {i}" for i in range(n_layers)],
                         column_titles=[f"head {h}" for h in range(n_heads)])
     for layer in range(n_layers):
         for head in range(n_heads):
             z = maps[layer, head]
-            custom = np.broadcast_to(np.array([layer, head], dtype=object), (*z.shape, 2))
+            head_ids = np.broadcast_to(np.array([layer, head], dtype=object), (*z.shape, 2))
+            custom = np.concatenate([head_ids, tokens], axis=-1)  # (Lq, Lk, 4)
             fig.add_trace(go.Heatmap(
                 z=z, zmin=0.0, zmax=1.0, colorscale=COLORSCALE, showscale=False, customdata=custom,
-                hovertemplate=f"layer {layer}, head {head}<br>query %{{y}}, key %{{x}}: %{{z:.2f}}<extra></extra>",
+                hovertemplate=(f"layer {layer}, head {head}<br>query %{{customdata[2]}}, key %{{customdata[3]}}: "
+                               "%{z:.2f}<extra></extra>"),
             ), row=layer + 1, col=head + 1)
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")

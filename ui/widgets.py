@@ -1,13 +1,14 @@
-"""Streamlit pieces shared by the pages: the cached model, the model picker, the attention explorer."""
+"""Streamlit pieces shared by the pages: the cached translator, the model picker, the attention explorer."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from transformer.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from transformer.tokenizer import SPECIAL_TOKENS, TokenizerError
-from ui import figures
-from ui.attention import FAMILIES, AttentionSet
+from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.tokenizer import TokenizerError
+from transformer.translate import TranslationAttention, Translator
+from ui import attention, figures
+from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, runs_dir
 
 PAGES = [("app.py", "Home", ":material/home:"),
@@ -18,9 +19,9 @@ MODEL_KEY = "model_path"  # session state: the checkpoint directory this user ex
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
-def _load(path: str, stamp: float) -> Checkpoint:
-    """One copy per server and checkpoint version (stamp); pages only read it."""
-    return load_checkpoint(path, "cpu")
+def _load(path: str, stamp: float) -> Translator:
+    """One model per server and checkpoint version (stamp), with its Translator; pages only read them."""
+    return Translator(load_checkpoint(path, "cpu"))
 
 
 def page_setup() -> None:
@@ -62,8 +63,9 @@ def open_model(path: str) -> None:
     st.session_state.pop("_model_select", None)
 
 
-def current_model(required: bool = True) -> Checkpoint | None:
-    """The chosen model, or None after explaining on the page why there is none."""
+def current_translator(required: bool = True) -> Translator | None:
+    """The chosen model's Translator (its checkpoint: `.checkpoint`), or None after saying on the page why
+    there is none."""
     path = st.session_state.get(MODEL_KEY)
     if path is None:
         if required:
@@ -74,46 +76,40 @@ def current_model(required: bool = True) -> Checkpoint | None:
             )
         return None
     try:
-        checkpoint = _load(path, checkpoint_stamp(path))
-    except (CheckpointError, TokenizerError, OSError) as e:
+        return _load(path, checkpoint_stamp(path))
+    except (CheckpointError, TokenizerError, OSError) as e:  # a checkpoint without tokenizer.json included
         st.error(f"This checkpoint cannot be loaded: {e}")
         return None
-    if checkpoint.tokenizer is None:
-        st.error(f"The checkpoint at `{path}` has no tokenizer.json, so it cannot read sentences.")
-        return None
-    return checkpoint
 
 
-def attention_explorer(att: AttentionSet, key: str) -> None:
+def attention_explorer(att: TranslationAttention, key: str) -> None:
     """Family, layer and head pickers, one heatmap, the model view and the export buttons."""
-    n_layers = {f: getattr(att, f).shape[0] for f in FAMILIES}
-    n_heads = att.cross.shape[1]
+    n_layers = {f: len(getattr(att, f)) for f in FAMILIES}
+    n_heads = att.cross[0].shape[0]
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
     family = c1.radio("Attention", list(FAMILIES), format_func=FAMILIES.get, key=f"{key}_family")
     layer = c2.selectbox("Layer", range(n_layers[family]), key=f"{key}_layer")
     head = c3.selectbox("Head", [None, *range(n_heads)], key=f"{key}_head",
                         format_func=lambda h: "mean of heads" if h is None else f"head {h}")
     hide = c4.toggle("Hide special tokens", key=f"{key}_hide")
-    matrix, rows, cols = att.matrix(family, layer, head, hide_special=hide)
+    matrix, rows, cols = attention.matrix(att, family, layer, head, hide_special=hide)
     if matrix.size == 0:
         st.info("Nothing left to show without the special tokens.")
         return
     names = {"enc_self": ("source query", "source key"), "dec_self": ("target query", "target key"),
              "cross": ("target query", "source key")}[family]
-    notes = None
-    if family != "enc_self":
-        predicted = {i: att.tgt_pieces[i + 1] for i in range(len(att.tgt_pieces) - 1)}
-        positions = [i for i, p in enumerate(att.tgt_pieces) if not (hide and p in SPECIAL_TOKENS)]
-        notes = [f"<br>predicts: {predicted[i]}" if i in predicted else "" for i in positions]
     title = f"{FAMILIES[family]}, layer {layer}, {'mean of heads' if head is None else f'head {head}'}"
+    notes = attention.row_notes(att, family, hide_special=hide)
     st.plotly_chart(figures.attention_heatmap(matrix, rows, cols, title=title, query_name=names[0],
                                               key_name=names[1], row_notes=notes), key=f"{key}_heatmap",
                     theme=None)
-    st.caption("Rows are queries, columns keys; each row sums to 1. A decoder row is the position holding that "
-               "token, and it predicts the next one. Use the camera icon of the chart toolbar to save a PNG.")
+    st.caption("Rows are queries, columns keys; each row sums to 1. A decoder row is labelled with the token its "
+               "query emitted; the query read the token before it (`<s>` first), which the hover names. Use the "
+               "camera icon of the chart toolbar to save a PNG.")
     with st.expander("Model view: every layer and head"):
-        event = st.plotly_chart(figures.model_view(getattr(att, family)), key=f"{key}_model_view", theme=None,
-                                on_select="rerun", selection_mode=("points", "box"))
+        grid = figures.model_view(attention.stacked(att, family), *attention.labels(att, family))
+        event = st.plotly_chart(grid, key=f"{key}_model_view", theme=None, on_select="rerun",
+                                selection_mode=("points", "box"))
         points = event.get("selection", {}).get("points", []) if event else []
         if points and "customdata" in points[0]:
             picked = tuple(int(v) for v in points[0]["customdata"][:2])
@@ -123,9 +119,9 @@ def attention_explorer(att: AttentionSet, key: str) -> None:
                 st.rerun()
         st.caption("Click or box-select a small map to open that layer and head above.")
     c1, c2 = st.columns(2)
-    c1.download_button("Download all maps (.npz)", att.to_npz(), "attention.npz", "application/octet-stream",
-                       key=f"{key}_npz")
-    c2.download_button("Download all maps (.json)", att.to_json(), "attention.json", "application/json",
+    c1.download_button("Download all maps (.npz)", attention.to_npz(att), "attention.npz",
+                       "application/octet-stream", key=f"{key}_npz")
+    c2.download_button("Download all maps (.json)", attention.to_json(att), "attention.json", "application/json",
                        key=f"{key}_json")
 
 

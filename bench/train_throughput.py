@@ -1,0 +1,135 @@
+"""Training throughput: our Transformer against torch.nn.Transformer at the same configuration.
+
+    python bench/train_throughput.py [--rounds 3] [--batches 6] [--threads 2]
+
+Both models get the same batches (about --target-tokens target tokens each, Bible-like lengths,
+length-bucketed as in training), the same embedding, sinusoidal positions, tied output projection,
+label-smoothed loss and Adam step. They alternate round by round in one process, so machine noise
+hits both; each round times forward + backward + optimizer step over --batches batches. Prints
+tokens/s of each and the ratio ours / reference, then the same for ours returning every attention
+map (the explorer's mode) against the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from transformer.batching import collate, make_batches  # noqa: E402
+from transformer.config import ModelConfig  # noqa: E402
+from transformer.model import Transformer, sinusoidal_encoding  # noqa: E402
+
+
+class Reference(nn.Module):
+    """torch.nn.Transformer with the same embedding, positions and tied output projection as ours."""
+
+    def __init__(self, c: ModelConfig):
+        super().__init__()
+        self.c = c
+        self.embed = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
+        self.transformer = nn.Transformer(
+            c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, c.dropout,
+            batch_first=True, norm_first=c.norm_first)
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        self.generator.weight = self.embed.weight
+
+    def forward(self, src, tgt):
+        def embed(ids):
+            return F.dropout(self.embed(ids) * math.sqrt(self.c.d_model) + self.pe[: ids.size(1)],
+                             self.c.dropout, self.training)
+
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool)
+        out = self.transformer(
+            embed(src), embed(tgt), tgt_mask=causal, tgt_is_causal=True,
+            src_key_padding_mask=src == self.c.pad_id, tgt_key_padding_mask=tgt == self.c.pad_id,
+            memory_key_padding_mask=src == self.c.pad_id)
+        return self.generator(out)
+
+
+def bible_like_lengths(n: int, rng: random.Random) -> list[tuple[int, int]]:
+    """Source lengths log-normal around 30 tokens (3..120), targets ~1.15x with noise, like KJV -> Segond."""
+    lengths = []
+    for _ in range(n):
+        s = min(120, max(3, round(rng.lognormvariate(math.log(30), 0.45))))
+        lengths.append((s, min(128, max(3, round(s * rng.uniform(0.95, 1.35))))))
+    return lengths
+
+
+def make_data(c: ModelConfig, target_tokens: int, n_batches: int, seed: int):
+    rng = random.Random(seed)
+    lengths = bible_like_lengths(6000, rng)
+    examples = [([rng.randrange(4, c.src_vocab_size) for _ in range(s - 1)] + [2],
+                 [1] + [rng.randrange(4, c.tgt_vocab_size) for _ in range(t - 1)] + [2]) for s, t in lengths]
+    budget = int(target_tokens * 1.25)  # the budget counts padded positions of the longer side
+    batches = make_batches([(s, t - 1) for s, t in lengths], budget, shuffle=True, seed=seed)
+    return [collate([examples[i] for i in b]) for b in batches[:n_batches]]
+
+
+def train_round(step, optimizer, batches) -> tuple[float, int]:
+    start, tokens = time.perf_counter(), 0
+    for b in batches:
+        logits = step(b.src, b.tgt_in)
+        loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0, label_smoothing=0.1)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        tokens += b.n_tokens
+    return time.perf_counter() - start, tokens
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=6, help="batches per round")
+    parser.add_argument("--target-tokens", type=int, default=3000)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--post-ln", action="store_true", help="the paper's post-LN for both (default pre-LN)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    c = ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, n_heads=4, n_encoder_layers=3,
+                    n_decoder_layers=3, d_ff=1024, dropout=0.1, max_len=160, norm_first=not args.post_ln,
+                    share_embeddings=True, tie_output=True)
+    batches = make_data(c, args.target_tokens, args.batches, seed=0)
+    torch.manual_seed(0)
+    ours, reference = Transformer(c).train(), Reference(c).train()
+    runs = {
+        "ours": (lambda s, t: ours(s, t).logits, torch.optim.Adam(ours.parameters(), betas=(0.9, 0.98))),
+        "ours+attention": (lambda s, t: ours(s, t, return_attention=True).logits,
+                           torch.optim.Adam(ours.parameters(), betas=(0.9, 0.98))),
+        "reference": (reference, torch.optim.Adam(reference.parameters(), betas=(0.9, 0.98))),
+    }
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    print(f"d_model {c.d_model}, {c.n_heads} heads, {c.n_encoder_layers}+{c.n_decoder_layers} layers, d_ff {c.d_ff}, "
+          f"vocab {c.tgt_vocab_size} shared, {'pre' if c.norm_first else 'post'}-LN; {len(batches)} batches of "
+          f"{statistics.mean(b.n_tokens for b in batches):.0f} target tokens on average")
+    for name, (step, optimizer) in runs.items():  # warm-up
+        train_round(step, optimizer, batches[:1])
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(args.rounds):
+        for name, (step, optimizer) in runs.items():
+            seconds, tokens = train_round(step, optimizer, batches)
+            rates[name].append(tokens / seconds)
+        print(f"round {r + 1}: " + "  ".join(f"{n} {rates[n][-1]:,.0f} tok/s" for n in runs))
+    median = {name: statistics.median(v) for name, v in rates.items()}
+    for name in runs:
+        print(f"{name:>15}: {median[name]:>8,.0f} target tokens/s (median of {args.rounds} rounds)")
+    print(f"ratio ours / nn.Transformer: {median['ours'] / median['reference']:.2f}")
+    print(f"ratio ours with attention maps / nn.Transformer: {median['ours+attention'] / median['reference']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -116,7 +116,7 @@ def main() -> None:
     print(f"d_model {c.d_model}, {c.n_heads} heads, {c.n_encoder_layers}+{c.n_decoder_layers} layers, d_ff {c.d_ff}, "
           f"vocab {c.tgt_vocab_size} shared, {'pre' if c.norm_first else 'post'}-LN; {len(batches)} batches of "
           f"{statistics.mean(b.n_tokens for b in batches):.0f} target tokens on average")
-    for name, (step, optimizer) in runs.items():  # warm-up
+    for step, optimizer in runs.values():  # warm-up
         train_round(step, optimizer, batches[:1])
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(args.rounds):

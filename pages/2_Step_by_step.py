@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from transformer.decoding import DecodingSession
+from transformer.session import DecodingSession
 from transformer.translate import TranslationError
 from ui import figures
 from ui.translation import prepare

@@ -6,7 +6,6 @@ import torch
 from tests.conftest import random_batch, tiny_config
 from transformer import Transformer
 from transformer.decoding import (
-    DecodingSession,
     SearchSettings,
     beam_search,
     greedy_decode,
@@ -14,6 +13,7 @@ from transformer.decoding import (
     search,
 )
 from transformer.model import DecoderCache, EncoderOutput, StepOutput, padding_mask
+from transformer.session import DecodingSession
 from transformer.tokenizer import BOS_ID, EOS_ID
 
 A = 4  # the one real token of ScriptedModel

@@ -27,7 +27,8 @@ from torch import Tensor
 
 from transformer.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
 from transformer.data import normalize_text
-from transformer.decoding import DEFAULT_SETTINGS, DecodingSession, Hypothesis, SearchSettings, search
+from transformer.decoding import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
+from transformer.session import DecodingSession
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ import torch
 
 from tests.conftest import random_batch, tiny_config
 from transformer import Transformer
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, save_checkpoint
 from transformer.tokenizer import train_tokenizer
 
 
@@ -86,3 +86,20 @@ def test_damaged_checkpoint_raises_one_clear_error(saved, damage, message):
 def test_missing_directory(tmp_path):
     with pytest.raises(CheckpointError, match="no checkpoint directory"):
         load_checkpoint(tmp_path / "nowhere")
+
+
+def test_average_checkpoints(tmp_path):
+    models = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        models.append(Transformer(tiny_config()).eval())
+    paths = [save_checkpoint(tmp_path / f"m{i}", m, metadata={"step": i}) for i, m in enumerate(models)]
+    averaged = load_checkpoint(average_checkpoints(paths, tmp_path / "avg"))
+    for name, p in averaged.model.named_parameters():
+        expected = (dict(models[0].named_parameters())[name] + dict(models[1].named_parameters())[name]) / 2
+        torch.testing.assert_close(p, expected)
+    assert averaged.metadata["averaged_from"] == [str(p) for p in paths]
+    torch.manual_seed(3)
+    save_checkpoint(tmp_path / "other", Transformer(tiny_config(d_ff=48)))
+    with pytest.raises(CheckpointError, match="config differs"):
+        average_checkpoints([paths[0], tmp_path / "other"], tmp_path / "bad")

@@ -156,3 +156,23 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
             raise CheckpointError(f"{path / TOKENIZER_FILE}: {e}") from e
     metadata = _read_json(path / METADATA_FILE) if (path / METADATA_FILE).exists() else {}
     return Checkpoint(path, config, model, tokenizer, metadata)
+
+
+def average_checkpoints(paths: list[str | Path], out: str | Path, *, dtype: torch.dtype = torch.float32) -> Path:
+    """Average the weights of checkpoints of one model (e.g. the last few of a run) into a new checkpoint.
+
+    The config, tokenizer and metadata are the first checkpoint's; metadata records what was averaged.
+    """
+    if not paths:
+        raise CheckpointError("nothing to average: give at least one checkpoint")
+    first = load_checkpoint(paths[0])
+    total = {k: v.double() for k, v in unique_state_dict(first.model).items()}
+    for path in paths[1:]:
+        other = load_checkpoint(path)
+        if other.config != first.config:
+            raise CheckpointError(f"{path}: its config differs from {paths[0]}'s, so the weights cannot be averaged")
+        for k, v in unique_state_dict(other.model).items():
+            total[k] += v.double()
+    first.model.load_state_dict({k: (v / len(paths)).float() for k, v in total.items()}, strict=False)
+    metadata = {**first.metadata, "averaged_from": [str(p) for p in paths]}
+    return save_checkpoint(out, first.model, tokenizer=first.tokenizer, metadata=metadata, dtype=dtype)

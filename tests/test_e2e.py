@@ -1,7 +1,7 @@
 """Real browser: `streamlit run app.py` driven by Playwright with Debian's chromium (see shared TESTING.md).
 
 Skipped when chromium is missing, unless REQUIRE_E2E=1 (CI), where a missing browser is an error.
-Saves docs/screenshot.png for the README.
+With UPDATE_SCREENSHOT=1 it saves docs/screenshot.png, the README's picture.
 """
 
 import os
@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
+from transformer.translate import find_checkpoint
+
+SENTENCE = "And God said, Let there be light: and there was light."
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -74,11 +77,13 @@ def _healthy(proc: subprocess.Popen, url: str, timeout: float = 60.0) -> bool:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    checkpoints = tmp_path_factory.mktemp("checkpoints")
-    make_checkpoint(checkpoints / "tiny")
+    """The app as a user starts it: with the shipped model (or a tiny one while none is shipped)."""
+    env = {**os.environ, "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs")), "PYTHONUNBUFFERED": "1"}
+    if find_checkpoint() is None:
+        checkpoints = tmp_path_factory.mktemp("checkpoints")
+        make_checkpoint(checkpoints / "tiny")
+        env["EXPLORER_CHECKPOINTS"] = str(checkpoints)
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    env = {**os.environ, "EXPLORER_CHECKPOINTS": str(checkpoints),
-           "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs")), "PYTHONUNBUFFERED": "1"}
     for _ in range(3):  # a free port can be taken between probe and bind
         port = _free_port()
         cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
@@ -98,11 +103,11 @@ def server(tmp_path_factory):
     raise RuntimeError(f"streamlit did not start:\n{log.read_text()}")
 
 
-def test_translate_a_sentence_and_see_its_attention(server, page):
+def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
     page.goto(server + "/Translate")
     expect(page.get_by_role("heading", name="Translate & Attention")).to_be_visible(timeout=30_000)
     box = page.get_by_label("English sentence (press Enter to translate)")
-    box.fill(PAIRS[3][0])
+    box.fill(SENTENCE if find_checkpoint() else PAIRS[3][0])
     box.press("Enter")
     expect(page.get_by_role("heading", name="Translation", exact=True)).to_be_visible(timeout=30_000)
     heatmap = page.locator('[data-testid="stPlotlyChart"] .main-svg').first
@@ -112,5 +117,9 @@ def test_translate_a_sentence_and_see_its_attention(server, page):
     page.locator('[data-testid="stPlotlyChart"] .heatmaplayer image').first.wait_for(timeout=15_000)
     page.wait_for_timeout(1500)  # plotly's own layout pass; only for a clean screenshot, nothing is asserted on it
     assert page.locator('[data-testid="stException"]').count() == 0
-    (REPO / "docs").mkdir(exist_ok=True)
-    page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+    if find_checkpoint():
+        expect(page.get_by_text("Dieu").first).to_be_visible(timeout=5_000)  # a real translation
+    # UPDATE_SCREENSHOT=1 refreshes the README's picture; otherwise the screenshot stays in tmp
+    target = REPO / "docs" / "screenshot.png" if os.environ.get("UPDATE_SCREENSHOT") == "1" else tmp_path / "shot.png"
+    page.screenshot(path=str(target))
+    assert target.stat().st_size > 10_000

@@ -42,6 +42,7 @@ from transformer.training import (
     learning_rate,
     load_training_state,
     make_optimizer,
+    read_status,
     resolve_device,
     save_training_state,
     write_status,
@@ -160,6 +161,9 @@ class Trainer:
 
     def fit(self) -> Iterator[dict[str, Any]]:
         c = self.config
+        if self.is_main:  # at once, so that a watcher never sees the previous state of a resumed run
+            write_status(self.files, "starting", step=read_status(self.files.status).get("step", 0),
+                         max_steps=c.max_steps)
         device = self._setup_device()
         torch.manual_seed(c.seed)
         corpus = load_corpus(self.spec.corpus)

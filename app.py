@@ -26,8 +26,6 @@ def main() -> None:
     st.caption(f"`{checkpoint.path}` (change it in the sidebar; the choice follows you across pages)")
     facts = describe(checkpoint.config, checkpoint.metadata, checkpoint.tokenizer)
     st.table(pd.DataFrame({"value": list(facts.values())}, index=list(facts)))
-    if checkpoint.metadata.get("description"):
-        st.caption(checkpoint.metadata["description"])
     c1, c2, c3 = st.columns(3)
     c1.page_link("pages/1_Translate.py", label="Translate a sentence", icon=":material/translate:")
     c2.page_link("pages/2_Step_by_step.py", label="Decode step by step", icon=":material/step:")

@@ -14,6 +14,7 @@ from ui.widgets import (
     search_settings,
 )
 
+DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
            "Reset": DecodingSession.reset}
 
@@ -37,8 +38,9 @@ def current_step(session, tok, src_pieces) -> None:
         if len(names) > 1 else 0
     hyp = step.live[min(k, len(step.live) - 1)]
     prefix = tok.target_pieces(hyp.prefix)
-    st.markdown(f"The decoder read **{' '.join(prefix)}** (log-prob {hyp.score:.3f}); the newest token "
-                f"`{prefix[-1]}` is the query. Its next-token candidates:")
+    st.markdown(f"At step {session.n_steps} the decoder read **{' '.join(prefix)}** (log-prob "
+                f"{hyp.score:.3f}); its newest token `{prefix[-1]}` is the query whose attention is shown. "
+                "Its candidates for the next token:")
     c1, c2 = st.columns(2)
     c1.plotly_chart(figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
                                            title=f"top {len(hyp.candidates.tokens)} next tokens"), key="step_cands")
@@ -57,7 +59,7 @@ def main() -> None:
         return
     tok = translator.tokenizer
     if "step_text" not in st.session_state:
-        st.session_state.step_text = st.session_state.get("tr_text") or "the cat sleeps ."
+        st.session_state.step_text = (st.session_state.get("tr_text") or "").strip() or DEFAULT_SENTENCE
     text = st.text_input("English sentence", key="step_text")
     settings = search_settings("step")
     try:
@@ -78,7 +80,7 @@ def main() -> None:
                    disabled=session.done if name in ("Next", "Run to end") else name == "Back" and not session.n_steps,
                    width="stretch")
     live = [tok.decode_target(h.tokens) for h in session.live]
-    st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Prefix: " + " | ".join(
+    st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(
         f"`{t or '∅'}`" for t in live)))
     current_step(session, tok, source.pieces)
     if settings.beam_size > 1 and session.history:

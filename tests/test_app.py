@@ -63,6 +63,8 @@ def test_home_describes_the_model(at):
     assert at.title[0].value == "Attention Explorer"
     table = at.table[0].value
     assert table.loc["heads", "value"] == "4" and table.loc["test BLEU", "value"] == "1.5"
+    description = table.loc["training data", "value"]
+    assert not any(description in c.value for c in at.caption)  # said once, in the table
 
 
 def test_no_model_explains_how_to_train_one(at, tmp_path, monkeypatch):
@@ -96,10 +98,14 @@ def test_translate_shows_translation_and_a_stochastic_heatmap(at):
     assert z.shape[1] == n_src  # cross-attention by default: columns are the source
     emitted = at.session_state["tr_result"].target_pieces  # rows: one per emitted token, labelled with it
     assert z.shape[0] == len(emitted) and heat["customdata"][0][0][0] == escape(emitted[0])
+    assert at.selectbox(key="tr_head").value == -1 and "mean of heads" in figures_of(at)[0]["layout"]["title"]["text"]
+    at.selectbox(key="tr_head").set_value(1).run()
+    assert "head 1" in figures_of(at)[0]["layout"]["title"]["text"]
     at.radio(key="tr_family").set_value("enc_self").run()
     at.toggle(key="tr_hide").set_value(True).run()
     z = plotly_array(figures_of(at)[0]["data"][0]["z"])
     assert z.shape == (n_src - 1, n_src - 1)
+    assert any("less than 1" in c.value for c in at.caption)  # hidden specials: rows no longer sum to 1
     at.text_input(key="tr_text").input("   ").run()
     assert not at.exception and at.info
 

@@ -38,6 +38,24 @@ def test_heatmap_is_one_trace_with_fixed_scale_and_unique_labels():
         figures.attention_heatmap(w, ["x"], ["a", "b", "c"])
 
 
+def test_heatmap_leaves_room_for_long_tokens_and_few_rows():
+    short = figures.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"], title="t")
+    long = figures.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "▁congregation", "z"], title="t")
+    assert long.layout.margin.t > short.layout.margin.t  # rotated column labels do not run into the title
+    assert long.layout.height - long.layout.margin.t >= 180  # two rows are not squeezed into slivers
+
+
+def test_beam_tree_escapes_token_labels():
+    steps = [{"nodes": [{"parent": 0, "label": "</s>", "score": -0.1, "status": "finished", "slot": -1}]}]
+    nodes = figures.beam_tree(steps).data[1]
+    assert list(nodes.text) == ["&lt;s&gt;", "&lt;/s&gt;"]  # raw, plotly would read them as HTML tags
+
+
+def test_metric_curves_without_values_say_so():
+    fig = figures.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
+    assert not fig.data and fig.layout.annotations[0].text == "no values yet"
+
+
 def test_model_view_has_one_trace_per_head_naming_it():
     maps = np.full((2, 3, 4, 5), 0.2)
     fig = figures.model_view(maps)

@@ -28,6 +28,10 @@ def escape(label: str) -> str:
     return label.replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _longest(labels: Sequence[str]) -> int:
+    return max((len(t) for t in labels), default=1)
+
+
 def _margin(title: str) -> dict:
     return dict(l=10, r=10, t=40 if title else 10, b=10)
 
@@ -53,6 +57,7 @@ def attention_heatmap(
     key_name: str = "key",
     row_notes: Sequence[str] | None = None,
     height: int | None = None,
+    row_px: int = 22,
 ) -> go.Figure:
     """weights (Lq, Lk), rows are queries. row_notes adds a line per row to the hover (e.g. what it predicts)."""
     weights = np.asarray(weights, dtype=np.float64)
@@ -70,11 +75,13 @@ def attention_heatmap(
                        "weight: %{z:.3f}%{customdata[2]}<extra></extra>"),
     )
     fig = go.Figure(trace)
-    side = 22 * len(query_labels) + 160
+    # Fixed margins sized to the longest token: plotly's automargin keeps growing inside Streamlit's resizing
+    # container. Column labels are turned 60 degrees, so they take about 6 px of height per character.
+    top = 50 + 6 * _longest(key_labels) + (35 if title else 0)
+    rows = max(row_px * len(query_labels), 180)  # a few rows stay rows, not slivers
     fig.update_layout(
-        title=dict(text=title, y=0.99, yanchor="top") if title else None, height=height or min(max(side, 300), 900),
-        # fixed margins for tokens: plotly's automargin keeps growing inside Streamlit's resizing container
-        margin=dict(l=110, r=10, t=130 if title else 100, b=10),
+        title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)) if title else None, height=height or top + rows + 10,
+        margin=dict(l=min(40 + 7 * _longest(query_labels), 220), r=10, t=top, b=10),
         xaxis=_ticks(key_labels, title=key_name, side="top", tickangle=-60),
         yaxis=_ticks(query_labels, title=query_name, autorange="reversed"),
     )
@@ -110,8 +117,8 @@ def model_view(maps: np.ndarray, query_labels: Sequence[str] | None = None, key_
                 hovertemplate=(f"layer {layer}, head {head}<br>query %{{customdata[2]}}, key %{{customdata[3]}}: "
                                "%{z:.2f}<extra></extra>"),
             ), row=layer + 1, col=head + 1)
-    fig.update_xaxes(showticklabels=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
+    fig.update_xaxes(showticklabels=False, showgrid=False, ticks="")
+    fig.update_yaxes(showticklabels=False, showgrid=False, ticks="", autorange="reversed")
     fig.update_layout(title=title or None, height=height_per_row * n_layers + 60,
                       margin=dict(l=10, r=40, t=60, b=10), clickmode="event+select", dragmode="select")
     return fig
@@ -121,7 +128,7 @@ def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -
     """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding)."""
     rows = np.asarray(rows, dtype=np.float64)
     return attention_heatmap(rows, [f"head {h}" for h in range(rows.shape[0])], key_labels, title=title,
-                             query_name="head", height=60 + 28 * rows.shape[0] + 100)
+                             query_name="head", row_px=40)
 
 
 def candidates_bar(tokens: Sequence[str], probs: Sequence[float], *, title: str = "") -> go.Figure:
@@ -176,6 +183,11 @@ def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = 
             steps, values = zip(*points)
             mode = "lines+markers" if len(points) < 30 else "lines"
             fig.add_trace(go.Scatter(x=list(steps), y=list(values), mode=mode, name=key))
+    if not fig.data:  # e.g. dev metrics before the first evaluation: say so rather than draw empty axes
+        fig.add_annotation(text="no values yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
+                           font=dict(size=14, color="#888888"))
+        fig.update_xaxes(showticklabels=False)
+        fig.update_yaxes(showticklabels=False)
     fig.update_layout(title=title or None, height=260, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       xaxis_title="step", yaxis_type="log" if log_y else "linear",
                       legend=dict(orientation="h", y=-0.3))
@@ -190,7 +202,7 @@ def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str]
     x = step + 1 in score order; the root <s> is at x = 0. Colour shows the status.
     """
     colours = {"live": "#3b75af", "finished": "#2c7a3f", "stopped": "#b08900", "pruned": "#bbbbbb"}
-    xs, ys, texts, hovers, node_colours = [0], [0.0], ["<s>"], ["<s> (start)"], [colours["live"]]
+    xs, ys, texts, hovers, node_colours = [0], [0.0], [escape("<s>")], [escape("<s> (start)")], [colours["live"]]
     edge_x: list[float | None] = []
     edge_y: list[float | None] = []
     slot_y = {0: 0.0}  # live slot -> y of its node at the previous step
@@ -203,8 +215,8 @@ def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str]
             edge_y += [parent_y, y, None]
             xs.append(t + 1)
             ys.append(y)
-            texts.append(node["label"])
-            hovers.append(f"{node['label']}<br>score {node['score']:.3f}<br>{node['status']}")
+            texts.append(escape(node["label"]))
+            hovers.append(f"{escape(node['label'])}<br>score {node['score']:.3f}<br>{node['status']}")
             node_colours.append(colours.get(node["status"], "#888888"))
             if node["status"] == "live":
                 next_slot_y[node["slot"]] = y
@@ -213,9 +225,11 @@ def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str]
         go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip",
                    showlegend=False),
         go.Scatter(x=xs, y=ys, mode="markers+text", text=texts, textposition="top center", hovertext=hovers,
-                   hoverinfo="text", marker=dict(size=10, color=node_colours), showlegend=False),
+                   hoverinfo="text", marker=dict(size=10, color=node_colours), showlegend=False,
+                   textfont=dict(size=13, color="#222222")),
     ])
     fig.update_layout(height=140 + 45 * max((len(s["nodes"]) for s in steps), default=1),
-                      margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(title="step", dtick=1),
+                      margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(title="step", dtick=1, range=[-0.4, len(steps) + 0.4]),  # room for end labels
                       yaxis=dict(visible=False, autorange="reversed"))
     return fig

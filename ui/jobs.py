@@ -86,7 +86,7 @@ def run_info(root: str | Path) -> RunInfo:
         state = "starting" if alive else ("crashed" if launch else "unknown")
         if state == "crashed":
             error = "the training process exited before it started training; see the log below"
-    elif state == "running" and not alive:
+    elif state in ACTIVE and not alive:
         state = "crashed"
         error = error or f"the training process (pid {pid}) died without saving its state; see the log below"
     return RunInfo(root, state, int(status.get("step", 0)), status.get("max_steps"), pid, error)

@@ -16,6 +16,7 @@ PAGES = [("app.py", "Home", ":material/home:"),
          ("pages/2_Step_by_step.py", "Decode step by step", ":material/step:"),
          ("pages/3_Train.py", "Train", ":material/model_training:"), ("pages/4_Learn.py", "Learn", ":material/school:")]
 MODEL_KEY = "model_path"  # session state: the checkpoint directory this user explores
+MEAN = -1  # the Head picker's "mean of heads" (not None: a select box shows None as "nothing chosen")
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -86,12 +87,14 @@ def attention_explorer(att: TranslationAttention, key: str) -> None:
     """Family, layer and head pickers, one heatmap, the model view and the export buttons."""
     n_layers = {f: len(getattr(att, f)) for f in FAMILIES}
     n_heads = att.cross[0].shape[0]
-    c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+    c1, c2, c3, c4 = st.columns([2, 1, 1.5, 1.5])  # wide enough for "mean of heads" and the toggle's label
     family = c1.radio("Attention", list(FAMILIES), format_func=FAMILIES.get, key=f"{key}_family")
     layer = c2.selectbox("Layer", range(n_layers[family]), key=f"{key}_layer")
-    head = c3.selectbox("Head", [None, *range(n_heads)], key=f"{key}_head",
-                        format_func=lambda h: "mean of heads" if h is None else f"head {h}")
-    hide = c4.toggle("Hide special tokens", key=f"{key}_hide")
+    picked = c3.selectbox("Head", [MEAN, *range(n_heads)], key=f"{key}_head",
+                          format_func=lambda h: "mean of heads" if h == MEAN else f"head {h}")
+    head = None if picked == MEAN else picked
+    hide = c4.toggle("Hide special tokens", key=f"{key}_hide",
+                     help="Drop the <s>, </s> and <pad> rows and columns; rows then sum to less than 1.")
     matrix, rows, cols = attention.matrix(att, family, layer, head, hide_special=hide)
     if matrix.size == 0:
         st.info("Nothing left to show without the special tokens.")
@@ -103,7 +106,9 @@ def attention_explorer(att: TranslationAttention, key: str) -> None:
     st.plotly_chart(figures.attention_heatmap(matrix, rows, cols, title=title, query_name=names[0],
                                               key_name=names[1], row_notes=notes), key=f"{key}_heatmap",
                     theme=None)
-    st.caption("Rows are queries, columns keys; each row sums to 1. A decoder row is labelled with the token its "
+    sums = ("each row sums to 1" if not hide else
+            "with the special tokens hidden a row sums to less than 1: the rest went to <s> or </s>")
+    st.caption(f"Rows are queries, columns keys; {sums}. A decoder row is labelled with the token its "
                "query emitted; the query read the token before it (`<s>` first), which the hover names. Use the "
                "camera icon of the chart toolbar to save a PNG.")
     with st.expander("Model view: every layer and head"):

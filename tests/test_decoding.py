@@ -19,15 +19,6 @@ from transformer.tokenizer import BOS_ID, EOS_ID
 A = 4  # the one real token of ScriptedModel
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: intra-op threads only add overhead, and much of it on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model() -> Transformer:
     torch.manual_seed(1)  # a seed whose outputs mix </s>-ended and length-limited hypotheses

@@ -21,19 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ui.models import REPO
+from ui.models import REPO, read_json
 
 LAUNCH_FILE, PROCESS_LOG = "launch.json", "process.log"
 ACTIVE = ("starting", "running")
 _PROCESSES: dict[int, subprocess.Popen] = {}  # children of this server, polled so that they are reaped
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -76,7 +68,7 @@ class RunInfo:
 def run_info(root: str | Path) -> RunInfo:
     """The state of a run, from its files and whether its process is alive."""
     root = Path(root)
-    status, launch = _read_json(root / "status.json"), _read_json(root / LAUNCH_FILE)
+    status, launch = read_json(root / "status.json"), read_json(root / LAUNCH_FILE)
     state = status.get("state")
     pid = launch.get("pid") if launch.get("started", 0) > status.get("updated", 0) else status.get("pid")
     alive = pid_alive(pid)
@@ -182,6 +174,6 @@ def load_probe(root: Path, step: int, index: int = 0) -> tuple[dict[str, Any], d
     from safetensors.numpy import load_file
 
     base = root / "probes" / f"step-{step:07d}"
-    record = _read_json(base.with_suffix(".json"))["probes"][index]
+    record = read_json(base.with_suffix(".json"))["probes"][index]
     tensors = load_file(str(base.with_suffix(".safetensors")))
     return record, {f: tensors[f"{index}.{f}"] for f in ("enc_self", "dec_self", "cross")}

@@ -33,7 +33,8 @@ def _is_checkpoint(path: Path) -> bool:
     return (path / "config.json").is_file() and (path / "model.safetensors").is_file()
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from a file, or {} when it is missing, half-written or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -53,7 +54,7 @@ def find_models() -> list[ModelChoice]:
     if runs.is_dir():
         run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
         for run in run_dirs:
-            state = _read_json(run / "status.json").get("state", "starting")
+            state = read_json(run / "status.json").get("state", "starting")
             for name in ("best", "latest"):
                 path = run / "checkpoints" / name
                 if _is_checkpoint(path):

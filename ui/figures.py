@@ -167,8 +167,11 @@ def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequ
     fig = go.Figure(go.Heatmap(
         z=mask, zmin=0, zmax=1, showscale=False, colorscale=[[0, "#e6e6e6"], [1, "#2c7a3f"]], xgap=1, ygap=1,
         hovertemplate="query position %{y}<br>key position %{x}<br>may attend: %{z}<extra></extra>"))
-    fig.update_layout(title=title or None, height=min(max(24 * len(query_labels) + 140, 260), 700),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+    longest_key = max((len(k) for k in key_labels), default=1)
+    top = 20 + 6 * longest_key + (30 if title else 0)  # the key labels stand rotated above the grid
+    fig.update_layout(title=dict(text=title, y=0.995, yanchor="top") if title else None,
+                      height=min(max(24 * len(query_labels) + top + 20, 260), 760),
+                      margin=dict(l=20 + 7 * max((len(q) for q in query_labels), default=1), r=10, t=top, b=10),
                       xaxis=_ticks(key_labels, side="top", tickangle=-60),
                       yaxis=_ticks(query_labels, autorange="reversed"))
     return fig

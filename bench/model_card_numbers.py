@@ -1,0 +1,81 @@
+"""The figures of a model card: dev and test BLEU/chrF (greedy and beam), samples, everyday sentences.
+
+    python bench/model_card_numbers.py checkpoints/en-fr-bible [--beam 4] [--out numbers.json]
+
+Prints Markdown to paste into the card and writes every number to --out. Samples are ten test verses:
+the five best and the five worst by sentence chrF, so that the card shows the bad ones too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import sacrebleu
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from transformer.data import CorpusSpec, load_corpus  # noqa: E402
+from transformer.decoding import SearchSettings  # noqa: E402
+from transformer.evaluate import corpus_scores  # noqa: E402
+from transformer.translate import Translator  # noqa: E402
+
+EVERYDAY = [
+    "Where is the train station?",
+    "I would like a cup of coffee, please.",
+    "The children are playing in the garden.",
+    "My brother bought a new car yesterday.",
+    "The king sent his servants to the city.",
+    "Love your neighbour as yourself.",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N verses of each split")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    translator = Translator(args.checkpoint, batch_size=64)
+    corpus = load_corpus(CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"]))
+    numbers: dict = {}
+    outputs: dict[str, list[str]] = {}
+    for split in ("dev", "test"):
+        pairs = corpus.split(split)[: args.limit]
+        for beam in (1, args.beam):
+            started = time.perf_counter()
+            texts = [t.text for t in translator.translate_batch([s for s, _ in pairs], SearchSettings(beam_size=beam))]
+            seconds = time.perf_counter() - started
+            scores = corpus_scores(texts, [t for _, t in pairs])
+            numbers[f"{split}_beam{beam}"] = {**scores, "seconds": round(seconds, 1)}
+            outputs[f"{split}_beam{beam}"] = texts
+            print(f"{split} beam {beam}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f} "
+                  f"({len(pairs)} verses, {seconds:.0f} s)", flush=True)
+    print(f"signatures: {numbers['test_beam1']['bleu_signature']} | {numbers['test_beam1']['chrf_signature']}")
+
+    test = corpus.test[: args.limit]
+    hyps = outputs[f"test_beam{args.beam}"]
+    chrf = sacrebleu.metrics.CHRF()
+    ranked = sorted(range(len(test)), key=lambda i: chrf.sentence_score(hyps[i], [test[i][1]]).score)
+    short = [i for i in ranked if len(test[i][0].split()) <= 30]
+    picks = short[-5:][::-1] + short[:5]
+    numbers["samples"] = [{"source": test[i][0], "reference": test[i][1], "output": hyps[i],
+                           "chrf": round(chrf.sentence_score(hyps[i], [test[i][1]]).score, 1)} for i in picks]
+    beam = SearchSettings(beam_size=args.beam)
+    numbers["everyday"] = [{"source": s, "output": translator.translate(s, beam).text} for s in EVERYDAY]
+    print("\n| source | reference | output (beam) | chrF |\n|---|---|---|---|")
+    for s in numbers["samples"]:
+        print(f"| {s['source']} | {s['reference']} | {s['output']} | {s['chrf']} |")
+    print("\n| everyday sentence | output (beam) |\n|---|---|")
+    for s in numbers["everyday"]:
+        print(f"| {s['source']} | {s['output']} |")
+    if args.out:
+        Path(args.out).write_text(json.dumps(numbers, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

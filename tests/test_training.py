@@ -191,3 +191,13 @@ def test_ddp_on_two_cpu_processes(tmp_path, corpus_file):
     assert sum(p.double().sum().item() for p in saved.parameters()) == pytest.approx(checksums[0], rel=1e-9)
     steps = [r["step"] for r in read_metrics(root / "metrics.jsonl") if "train_loss" in r]
     assert steps == [1, 2, 3, 4]  # written once, by rank 0
+
+
+def test_a_run_whose_corpus_fails_records_the_error(tmp_path):
+    spec = RunSpec(CorpusSpec(kind="tsv", path=str(tmp_path / "gone.tsv")), TokenizerSettings(), TINY_MODEL,
+                   TrainConfig(max_steps=2))
+    root = create_run(tmp_path / "run", spec)
+    with pytest.raises(ValueError, match="gone.tsv"):
+        list(Trainer(root).fit())
+    status = read_status(root / "status.json")
+    assert status["state"] == "failed" and "gone.tsv" in status["error"]

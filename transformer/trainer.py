@@ -164,6 +164,23 @@ class Trainer:
         if self.is_main:  # at once, so that a watcher never sees the previous state of a resumed run
             write_status(self.files, "starting", step=read_status(self.files.status).get("step", 0),
                          max_steps=c.max_steps)
+        state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best_bleu": None}
+        try:
+            ddp, optimizer, train = self._prepare(state)
+            if self.is_main:
+                write_status(self.files, "running", step=state["step"], max_steps=c.max_steps)
+            yield from self._loop(ddp, optimizer, train, state)
+        except Exception as e:  # a bad corpus as much as a NaN: the app shows this error
+            if self.is_main:
+                write_status(self.files, "failed", step=state["step"], error=str(e))
+            raise
+        finally:
+            if self.world_size > 1 and dist.is_initialized():
+                dist.destroy_process_group()
+
+    def _prepare(self, state: dict[str, Any]):
+        """Data, tokenizer, model and optimizer, restored from the latest checkpoint when there is one."""
+        c = self.config
         device = self._setup_device()
         torch.manual_seed(c.seed)
         corpus = load_corpus(self.spec.corpus)
@@ -176,31 +193,18 @@ class Trainer:
             model_config = self._model_config(tokenizer)
             model = Transformer(model_config).to(device)
         train = self._encode(corpus.train, tokenizer, model_config.max_len)
-        dev = self._encode(corpus.dev, tokenizer, model_config.max_len)
-        self.probes = self._pick_probes(corpus.dev)
+        self.dev = self._encode(corpus.dev, tokenizer, model_config.max_len)
+        self.dev_pairs, self.probes = corpus.dev, self._pick_probes(corpus.dev)
         optimizer = make_optimizer(model, c)
-        state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best_bleu": None}
         if latest.is_dir():
             state |= load_training_state(latest, optimizer)
             log.info("resumed from %s at step %d", latest, state["step"])
         self.model, self.tokenizer, self.device = model, tokenizer, device
-        self.dev, self.dev_pairs = dev, corpus.dev
         self.translator = Translator(Checkpoint(self.files.root, model_config, model, tokenizer), batch_size=64)
-        meta = {"corpus": self.spec.corpus.to_dict(), "description": corpus.description,
-                "n_params": sum(p.numel() for p in model.parameters())}
-        self.meta = meta
+        self.meta = {"corpus": self.spec.corpus.to_dict(), "description": corpus.description,
+                     "n_params": sum(p.numel() for p in model.parameters())}
         ddp = torch.nn.parallel.DistributedDataParallel(model) if self.world_size > 1 else model
-        if self.is_main:
-            write_status(self.files, "running", step=state["step"], max_steps=c.max_steps)
-        try:
-            yield from self._loop(ddp, optimizer, train, state)
-        except Exception as e:
-            if self.is_main:
-                write_status(self.files, "failed", step=state["step"], error=str(e))
-            raise
-        finally:
-            if self.world_size > 1 and dist.is_initialized():
-                dist.destroy_process_group()
+        return ddp, optimizer, train
 
     def _autocast(self):
         if self.config.precision == "fp32":

@@ -103,3 +103,14 @@ def test_average_checkpoints(tmp_path):
     save_checkpoint(tmp_path / "other", Transformer(tiny_config(d_ff=48)))
     with pytest.raises(CheckpointError, match="config differs"):
         average_checkpoints([paths[0], tmp_path / "other"], tmp_path / "bad")
+
+
+def test_checkpoint_files_get_the_modes_of_ordinary_new_files(tmp_path, tiny_model):
+    import os
+    umask = os.umask(0o022)
+    try:
+        path = save_checkpoint(tmp_path / "modes", tiny_model)
+    finally:
+        os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o755
+    assert {f.stat().st_mode & 0o777 for f in path.iterdir()} == {0o644}

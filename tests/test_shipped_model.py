@@ -14,7 +14,7 @@ from transformer.evaluate import corpus_scores
 from transformer.translate import Translator, find_checkpoint
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "en-fr-bible"
-BLEU_FLOOR = 10.0  # on the first 40 test verses, greedy
+BLEU_FLOOR = 12.0  # on the first 40 test verses, greedy
 
 
 @pytest.fixture(scope="module")

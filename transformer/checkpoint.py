@@ -93,6 +93,7 @@ def save_checkpoint(
         (tmp / METADATA_FILE).write_text(json.dumps(metadata or {}, indent=2, ensure_ascii=False), encoding="utf-8")
         if write_extra is not None:
             write_extra(tmp)
+        _readable_like_any_new_file(tmp)
         old = path.with_name(f".{path.name}.old")
         if path.exists():
             shutil.rmtree(old, ignore_errors=True)
@@ -104,6 +105,15 @@ def save_checkpoint(
         raise
     log.info("saved checkpoint %s", path)
     return path
+
+
+def _readable_like_any_new_file(directory: Path) -> None:
+    """mkdtemp and mkstemp make owner-only paths; give the checkpoint the modes the umask gives new files."""
+    umask = os.umask(0)
+    os.umask(umask)
+    directory.chmod(0o777 & ~umask)
+    for file in directory.iterdir():
+        file.chmod(0o666 & ~umask)
 
 
 def _read_json(file: Path) -> Any:

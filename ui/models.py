@@ -88,7 +88,8 @@ def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
     if metadata.get("elapsed") is not None:
         facts["training time"] = f"{float(metadata['elapsed']) / 60:.1f} min"
     if metadata.get("best_dev_bleu") is not None:
-        facts["best dev BLEU"] = f"{float(metadata['best_dev_bleu']):.1f}"
+        facts["best dev BLEU (greedy, at evaluation)"] = f"{float(metadata['best_dev_bleu']):.1f}"
     if metadata.get("test_bleu") is not None:
-        facts["test BLEU"] = f"{float(metadata['test_bleu']):.1f}"
+        beam = f" (beam {metadata['test_beam']})" if metadata.get("test_beam") else ""
+        facts["test BLEU" + beam] = f"{float(metadata['test_bleu']):.1f}"
     return facts

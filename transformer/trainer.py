@@ -9,6 +9,7 @@ rank trains on its own shard of batches through DistributedDataParallel; rank 0 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -27,7 +28,7 @@ from safetensors.torch import save_file
 
 from transformer.batching import collate, make_batches
 from transformer.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
-from transformer.config import ModelConfig
+from transformer.config import ModelConfig, strict_from_dict
 from transformer.data import CorpusSpec, load_corpus
 from transformer.evaluate import corpus_scores, translate_texts
 from transformer.model import Transformer
@@ -37,8 +38,6 @@ from transformer.training import (
     TokenizerSettings,
     TrainConfig,
     append_metrics,
-    config_from_dict,
-    config_to_dict,
     learning_rate,
     load_training_state,
     make_optimizer,
@@ -68,13 +67,13 @@ class RunSpec:
     preset: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"corpus": self.corpus.to_dict(), "tokenizer": config_to_dict(self.tokenizer),
-                "model": dict(self.model), "train": config_to_dict(self.train), "preset": self.preset}
+        return {"corpus": self.corpus.to_dict(), "tokenizer": dataclasses.asdict(self.tokenizer),
+                "model": dict(self.model), "train": dataclasses.asdict(self.train), "preset": self.preset}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
-        return cls(CorpusSpec.from_dict(data["corpus"]), config_from_dict(TokenizerSettings, data["tokenizer"]),
-                   data["model"], config_from_dict(TrainConfig, data["train"]), data.get("preset"))
+        return cls(CorpusSpec.from_dict(data["corpus"]), strict_from_dict(TokenizerSettings, data["tokenizer"]),
+                   data["model"], strict_from_dict(TrainConfig, data["train"]), data.get("preset"))
 
 
 def create_run(root: str | Path, spec: RunSpec) -> Path:

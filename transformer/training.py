@@ -12,7 +12,6 @@ A run is a directory:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -25,7 +24,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from transformer.checkpoint import CheckpointError, write_json_atomic
-from transformer.config import strict_from_dict
 
 OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_STATE_FILE = "trainer_state.json"
@@ -196,14 +194,6 @@ def read_status(path: str | Path) -> dict[str, Any]:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
-
-
-def config_from_dict(cls: type, data: dict[str, Any]) -> Any:
-    return strict_from_dict(cls, data)
-
-
-def config_to_dict(config: Any) -> dict[str, Any]:
-    return dataclasses.asdict(config)
 
 
 # ----------------------------------------------------------------------------- optimizer state, no pickle

@@ -97,6 +97,9 @@ def test_attention_views_shapes_rows_and_labels(translator):
     m, rows, cols = attention.matrix(att, "dec_self", 0, 3, hide_special=True)
     assert m.shape == (2, 2) and cols == att.target_input_pieces[1:] and np.allclose(m, dec_self[0, 3][:2, 1:])
     assert attention.row_notes(att, "enc_self") is None
+    grid, rows, cols = attention.every_head(att, "cross", hide_special=True)  # what the model view draws
+    assert grid.shape == (L, H, 2, len(src) - 1) and np.allclose(grid, cross[:, :, :2, :-1])
+    assert "</s>" not in rows + cols
     npz = np.load(io.BytesIO(attention.to_npz(att)))
     assert npz["cross"].shape == cross.shape and list(npz["target_pieces"]) == att.target_pieces
     exported = json.loads(attention.to_json(att))

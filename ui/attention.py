@@ -44,14 +44,20 @@ def _kept(pieces: list[str], hide_special: bool) -> list[int]:
     return [i for i, p in enumerate(pieces) if not (hide_special and p in SPECIAL_TOKENS)]
 
 
+def every_head(att: TranslationAttention, family: str, hide_special: bool = False
+               ) -> tuple[np.ndarray, list[str], list[str]]:
+    """Every layer's and head's map (L, H, Lq, Lk), optionally without special-token rows and columns."""
+    rows, cols = labels(att, family)
+    keep_r, keep_c = _kept(rows, hide_special), _kept(cols, hide_special)
+    maps = stacked(att, family)[:, :, keep_r][..., keep_c]
+    return maps, [rows[i] for i in keep_r], [cols[i] for i in keep_c]
+
+
 def matrix(att: TranslationAttention, family: str, layer: int, head: int | None, hide_special: bool = False
            ) -> tuple[np.ndarray, list[str], list[str]]:
     """One head's map (head None: the mean of the heads), optionally without special-token rows and columns."""
-    maps = getattr(att, family)[layer].float().cpu().numpy()  # (H, Lq, Lk)
-    m = maps.mean(0) if head is None else maps[head]
-    rows, cols = labels(att, family)
-    keep_r, keep_c = _kept(rows, hide_special), _kept(cols, hide_special)
-    return m[np.ix_(keep_r, keep_c)], [rows[i] for i in keep_r], [cols[i] for i in keep_c]
+    maps, rows, cols = every_head(att, family, hide_special)
+    return (maps[layer].mean(0) if head is None else maps[layer, head]), rows, cols
 
 
 def row_notes(att: TranslationAttention, family: str, hide_special: bool = False) -> list[str] | None:

@@ -112,7 +112,7 @@ def attention_explorer(att: TranslationAttention, key: str) -> None:
                "query emitted; the query read the token before it (`<s>` first), which the hover names. Use the "
                "camera icon of the chart toolbar to save a PNG.")
     with st.expander("Model view: every layer and head"):
-        grid = figures.model_view(attention.stacked(att, family), *attention.labels(att, family))
+        grid = figures.model_view(*attention.every_head(att, family, hide_special=hide))
         event = st.plotly_chart(grid, key=f"{key}_model_view", theme=None, on_select="rerun",
                                 selection_mode=("points", "box"))
         points = event.get("selection", {}).get("points", []) if event else []

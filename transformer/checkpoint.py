@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from transformer.config import ModelConfig
+from transformer.files import write_text_atomic
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 
@@ -57,15 +58,7 @@ def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temporary file beside path, then rename it over path."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def save_checkpoint(

@@ -11,13 +11,13 @@ split the same way ("isn't" -> "▁isn'" "t"), a price paid for one rule across 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers
 from tokenizers import Tokenizer as HFTokenizer
+
+from transformer.files import write_text_atomic
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -134,15 +134,7 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         """Atomic: a crash mid-write leaves the previous file intact."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_text_atomic(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> Tokenizer:

@@ -26,7 +26,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from transformer.batching import collate, make_batches
+from transformer.batching import Batch, collate, make_batches
 from transformer.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
 from transformer.config import ModelConfig, strict_from_dict
 from transformer.data import CorpusSpec, load_corpus
@@ -230,10 +230,7 @@ class Trainer:
                 loss_sum = 0.0
                 for micro in group:
                     with self._autocast():
-                        logits = ddp(micro.src.to(self.device), micro.tgt_in.to(self.device)).logits
-                        loss = F.cross_entropy(logits.flatten(0, 1).float(), micro.tgt_out.to(self.device).flatten(),
-                                               ignore_index=PAD_ID, label_smoothing=c.label_smoothing,
-                                               reduction="sum")
+                        loss = self._loss_sum(ddp, micro, c.label_smoothing)
                     scaler.scale(loss / n_tokens).backward()
                     loss_sum += loss.item()
                 if not math.isfinite(loss_sum):
@@ -300,6 +297,12 @@ class Trainer:
 
     # ------------------------------------------------------------------------- eval, probes, checkpoints
 
+    def _loss_sum(self, model, batch: Batch, label_smoothing: float = 0.0) -> torch.Tensor:
+        """Cross-entropy summed over the batch's real target tokens (pads ignored), in fp32."""
+        logits = model(batch.src.to(self.device), batch.tgt_in.to(self.device)).logits  # (B, T, V)
+        return F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.to(self.device).flatten(),
+                               ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+
     @torch.no_grad()
     def _dev_loss(self) -> float:
         self.model.eval()
@@ -307,9 +310,7 @@ class Trainer:
         lengths = [(len(s), len(t) - 1) for s, t in self.dev]
         for batch_ids in make_batches(lengths, self.config.max_tokens, shuffle=False, seed=0):
             b = collate([self.dev[i] for i in batch_ids])
-            logits = self.model(b.src.to(self.device), b.tgt_in.to(self.device)).logits
-            total += F.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.to(self.device).flatten(),
-                                     ignore_index=PAD_ID, reduction="sum").item()
+            total += self._loss_sum(self.model, b).item()
             tokens += b.n_tokens
         return total / max(tokens, 1)
 

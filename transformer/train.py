@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN", help="continue the run in this directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     data = p.add_argument_group("corpus")
-    data.add_argument("--corpus", default="bible", choices=["bible", "tsv", "hf"])
+    data.add_argument("--corpus", default="bible", choices=["bible", "teaching", "tsv", "hf"],
+                      help="teaching: generated everyday English -> French sentences with gold word alignments")
     data.add_argument("--src", default="en")
     data.add_argument("--tgt", default="fr")
     data.add_argument("--src-translation", help="Bible translation code, e.g. k")
@@ -107,8 +108,10 @@ def format_record(record: dict, max_steps: int) -> str:
         eta = record["elapsed"] / max(record["step"], 1) * (max_steps - record["step"])
         return (f"step {record['step']:>6}/{max_steps}  loss {record['train_loss']:.3f}  lr {record['lr']:.2e}  "
                 f"{record['tokens_per_s']:,.0f} tok/s  grad {record['grad_norm']:.2f}  ETA {eta / 60:.1f} min")
-    scores = "  ".join(f"{k} {record[k]:.2f}" for k in ("dev_loss", "dev_bleu", "dev_chrf") if k in record)
-    return f"eval at step {record['step']}: {scores}"
+    scores = "  ".join(f"{k} {record[k]:.2f}" for k in ("dev_loss", "dev_bleu", "dev_chrf", "dev_exact", "dev_aer_best")
+                       if k in record)
+    best_head = f" ({record['dev_aer_best_head']})" if "dev_aer_best_head" in record else ""
+    return f"eval at step {record['step']}: {scores}{best_head}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from transformer.checkpoint import Checkpoint, load_checkpoint, save_checkpoint,
 from transformer.config import ModelConfig, strict_from_dict
 from transformer.data import CorpusSpec, load_corpus
 from transformer.evaluate import corpus_scores, translate_texts
+from transformer.explain import AlignedExample, cross_attention_aer, format_links
 from transformer.model import Transformer
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 from transformer.training import (
@@ -194,6 +195,9 @@ class Trainer:
         train = self._encode(corpus.train, tokenizer, model_config.max_len)
         self.dev = self._encode(corpus.dev, tokenizer, model_config.max_len)
         self.dev_pairs, self.probes = corpus.dev, self._pick_probes(corpus.dev)
+        self.gold = [AlignedExample(s, t, corpus.alignments[(s, t)]) for s, t in corpus.dev[: c.eval_sentences]
+                     if (s, t) in corpus.alignments]
+        self.probe_links = {s: corpus.alignments.get((s, t)) for s, t in corpus.dev if s in self.probes}
         optimizer = make_optimizer(model, c)
         if latest.is_dir():
             state |= load_training_state(latest, optimizer)
@@ -323,6 +327,9 @@ class Trainer:
             refs = [t for _, t in self.dev_pairs[:n]]
             hyps = translate_texts(self.translator, sources)
             record |= {f"dev_{k}": v for k, v in corpus_scores(hyps, refs).items() if k in ("bleu", "chrf")}
+            record["dev_exact"] = 100.0 * sum(h == r for h, r in zip(hyps, refs)) / max(len(refs), 1)
+            if self.gold:
+                record |= self._alignment_scores()
             self._save_probes(state["step"])
             append_metrics(self.files.metrics, record)
             if state["best_bleu"] is None or record["dev_bleu"] > state["best_bleu"]:
@@ -330,6 +337,13 @@ class Trainer:
                 self._write_checkpoint("best", state)
         self._barrier()
         return record
+
+    def _alignment_scores(self) -> dict[str, Any]:
+        """AER (%) of the best cross-attention head and of each decoder layer's mean of heads (layers from 1)."""
+        aer = cross_attention_aer(self.model, self.tokenizer, self.gold)
+        layer, head, best = aer.best
+        return {"dev_aer_best": 100.0 * best, "dev_aer_best_head": f"layer {layer + 1} head {head + 1}",
+                **{f"dev_aer_layer{i + 1}": 100.0 * value for i, value in enumerate(aer.layer_mean)}}
 
     def _pick_probes(self, dev_pairs) -> list[str]:
         """A few mid-length dev sentences, the same on every run, whose attention is saved at each eval."""
@@ -347,6 +361,8 @@ class Trainer:
                 tensors[f"{i}.{family}"] = torch.stack(getattr(maps, family)).cpu().contiguous()
             probes.append({"source": sentence, "translation": translation.text, "src_pieces": maps.source_pieces,
                            "tgt_pieces": maps.target_pieces, "tgt_input_pieces": maps.target_input_pieces})
+            if self.probe_links.get(sentence) is not None:
+                probes[-1]["gold_links"] = format_links(self.probe_links[sentence])
         self.files.probes.mkdir(exist_ok=True)
         name = f"step-{step:07d}"
         save_file(tensors, str(self.files.probes / f"{name}.safetensors"))

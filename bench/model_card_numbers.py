@@ -1,4 +1,6 @@
-"""The figures of a model card: dev and test BLEU/chrF (greedy and beam), samples, everyday sentences.
+"""The figures of a model card: dev and test BLEU/chrF (greedy and beam), samples, everyday sentences;
+for a corpus with gold word alignments (the teaching corpus) also exact-match accuracy and the AER of every
+cross-attention head and layer mean on the test split.
 
     python bench/model_card_numbers.py checkpoints/en-fr-bible [--beam 4] [--out numbers.json]
 
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 from transformer.data import CorpusSpec, load_corpus  # noqa: E402
 from transformer.decoding import SearchSettings  # noqa: E402
 from transformer.evaluate import corpus_scores  # noqa: E402
+from transformer.explain import AlignedExample, cross_attention_aer  # noqa: E402
 from transformer.translate import Translator  # noqa: E402
 
 EVERYDAY = [
@@ -31,6 +34,21 @@ EVERYDAY = [
     "The king sent his servants to the city.",
     "Love your neighbour as yourself.",
 ]
+
+
+def print_alignment(numbers: dict, translator: Translator, examples: list[AlignedExample]) -> None:
+    """AER (%) of every cross-attention head on the gold links, as a Markdown layers x heads table."""
+    aer = cross_attention_aer(translator.model, translator.tokenizer, examples)
+    layer, head, best = aer.best
+    numbers["test_aer"] = {"heads": aer.heads, "layer_mean": aer.layer_mean, "best": [layer, head, best],
+                           "sentences": aer.sentences, "skipped": aer.skipped}
+    n_heads = len(aer.heads[0])
+    print(f"\ntest AER (%), {aer.sentences} sentences, argmax of each target word's row; "
+          f"best: layer {layer + 1} head {head + 1} = {100 * best:.1f}%")
+    print("| layer | " + " | ".join(f"head {h + 1}" for h in range(n_heads)) + " | mean of heads |")
+    print("|---" * (n_heads + 2) + "|")
+    for i, row in enumerate(aer.heads):
+        print(f"| {i + 1} | " + " | ".join(f"{100 * v:.1f}" for v in row) + f" | {100 * aer.layer_mean[i]:.1f} |")
 
 
 def main() -> None:
@@ -51,12 +69,16 @@ def main() -> None:
             texts = [t.text for t in translator.translate_batch([s for s, _ in pairs], SearchSettings(beam_size=beam))]
             seconds = time.perf_counter() - started
             scores = corpus_scores(texts, [t for _, t in pairs])
-            numbers[f"{split}_beam{beam}"] = {**scores, "seconds": round(seconds, 1)}
+            exact = 100.0 * sum(h == t for h, (_, t) in zip(texts, pairs)) / len(pairs)
+            numbers[f"{split}_beam{beam}"] = {**scores, "exact": round(exact, 2), "seconds": round(seconds, 1)}
             outputs[f"{split}_beam{beam}"] = texts
-            print(f"{split} beam {beam}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f} "
-                  f"({len(pairs)} verses, {seconds:.0f} s)", flush=True)
+            print(f"{split} beam {beam}: BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f} exact {exact:.1f}% "
+                  f"({len(pairs)} sentences, {seconds:.0f} s)", flush=True)
     print(f"signatures: {numbers['test_beam1']['bleu_signature']} | {numbers['test_beam1']['chrf_signature']}")
 
+    if corpus.alignments:
+        print_alignment(numbers, translator, [AlignedExample(s, t, corpus.alignments[(s, t)])
+                                              for s, t in corpus.test[: args.limit]])
     test = corpus.test[: args.limit]
     hyps = outputs[f"test_beam{args.beam}"]
     chrf = sacrebleu.metrics.CHRF()

@@ -5,6 +5,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.conftest import tiny_config
+from transformer import Transformer
+from transformer.checkpoint import Checkpoint
 from transformer.explain import (
     AlignedExample,
     AlignmentCounts,
@@ -16,10 +19,12 @@ from transformer.explain import (
     link_cells,
     parse_links,
     piece_words,
+    sentence_aer,
     word_attention,
     words,
 )
 from transformer.tokenizer import train_tokenizer
+from transformer.translate import Translator
 
 PAIRS = [("The cat eats bread.", "Le chat mange du pain."),
          ("The old man went to the market.", "Le vieil homme est allé au marché."),
@@ -122,3 +127,24 @@ def test_cross_attention_aer_scores_each_head_against_gold():
     assert results[0].best == (0, 0, 0.0) and (results[0].sentences, results[0].skipped) == (1, 0)
     # the mean of the two heads splits each row 0.5 / 0.5; argmax ties go to the lower index, word 0
     assert results[0].layer_mean[0] == pytest.approx(results[0].heads[0][1])
+
+
+def test_batched_aer_equals_the_sum_of_single_sentences_on_a_real_model():
+    """Padding in a batch must not change any head's alignment: corpus counts equal per-sentence counts."""
+    pairs = PAIRS[:4]
+    examples = [AlignedExample(s, t, frozenset((i, i) for i in range(min(len(words(s)), len(words(t))))))
+                for s, t in pairs]
+    tokenizer = train_tokenizer(pairs, vocab_size=80, min_frequency=1)
+    torch.manual_seed(0)
+    config = tiny_config(src_vocab_size=tokenizer.src_vocab_size, tgt_vocab_size=tokenizer.tgt_vocab_size)
+    model = Transformer(config).eval()
+    batched = cross_attention_aer(model, tokenizer, examples, batch_size=4)
+    translator = Translator(Checkpoint(None, config, model, tokenizer))
+    for ex in examples:
+        maps = translator.attention_maps(tokenizer.encode_source(ex.src), tokenizer.encode_target(ex.tgt)[1:])
+        single = sentence_aer(maps.cross, maps.source_pieces, maps.target_pieces, ex.links)
+        assert single.heads == cross_attention_aer(model, tokenizer, [ex]).heads
+    one_by_one = cross_attention_aer(model, tokenizer, examples, batch_size=1)
+    assert batched.heads == one_by_one.heads and batched.layer_mean == one_by_one.layer_mean
+    assert (batched.sentences, batched.skipped) == (4, 0)
+    assert len(batched.heads) == config.n_decoder_layers and len(batched.heads[0]) == config.n_heads

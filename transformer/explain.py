@@ -172,14 +172,40 @@ def _pad(rows: list[list[int]], pad_id: int, device: torch.device) -> Tensor:
     return out
 
 
+def _score_heads(cross: Sequence[Tensor], src_words: Sequence[int | None], tgt_words: Sequence[int | None],
+                 links: frozenset[Link], heads: list[list[AlignmentCounts]], means: list[AlignmentCounts]) -> None:
+    """Add one sentence's counts: cross is per layer (H, T, S), rows = emitted target pieces."""
+    for layer, weights in enumerate(cross):
+        per_head = word_attention(weights.float(), tgt_words, src_words)  # (H, Wt, Ws)
+        for head in range(per_head.size(0)):
+            heads[layer][head] += count_links(argmax_links(per_head[head]), links)
+        means[layer] += count_links(argmax_links(per_head.mean(dim=0)), links)
+
+
+def _empty_counts(n_layers: int, n_heads: int) -> tuple[list[list[AlignmentCounts]], list[AlignmentCounts]]:
+    return [[AlignmentCounts() for _ in range(n_heads)] for _ in range(n_layers)], [AlignmentCounts()] * n_layers
+
+
+def _result(heads, means, sentences: int, skipped: int) -> HeadAlignment:
+    return HeadAlignment([[c.aer for c in row] for row in heads], [c.aer for c in means], sentences, skipped)
+
+
+def sentence_aer(cross: Sequence[Tensor], src_pieces: Sequence[str], tgt_pieces: Sequence[str],
+                 links: frozenset[Link]) -> HeadAlignment:
+    """AER of every head for one sentence whose maps are at hand (cross per layer (H, T, S), rows =
+    the emitted `tgt_pieces`), e.g. a translation that equals its gold target."""
+    heads, means = _empty_counts(len(cross), cross[0].size(0))
+    _score_heads(cross, piece_words(src_pieces), piece_words(tgt_pieces), links, heads, means)
+    return _result(heads, means, 1, 0)
+
+
 @torch.inference_mode()
 def cross_attention_aer(model, tokenizer, examples: Sequence[AlignedExample], batch_size: int = 64) -> HeadAlignment:
     """Teacher-force each gold target, read word alignments off every cross-attention head by the
     argmax of each target word's row (pieces merged into words), and score them against gold."""
     config = model.config
     device = next(model.parameters()).device
-    heads = [[AlignmentCounts() for _ in range(config.n_heads)] for _ in range(config.n_decoder_layers)]
-    means = [AlignmentCounts() for _ in range(config.n_decoder_layers)]
+    heads, means = _empty_counts(config.n_decoder_layers, config.n_heads)
     sentences = skipped = 0
     was_training = model.training
     model.eval()
@@ -201,16 +227,12 @@ def cross_attention_aer(model, tokenizer, examples: Sequence[AlignedExample], ba
             tgt = _pad([c[2][:-1] for c in chunk], config.pad_id, device)  # (B, T)
             cross = model(src, tgt, return_attention=True).attention.cross  # layers x (B, H, T, S)
             for b, (ex, src_ids, tgt_ids, src_words, tgt_words) in enumerate(chunk):
-                for layer, weights in enumerate(cross):
-                    per_head = word_attention(weights[b, :, : len(tgt_ids) - 1, : len(src_ids)].float(),
-                                              tgt_words, src_words)  # (H, Wt, Ws)
-                    for head in range(config.n_heads):
-                        heads[layer][head] += count_links(argmax_links(per_head[head]), ex.links)
-                    means[layer] += count_links(argmax_links(per_head.mean(dim=0)), ex.links)
+                mine = [w[b, :, : len(tgt_ids) - 1, : len(src_ids)] for w in cross]  # layers x (H, T, S)
+                _score_heads(mine, src_words, tgt_words, ex.links, heads, means)
             sentences += len(chunk)
     finally:
         model.train(was_training)
-    return HeadAlignment([[c.aer for c in row] for row in heads], [c.aer for c in means], sentences, skipped)
+    return _result(heads, means, sentences, skipped)
 
 
 def _n_words(index: Sequence[int | None]) -> int:

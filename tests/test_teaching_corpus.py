@@ -1,0 +1,238 @@
+"""The generated teaching corpus: golden examples from the docs, round trips through `align`, links, splits."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer.corpora.teaching import (
+    TEACHING_SIZES,
+    AlignedPair,
+    align,
+    build_teaching_corpus,
+    combinations,
+    format_links,
+    parse_links,
+    vocabulary,
+)
+from transformer.corpora.teaching_grammar import Clause, realize
+from transformer.corpora.teaching_lexicon import ADJECTIVE, NOUN, NUMBER, PRONOUNS, VERB
+from transformer.corpora.teaching_parser import parse
+from transformer.explain import words
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "teaching-corpus.md"
+PUNCTUATION = {".", "?"}
+
+
+def _golden() -> list[tuple[str, str, str]]:
+    rows = []
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and re.fullmatch(r"(\d+-\d+ ?)+", cells[2]):
+            rows.append((cells[0], cells[1], cells[2]))
+    return rows
+
+
+GOLDEN = _golden()
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return build_teaching_corpus(0)
+
+
+@pytest.fixture(scope="module")
+def every_pair(corpus) -> list[AlignedPair]:
+    return list(corpus.train + corpus.dev + corpus.test)
+
+
+@pytest.fixture(scope="module")
+def frames(every_pair) -> dict[str, Clause | None]:
+    """Each English sentence parsed once; `align(s)` is `realize(parse(s))`."""
+    return {p.src: parse(p.src) for p in every_pair}
+
+
+def test_docs_table_has_enough_examples():
+    assert len(GOLDEN) >= 60
+
+
+@pytest.mark.parametrize("english, french, links", GOLDEN, ids=[g[0] for g in GOLDEN])
+def test_golden_examples_from_the_docs(english, french, links):
+    pair = align(english)
+    assert pair is not None
+    assert (pair.src, pair.tgt, format_links(pair.links)) == (english, french, links)
+
+
+@pytest.mark.parametrize("english, french", [
+    ("The old man went to the market.", "Le vieil homme est allé au marché."),
+    ("the young man buys a green bicycle", "Le jeune homme achète un vélo vert."),
+    ("  The   cat is   black ", "Le chat est noir."),
+    ("does the dog eat", "Est-ce que le chien mange ?"),
+    ("She went to the beach.", "Elle est allée à la plage."),
+    ("The girls came to the park.", "Les filles sont venues au parc."),
+    ("I love my school.", "J'aime mon école."),
+    ("He does not drink water.", "Il ne boit pas d'eau."),
+    ("He does not like water.", "Il n'aime pas l'eau."),
+    ("The red cars are new.", "Les voitures rouges sont nouvelles."),
+    ("This old hotel is near the station.", "Ce vieil hôtel est près de la gare."),
+    ("We give some bread to the ducks.", "Nous donnons du pain aux canards."),
+    ("She eats small apples.", "Elle mange de petites pommes."),
+    ("Is the baby sleeping?", "Est-ce que le bébé dort ?"),
+    ("Did she arrive at the airport?", "Est-ce qu'elle est arrivée à l'aéroport ?"),
+    ("Twenty horses sleep in the field.", "Vingt chevaux dorment dans le champ."),
+    ("The beautiful white dresses are expensive.", "Les belles robes blanches sont chères."),
+    ("I will buy a new umbrella tomorrow.", "J'achèterai un nouveau parapluie demain."),
+    ("We are eating.", "Nous mangeons."),
+    ("They call their mother.", "Ils appellent leur mère."),
+])
+def test_phenomena(english, french):
+    pair = align(english)
+    assert pair is not None and pair.tgt == french
+
+
+@pytest.mark.parametrize("english", [
+    "", "The dog flies to the moon.", "The dogs eats.", "The dog eat.", "A apple is red.", "Dog eats bread.",
+    "The cat eat bread.", "He do not eat.", "The house are big.", "She eats some bread?", "Does the dog eat.",
+    "The dog does not eat some bread.", "I is happy.", "The girl went in the school.", "He eats a bread.",
+    "The green big car is new.", "The cat is black!", "The dog don't eat.", "He readed a book.",
+])
+def test_outside_the_grammar_is_none(english):
+    assert align(english) is None
+
+
+def test_sizes(corpus):
+    assert (len(corpus.train), len(corpus.dev), len(corpus.test)) == tuple(TEACHING_SIZES[s]
+                                                                         for s in ("train", "dev", "test"))
+
+
+def test_every_pair_round_trips_through_align(every_pair, frames):
+    bad = [p for p in every_pair if frames[p.src] is None or realize(frames[p.src]) != p]
+    assert not bad, bad[:3]
+    assert all(align(p.src) == p for p in every_pair[::50])
+
+
+def test_words_and_links(every_pair):
+    for p in every_pair:
+        src, tgt = words(p.src), words(p.tgt)
+        assert 3 <= sum(w[0].isalnum() for w in src) <= 15
+        assert all(0 <= i < len(src) and 0 <= j < len(tgt) for i, j in p.links), p
+        assert {i for i, _ in p.links} == set(range(len(src))), p    # every English word is linked
+        assert {j for _, j in p.links} == set(range(len(tgt))), p    # and every French word
+        for i, j in p.links:  # punctuation links to punctuation, and only to it
+            assert (src[i] in PUNCTUATION) == (tgt[j] in PUNCTUATION), (p, src[i], tgt[j])
+        assert p.tgt[0].isupper() and p.src[0].isupper()
+        assert p.tgt.endswith((".", " ?")) and " ." not in p.tgt and "’" not in p.tgt
+
+
+def _translations() -> dict[str, set[str]]:
+    """English word form -> French words of its lemma's translation (all forms), for the content words."""
+    known: dict[str, set[str]] = {}
+
+    def add(en_forms, fr_text):
+        for form in en_forms:
+            known.setdefault(form.lower(), set()).update(w.lower() for w in words(fr_text))
+
+    for n in NOUN.values():
+        add(n.en.split() + n.en_plural.split(), f"{n.fr} {n.fr_plural}")
+    for a in ADJECTIVE.values():
+        add([a.en], " ".join(a.forms) + " " + (a.before_vowel or ""))
+    for v in VERB.values():
+        add({v.base, v.s3, v.past, v.ing}, " ".join((v.fr, v.participle, *v.present, *v.future)) + " "
+            + " ".join(v.participle + e for e in ("e", "s", "es")))
+    for en, fr in NUMBER.items():
+        add([en], fr + (" une" if en == "one" else ""))
+    return known
+
+
+def test_content_links_join_a_word_and_its_translation(every_pair):
+    known = _translations()
+    elided = {"j'": "je", "l'": "le"}
+    for p in every_pair[::5]:
+        src, tgt = words(p.src), words(p.tgt)
+        for i, j in p.links:
+            en, fr = src[i].lower(), tgt[j].lower()
+            if en in known and fr in known[en]:
+                continue
+            # A content word may also link to the article, contraction or preposition it brings (rule 2, 3, 5),
+            # or to "est-ce que" as a question auxiliary; those are function words of a closed set.
+            assert en not in known or elided.get(fr, fr) in _FUNCTION_FRENCH, (p, src[i], tgt[j])
+
+
+_FUNCTION_FRENCH = {"le", "la", "les", "du", "de", "d'", "des", "au", "aux", "un", "une", "a", "ai", "as", "avons",
+                    "ont", "est", "es", "suis", "sommes", "sont", "peut", "peux", "pouvons", "peuvent", "veut", "veux",
+                    "voulons", "veulent", "-", "ce", "que", "qu'", "ne", "n'", "pas", "l'", "à", "tous", "hui",
+                    "aujourd'", "matin", "soir", "nuit", "midi", "après", "semaine", "dernière", "prochaine",
+                    "hier", "demain", "maintenant", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi",
+                    "dimanche", "jours", "matins"}
+
+
+def test_splits_are_disjoint_and_held_out_combinations_stay_out_of_train(corpus, frames):
+    train_src, train_tgt = {p.src for p in corpus.train}, {p.tgt for p in corpus.train}
+    for split in (corpus.dev, corpus.test):
+        assert not {p.src for p in split} & train_src
+        assert not {p.tgt for p in split} & train_tgt
+    assert not {p.src for p in corpus.dev} & {p.src for p in corpus.test}
+    assert not {p.tgt for p in corpus.dev} & {p.tgt for p in corpus.test}
+    assert len(corpus.held_out) >= 30
+    assert all(a in ADJECTIVE and n in NOUN for a, n in corpus.held_out)
+    in_train = set().union(*(combinations(frames[p.src]) for p in corpus.train))
+    assert not in_train & corpus.held_out
+    for split in (corpus.dev, corpus.test):
+        share = sum(bool(combinations(frames[p.src]) & corpus.held_out) for p in split) / len(split)
+        assert 0.3 <= share <= 0.6
+
+
+def _digest(corpus) -> str:
+    text = repr((corpus.train, corpus.dev, corpus.test, sorted(corpus.held_out)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_deterministic_across_processes_and_seeded(corpus):
+    """Another process, with another string-hash seed, builds the same corpus; another seed builds another."""
+    # The package's __init__ imports torch, which the corpus does not need: a bare package object skips it.
+    code = ("import hashlib, sys, types; package = types.ModuleType('transformer'); "
+            f"package.__path__ = [{str(ROOT / 'transformer')!r}]; sys.modules['transformer'] = package; "
+            "from transformer.corpora.teaching import build_teaching_corpus as b; c = b(0); "
+            "print(hashlib.sha256(repr((c.train, c.dev, c.test, sorted(c.held_out))).encode()).hexdigest())")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    with subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) as process:
+        other = build_teaching_corpus(1)  # meanwhile
+        stdout, _ = process.communicate(timeout=120)
+    assert process.returncode == 0 and stdout.strip() == _digest(corpus)
+    assert other.train[:100] != corpus.train[:100] and other.held_out != corpus.held_out
+
+
+def test_format_and_parse_links_round_trip():
+    links = frozenset({(2, 1), (0, 0), (10, 3), (1, 2)})
+    assert format_links(links) == "0-0 1-2 2-1 10-3"
+    assert parse_links(format_links(links)) == links
+    assert parse_links("") == frozenset()
+
+
+def test_vocabulary():
+    groups = vocabulary()
+    content = [pair for name, pairs in groups.items() if name not in ("pronouns", "possessives", "prepositions", "time")
+               for pair in pairs]
+    assert len(content) >= 400
+    for name in ("people", "animals", "food", "colours", "verbs", "numbers", "days"):
+        assert groups[name], name
+    assert ("cat", "chat") in groups["animals"] and ("go", "aller") in groups["verbs"]
+    assert {en for en in PRONOUNS} == {en for en, _ in groups["pronouns"]}
+    assert len(NUMBER) >= 20 and len(NOUN) == len({n.en for n in NOUN.values()})
+
+
+def test_english_forms_are_unambiguous():
+    """No English word form belongs to two verbs, or to both a noun and an adjective: the parser relies on it."""
+    forms: dict[str, str] = {}
+    for v in VERB.values():
+        for form in {v.base, v.s3, v.past, v.ing}:
+            assert forms.setdefault(form, v.en) == v.en, form
+    nouns = {w for n in NOUN.values() for w in (n.en, n.en_plural)}
+    assert not nouns & set(ADJECTIVE)

@@ -1,11 +1,21 @@
 import json
+import pickle
+import shutil
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from tests.conftest import random_batch, tiny_config
 from transformer import Transformer
-from transformer.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, save_checkpoint
+from transformer.checkpoint import (
+    CheckpointError,
+    average_checkpoints,
+    copy_checkpoint,
+    load_checkpoint,
+    recover_interrupted_saves,
+    save_checkpoint,
+)
 from transformer.tokenizer import train_tokenizer
 
 
@@ -74,6 +84,15 @@ def test_save_replaces_an_existing_checkpoint_only_when_complete(saved):
                                                              "n_encoder_layers": 1})), "does not match"),
         (lambda p: (p / "config.json").write_text(json.dumps({"hidden": 3})), "unknown ModelConfig keys: hidden"),
         (lambda p: (p / "tokenizer.json").write_text("[]"), "tokenizer.json"),
+        (lambda p: (p / "tokenizer.json").write_text('{"format": 1, "kind": "bpe", "shared": true, "src": {}}'),
+         "tokenizer.json: not a valid tokenizer file"),
+        (lambda p: (p / "config.json").write_text(json.dumps({k: v for k, v in json.loads(
+            (p / "config.json").read_text()).items() if k != "dropout"})), "missing ModelConfig keys: dropout"),
+        (lambda p: save_file({k: v.double() for k, v in load_file(p / "model.safetensors").items()},
+                             p / "model.safetensors"), "has dtype torch.float64"),
+        (lambda p: save_file({k: v.long() for k, v in load_file(p / "model.safetensors").items()},
+                             p / "model.safetensors"), "has dtype torch.int64"),
+        (lambda p: (p / "metadata.json").write_text("[1, 2]"), "metadata.json: expected a JSON object"),
     ],
 )
 def test_damaged_checkpoint_raises_one_clear_error(saved, damage, message):
@@ -114,3 +133,75 @@ def test_checkpoint_files_get_the_modes_of_ordinary_new_files(tmp_path, tiny_mod
         os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o755
     assert {f.stat().st_mode & 0o777 for f in path.iterdir()} == {0o644}
+
+
+class _CreatesAFile:
+    """Unpickling this calls open(path, "w"): the file appears only if something unpickles it."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "tokenizer.json", "metadata.json"])
+@pytest.mark.parametrize("writer", ["pickle", "torch.save"])
+def test_a_pickle_in_place_of_any_file_is_refused_and_never_executed(saved, tmp_path, name, writer):
+    path, _, _ = saved
+    marker = tmp_path / "pwned"
+    if writer == "pickle":
+        (path / name).write_bytes(pickle.dumps({"weights": _CreatesAFile(marker)}))
+    else:
+        torch.save({"weights": _CreatesAFile(marker)}, path / name)
+    assert not marker.exists()
+    with pytest.raises(CheckpointError, match=name.replace(".", r"\.")):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "tokenizer.json", "metadata.json"])
+def test_a_symlink_out_of_the_checkpoint_is_refused(saved, tmp_path, name):
+    path, _, _ = saved
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.move(path / name, outside / name)  # a valid file: only where it lives is wrong
+    (path / name).symlink_to(outside / name)
+    with pytest.raises(CheckpointError, match=f"{name}: links outside the checkpoint directory"):
+        load_checkpoint(path)
+    (path / name).unlink()
+    (path / name).symlink_to(f"../{path.name}/../elsewhere/{name}")  # relative, through ..
+    with pytest.raises(CheckpointError, match="links outside"):
+        load_checkpoint(path)
+
+
+def test_a_symlink_inside_the_checkpoint_is_fine(saved):
+    path, _, _ = saved
+    (path / "weights-v1.safetensors").write_bytes((path / "model.safetensors").read_bytes())
+    (path / "model.safetensors").unlink()
+    (path / "model.safetensors").symlink_to("weights-v1.safetensors")
+    assert load_checkpoint(path).metadata == {"step": 7}
+
+
+def test_a_tokenizer_larger_than_the_embeddings_is_refused(saved):
+    path, model, _ = saved
+    words = " ".join(f"w{i}" for i in range(40))
+    big = train_tokenizer([(words, words)], kind="wordlevel", vocab_size=100, min_frequency=1)
+    assert big.src_vocab_size > model.config.src_vocab_size
+    big.save(path / "tokenizer.json")
+    with pytest.raises(CheckpointError, match=r"tokenizer.json: vocabularies of 44 \(source\) and 44 \(target\) "
+                                              r"tokens do not fit the embeddings of config.json \(23 and 19 rows\)"):
+        load_checkpoint(path)
+
+
+def test_a_swap_cut_in_two_by_a_kill_is_recovered(saved):
+    path, model, _ = saved
+    old = path.with_name(f".{path.name}.old")
+    path.rename(old)  # killed between the two renames of a save: the old checkpoint is complete, aside
+    (path.parent / f".{path.name}.abc.tmp").mkdir()  # and a half-written new one
+    recover_interrupted_saves(path.parent)
+    assert load_checkpoint(path).metadata == {"step": 7}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["ckpt"]
+    copy = copy_checkpoint(path, path.parent / "copy")
+    assert load_checkpoint(copy).metadata == {"step": 7}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["ckpt", "copy"]

@@ -178,12 +178,20 @@ def test_ddp_on_two_cpu_processes(tmp_path, corpus_file):
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).parent / "torchrun")
     root = tmp_path / "ddp"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
+    # A start or a barrier that waits 60 s fails with an error naming what it waited for, so that the subprocess
+    # timeout below only catches what those miss; it kills the whole process group, workers included.
+    proc = subprocess.Popen(
         [torchrun, "--standalone", "--nproc_per_node=2", "-m", "transformer.train", "--out", str(root),
          *tiny_cli_args(corpus_file), "--max-steps", "4", "--log-every", "1", "--eval-every", "4",
-         "--device", "cpu"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+         "--device", "cpu", "--start-timeout", "60", "--collective-timeout", "60"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=200)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"torchrun with 2 ranks did not finish 4 steps in 200 s; its output:\n{output}")
+    assert proc.returncode == 0, output
     status = read_status(root / "status.json")
     checksums = status["rank_param_checksums"]
     assert len(checksums) == 2 and checksums[0] == checksums[1]

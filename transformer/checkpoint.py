@@ -1,12 +1,16 @@
 """Checkpoints are directories: config.json, model.safetensors, tokenizer.json, metadata.json.
 
-No pickle anywhere: weights are safetensors, everything else JSON. Writes go to a temporary sibling
-directory that is renamed into place, so a killed process never leaves a half-written checkpoint.
-`load_checkpoint` is the one loader for the CLI, the app and the tests.
+No pickle anywhere: weights are safetensors, everything else JSON, and nothing else is ever read. Writes go
+to a temporary sibling directory that is renamed into place, so a killed process never leaves a
+half-written checkpoint (`recover_interrupted_saves` finishes a swap that a kill cut in two).
+`load_checkpoint` is the one loader for the CLI, the app and the tests; whatever is wrong with a checkpoint
+(truncated, not safetensors, shapes or dtypes that do not match its config, a tokenizer of another size, a
+symlink out of the directory) raises one CheckpointError naming the file and the problem.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -31,6 +35,7 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 METADATA_FILE = "metadata.json"
+WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what save_checkpoint writes
 
 
 class CheckpointError(Exception):
@@ -86,18 +91,61 @@ def save_checkpoint(
         (tmp / METADATA_FILE).write_text(json.dumps(metadata or {}, indent=2, ensure_ascii=False), encoding="utf-8")
         if write_extra is not None:
             write_extra(tmp)
-        _readable_like_any_new_file(tmp)
-        old = path.with_name(f".{path.name}.old")
-        if path.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
+        _swap_into_place(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     log.info("saved checkpoint %s", path)
     return path
+
+
+def copy_checkpoint(source: str | Path, path: str | Path) -> Path:
+    """Copy a checkpoint directory as atomically as save_checkpoint writes one."""
+    source, path = Path(source), Path(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
+        _swap_into_place(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def _old(path: Path) -> Path:
+    return path.with_name(f".{path.name}.old")
+
+
+def _swap_into_place(tmp: Path, path: Path) -> None:
+    """Rename the complete tmp over path. Two renames: a kill between them leaves path missing and
+    .NAME.old complete, which recover_interrupted_saves puts right."""
+    _readable_like_any_new_file(tmp)
+    old = _old(path)
+    if path.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_interrupted_saves(directory: str | Path) -> None:
+    """After a kill, in a folder of checkpoints: bring back each checkpoint caught between the two renames
+    of _swap_into_place, and remove half-written temporaries.
+
+    Only for the process that owns the folder (a training run's lock): another one may be saving right now.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return
+    for old in directory.glob(".*.old"):
+        path = directory / old.name[1 : -len(".old")]
+        if not path.exists():
+            os.replace(old, path)
+            log.info("restored %s, whose replacement was interrupted", path)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+    for tmp in directory.glob(".*.tmp"):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _readable_like_any_new_file(directory: Path) -> None:
@@ -109,7 +157,16 @@ def _readable_like_any_new_file(directory: Path) -> None:
         file.chmod(0o666 & ~umask)
 
 
+def inside_checkpoint(directory: Path, file: Path) -> Path:
+    """file, refusing a symlink (or a symlinked directory) that leads out of the checkpoint directory."""
+    if file.is_symlink() or file.exists():
+        if not file.resolve().is_relative_to(directory.resolve()):
+            raise CheckpointError(f"{file}: links outside the checkpoint directory ({file.resolve()}); refused")
+    return file
+
+
 def _read_json(file: Path) -> Any:
+    inside_checkpoint(file.parent, file)
     if not file.is_file():
         raise CheckpointError(f"{file}: file is missing")
     try:
@@ -123,11 +180,15 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"{path}: no checkpoint directory here")
-    config_file, weights_file = path / CONFIG_FILE, path / WEIGHTS_FILE
+    config_file, weights_file = path / CONFIG_FILE, inside_checkpoint(path, path / WEIGHTS_FILE)
+    config_data = _read_json(config_file)
     try:
-        config = ModelConfig.from_dict(_read_json(config_file))
+        config = ModelConfig.from_dict(config_data)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{config_file}: {e}") from e
+    missing_keys = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(config_data))
+    if missing_keys:  # a default would silently stand in for what the weights were trained with
+        raise CheckpointError(f"{config_file}: missing ModelConfig keys: {', '.join(missing_keys)}")
     if not weights_file.is_file():
         raise CheckpointError(f"{weights_file}: file is missing")
     try:
@@ -147,17 +208,28 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
             raise CheckpointError(
                 f"{weights_file}: {name} has shape {tuple(tensor.shape)}, config expects {tuple(expected[name].shape)}"
             )
+        if tensor.dtype not in WEIGHT_DTYPES:
+            raise CheckpointError(f"{weights_file}: {name} has dtype {tensor.dtype}, expected one of "
+                                  f"{', '.join(str(d) for d in WEIGHT_DTYPES)}")
     weights = {k: v.float() for k, v in weights.items()}
     model.load_state_dict(weights, strict=False)  # shared weights are filled through their first name
     model.to(device).eval()
 
     tokenizer = None
-    if (path / TOKENIZER_FILE).is_file():
+    tokenizer_file = inside_checkpoint(path, path / TOKENIZER_FILE)
+    if tokenizer_file.is_file():
         try:
-            tokenizer = Tokenizer.load(path / TOKENIZER_FILE)
+            tokenizer = Tokenizer.load(tokenizer_file)
         except ValueError as e:
-            raise CheckpointError(f"{path / TOKENIZER_FILE}: {e}") from e
+            raise CheckpointError(f"{tokenizer_file}: {e}") from e
+        sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
+        if sizes[0] > config.src_vocab_size or sizes[1] > config.tgt_vocab_size:  # ids past the embedding table
+            raise CheckpointError(f"{tokenizer_file}: vocabularies of {sizes[0]} (source) and {sizes[1]} (target) "
+                                  f"tokens do not fit the embeddings of {CONFIG_FILE} ({config.src_vocab_size} and "
+                                  f"{config.tgt_vocab_size} rows)")
     metadata = _read_json(path / METADATA_FILE) if (path / METADATA_FILE).exists() else {}
+    if not isinstance(metadata, dict):
+        raise CheckpointError(f"{path / METADATA_FILE}: expected a JSON object, got {type(metadata).__name__}")
     return Checkpoint(path, config, model, tokenizer, metadata)
 
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 from transformer.checkpoint import CheckpointError
 from transformer.data import CorpusError, CorpusSpec
 from transformer.tokenizer import TokenizerError
-from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
+from transformer.trainer import COLLECTIVE_TIMEOUT, START_TIMEOUT, RunSpec, Trainer, TrainingError, create_run
 from transformer.training import PRESETS, RunFiles, TokenizerSettings, TrainConfig
 
 log = logging.getLogger("transformer.train")
@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--schedule", choices=["noam", "cosine"])
     train.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"])
     train.add_argument("--precision", choices=["fp32", "bf16", "fp16"])
+    ddp = p.add_argument_group("distributed (torchrun)")
+    ddp.add_argument("--start-timeout", type=float, default=START_TIMEOUT, metavar="SECONDS",
+                     help="fail, naming the missing ranks, when not all ranks have joined after this long")
+    ddp.add_argument("--collective-timeout", type=float, default=COLLECTIVE_TIMEOUT, metavar="SECONDS",
+                     help="fail when a rank waits this long for the others in a barrier (rank 0 evaluates alone)")
     return p
 
 
@@ -119,14 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     if bool(args.out) == bool(args.resume):
         print("error: give exactly one of --out (new run) or --resume (existing run)", file=sys.stderr)
         return 2
+    timeouts = dict(start_timeout=args.start_timeout, collective_timeout=args.collective_timeout)
     try:
         if args.out:
             spec = spec_from_args(args)  # every rank validates the flags; rank 0 alone creates the run
             root = create_run(args.out, spec) if int(os.environ.get("RANK", "0")) == 0 else args.out
-            trainer = Trainer(root)
+            trainer = Trainer(root, **timeouts)
         else:
             root = args.resume
-            trainer = Trainer(root, overrides=resume_overrides(args))
+            trainer = Trainer(root, overrides=resume_overrides(args), **timeouts)
     except (TrainingError, CorpusError, ValueError, TypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -2,15 +2,21 @@
 
 `Trainer(run_dir).fit()` prepares data, tokenizer and model (or restores them from the run's latest
 checkpoint), then trains and yields one dict per log or eval point. It writes metrics.jsonl,
-status.json, checkpoints and probe attention maps itself; it never prints. Under torchrun each
-rank trains on its own shard of batches through DistributedDataParallel; rank 0 alone writes.
+status.json, checkpoints and probe attention maps itself (in the formats of `transformer.rundir`); it never
+prints. It holds the run's lock from construction to the end of fit (or close), so two trainings never
+write one run. A resume after a kill continues from the latest checkpoint and first drops the metrics and
+probes logged after it, so that each step is logged once. A failed write (disk full) stops the run with a
+TrainingError; the previous checkpoint stays intact.
+
+Under torchrun each rank trains on its own shard of batches through DistributedDataParallel; rank 0 alone
+writes. Every rank checks in at the launcher's store before the process group forms: a rank that does not
+come within start_timeout is an error that names it, not a hang.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -18,39 +24,57 @@ import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from safetensors.torch import save_file
 
 from transformer.batching import Batch, collate, make_batches
-from transformer.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
+from transformer.checkpoint import (
+    Checkpoint,
+    copy_checkpoint,
+    load_checkpoint,
+    recover_interrupted_saves,
+    save_checkpoint,
+    write_json_atomic,
+)
 from transformer.config import ModelConfig, strict_from_dict
 from transformer.data import CorpusSpec, load_corpus
 from transformer.evaluate import corpus_scores, translate_texts
 from transformer.explain import AlignedExample, cross_attention_aer, format_links
 from transformer.model import Transformer
+from transformer.rundir import (
+    ProbeRecord,
+    RunFiles,
+    RunInUseError,
+    RunLock,
+    append_metrics,
+    discard_probes_after,
+    read_run_json,
+    read_status,
+    truncate_metrics,
+    write_probes,
+    write_status,
+)
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 from transformer.training import (
-    RunFiles,
     TokenizerSettings,
     TrainConfig,
-    append_metrics,
     learning_rate,
     load_training_state,
     make_optimizer,
-    read_status,
     resolve_device,
     save_training_state,
-    write_status,
 )
 from transformer.translate import Translator
 
 log = logging.getLogger(__name__)
 N_PROBES = 3
+START_TIMEOUT = 300.0  # seconds the ranks of a distributed run wait for each other at start
+COLLECTIVE_TIMEOUT = 1800.0  # seconds a rank waits in a barrier, e.g. while rank 0 evaluates
 
 
 class TrainingError(RuntimeError):
@@ -88,30 +112,77 @@ def create_run(root: str | Path, spec: RunSpec) -> Path:
 
 
 def load_run_spec(root: str | Path) -> RunSpec:
-    path = RunFiles(Path(root)).run_json
-    if not path.is_file():
+    try:
+        data = read_run_json(root)
+    except (OSError, ValueError) as e:
+        raise TrainingError(f"{root}: run.json cannot be read ({e})") from e
+    if data is None:
         raise TrainingError(f"{root} is not a run directory (no run.json)")
-    return RunSpec.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return RunSpec.from_dict(data)
 
 
 class Trainer:
-    def __init__(self, root: str | Path, *, overrides: dict[str, Any] | None = None):
+    def __init__(self, root: str | Path, *, overrides: dict[str, Any] | None = None,
+                 start_timeout: float = START_TIMEOUT, collective_timeout: float = COLLECTIVE_TIMEOUT):
         """overrides replace TrainConfig fields of the stored spec (e.g. max_steps when resuming)."""
         self.files = RunFiles(Path(root))
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.is_main = self.rank == 0
-        if self.world_size > 1 and not dist.is_initialized():
-            # gloo for CPU tensors, NCCL for GPU ones where this build of torch has it
-            dist.init_process_group("cpu:gloo,cuda:nccl" if dist.is_nccl_available() else "gloo")
-            dist.barrier()  # rank 0 has created the run directory
-        self.spec = load_run_spec(root)
-        if overrides:
-            self.spec = replace(self.spec, train=replace(self.spec.train, **overrides))
-            if self.is_main:
-                write_json_atomic(self.files.run_json, self.spec.to_dict())
+        self.lock = RunLock(self.files)
+        if self.is_main and self.files.root.is_dir():
+            try:
+                self.lock.acquire()
+            except RunInUseError as e:
+                raise TrainingError(str(e)) from e
+        try:
+            if self.world_size > 1 and not dist.is_initialized():
+                self._start_distributed(start_timeout, collective_timeout)
+            self.spec = load_run_spec(root)
+            if overrides:
+                self.spec = replace(self.spec, train=replace(self.spec.train, **overrides))
+                if self.is_main:
+                    write_json_atomic(self.files.run_json, self.spec.to_dict())
+        except BaseException:
+            self.close()
+            raise
         self.config = self.spec.train
         self.stop_requested = False
+
+    def close(self) -> None:
+        """Release the run (fit does this when it ends); the lock also goes when the process dies."""
+        self.lock.release()
+        if self.world_size > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+    def _start_distributed(self, start_timeout: float, collective_timeout: float) -> None:
+        """Form the process group once every rank has checked in, or name the ranks that did not come."""
+        addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500"))
+        where = f"the rendezvous store at {addr}:{port}"
+        # torchrun's agent hosts the store; a bare launch (WORLD_SIZE, RANK, MASTER_*) has rank 0 host it
+        hosted_by_agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        try:
+            store = dist.TCPStore(addr, port, self.world_size, is_master=self.is_main and not hosted_by_agent,
+                                  timeout=timedelta(seconds=start_timeout), wait_for_workers=False)
+        except (RuntimeError, dist.DistError) as e:
+            raise TrainingError(f"distributed start: rank {self.rank} could not reach {where} within "
+                                f"{start_timeout:g} s ({e})") from e
+        store = dist.PrefixStore(f"attention-explorer/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+        store.set(f"arrived/{self.rank}", str(os.getpid()))
+        deadline = time.monotonic() + start_timeout
+        while missing := [r for r in range(self.world_size) if not store.check([f"arrived/{r}"])]:
+            if time.monotonic() > deadline:
+                raise TrainingError(
+                    f"distributed start timed out after {start_timeout:g} s: rank {', '.join(map(str, missing))} "
+                    f"of {self.world_size} did not join at {where} (reported by rank {self.rank}); "
+                    "see that rank's log for why it is late or gone")
+            time.sleep(0.05)
+        log.info("rank %d: all %d ranks joined", self.rank, self.world_size)
+        # gloo for CPU tensors, NCCL for GPU ones where this build of torch has it
+        dist.init_process_group("cpu:gloo,cuda:nccl" if dist.is_nccl_available() else "gloo", store=store,
+                                rank=self.rank, world_size=self.world_size,
+                                timeout=timedelta(seconds=collective_timeout))
+        dist.barrier()
 
     def request_stop(self) -> None:
         """Ask the loop to save a checkpoint and return after the current step (signal-safe)."""
@@ -129,19 +200,31 @@ class Trainer:
         return device
 
     def _tokenizer(self, corpus) -> Tokenizer:
-        if self.files.tokenizer.is_file():
-            return Tokenizer.load(self.files.tokenizer)
-        if self.is_main:
+        # Rank 0 alone decides whether to train: another rank that saw the file rank 0 had just written would
+        # skip the barrier below and hang the run (seen under load).
+        if self.is_main and not self.files.tokenizer.is_file():
             s = self.spec.tokenizer
             log.info("training a %s tokenizer (%d tokens) on %d pairs", s.kind, s.vocab_size, len(corpus.train))
-            train_tokenizer(corpus.train, kind=s.kind, vocab_size=s.vocab_size, shared=s.shared,
-                            min_frequency=s.min_frequency).save(self.files.tokenizer)
+            tokenizer = train_tokenizer(corpus.train, kind=s.kind, vocab_size=s.vocab_size, shared=s.shared,
+                                        min_frequency=s.min_frequency)
+            with self._writing(self.files.tokenizer):
+                tokenizer.save(self.files.tokenizer)
         self._barrier()
         return Tokenizer.load(self.files.tokenizer)
 
     def _barrier(self) -> None:
         if self.world_size > 1:
             dist.barrier()
+
+    @contextlib.contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """A failed write (disk full, read-only folder) becomes a TrainingError that says what was kept."""
+        try:
+            yield
+        except OSError as e:
+            latest = self.files.checkpoint("latest")
+            kept = f"the previous checkpoint {latest} is intact" if latest.is_dir() else "no checkpoint was saved yet"
+            raise TrainingError(f"could not write {what}: {e}; stopped, and {kept}") from e
 
     def _encode(self, pairs, tokenizer: Tokenizer, max_len: int) -> list[tuple[list[int], list[int]]]:
         encoded = [(tokenizer.encode_source(s), tokenizer.encode_target(t)) for s, t in pairs]
@@ -161,28 +244,32 @@ class Trainer:
 
     def fit(self) -> Iterator[dict[str, Any]]:
         c = self.config
-        if self.is_main:  # at once, so that a watcher never sees the previous state of a resumed run
-            write_status(self.files, "starting", step=read_status(self.files.status).get("step", 0),
-                         max_steps=c.max_steps)
         state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best_bleu": None}
         try:
+            if self.is_main:  # at once, so that a watcher never sees the previous state of a resumed run
+                with self._writing(self.files.status):
+                    write_status(self.files, "starting", step=read_status(self.files.status).get("step", 0),
+                                 max_steps=c.max_steps)
             ddp, optimizer, train = self._prepare(state)
             if self.is_main:
-                write_status(self.files, "running", step=state["step"], max_steps=c.max_steps)
+                with self._writing(self.files.status):
+                    write_status(self.files, "running", step=state["step"], max_steps=c.max_steps)
             yield from self._loop(ddp, optimizer, train, state)
         except Exception as e:  # a bad corpus as much as a NaN: the app shows this error
             if self.is_main:
-                write_status(self.files, "failed", step=state["step"], error=str(e))
+                with contextlib.suppress(OSError):  # the disk that just failed may refuse this too
+                    write_status(self.files, "failed", step=state["step"], error=str(e))
             raise
         finally:
-            if self.world_size > 1 and dist.is_initialized():
-                dist.destroy_process_group()
+            self.close()
 
     def _prepare(self, state: dict[str, Any]):
         """Data, tokenizer, model and optimizer, restored from the latest checkpoint when there is one."""
         c = self.config
         device = self._setup_device()
         torch.manual_seed(c.seed)
+        if self.is_main:  # a kill may have cut a checkpoint's swap in two; the tokenizer barrier follows
+            recover_interrupted_saves(self.files.checkpoints)
         corpus = load_corpus(self.spec.corpus)
         tokenizer = self._tokenizer(corpus)
         latest = self.files.checkpoint("latest")
@@ -202,6 +289,12 @@ class Trainer:
         if latest.is_dir():
             state |= load_training_state(latest, optimizer)
             log.info("resumed from %s at step %d", latest, state["step"])
+        if self.is_main:  # what a killed run logged after its latest checkpoint is logged again from here
+            with self._writing(self.files.metrics):
+                dropped = truncate_metrics(self.files.metrics, state["step"])
+                discard_probes_after(self.files, state["step"])
+            if dropped:
+                log.info("dropped %d metric records logged after step %d", dropped, state["step"])
         self.model, self.tokenizer, self.device = model, tokenizer, device
         self.translator = Translator(Checkpoint(self.files.root, model_config, model, tokenizer), batch_size=64)
         self.meta = {"corpus": self.spec.corpus.to_dict(), "description": corpus.description,
@@ -295,8 +388,9 @@ class Trainer:
             "elapsed": state["elapsed"],
         }
         if self.is_main:
-            append_metrics(self.files.metrics, record)
-            write_status(self.files, "running", step=state["step"], max_steps=self.config.max_steps)
+            with self._writing(self.files.metrics):
+                append_metrics(self.files.metrics, record)
+                write_status(self.files, "running", step=state["step"], max_steps=self.config.max_steps)
         return record
 
     # ------------------------------------------------------------------------- eval, probes, checkpoints
@@ -330,8 +424,10 @@ class Trainer:
             record["dev_exact"] = 100.0 * sum(h == r for h, r in zip(hyps, refs)) / max(len(refs), 1)
             if self.gold:
                 record |= self._alignment_scores()
-            self._save_probes(state["step"])
-            append_metrics(self.files.metrics, record)
+            with self._writing(self.files.probes):
+                self._save_probes(state["step"])
+            with self._writing(self.files.metrics):
+                append_metrics(self.files.metrics, record)
             if state["best_bleu"] is None or record["dev_bleu"] > state["best_bleu"]:
                 state["best_bleu"] = record["dev_bleu"]
                 self._write_checkpoint("best", state)
@@ -353,34 +449,32 @@ class Trainer:
     def _save_probes(self, step: int) -> None:
         """Each probe's translation and all its attention maps, stacked per family as (L, H, L_q, L_k)."""
         self.model.eval()
-        tensors, probes = {}, []
-        for i, sentence in enumerate(self.probes):
+        records, maps = [], []
+        for sentence in self.probes:
             translation = self.translator.translate(sentence, attention=True)
-            maps = translation.attention
-            for family in ("enc_self", "dec_self", "cross"):
-                tensors[f"{i}.{family}"] = torch.stack(getattr(maps, family)).cpu().contiguous()
-            probes.append({"source": sentence, "translation": translation.text, "src_pieces": maps.source_pieces,
-                           "tgt_pieces": maps.target_pieces, "tgt_input_pieces": maps.target_input_pieces})
-            if self.probe_links.get(sentence) is not None:
-                probes[-1]["gold_links"] = format_links(self.probe_links[sentence])
-        self.files.probes.mkdir(exist_ok=True)
-        name = f"step-{step:07d}"
-        save_file(tensors, str(self.files.probes / f"{name}.safetensors"))
-        write_json_atomic(self.files.probes / f"{name}.json", {"step": step, "probes": probes})
+            a = translation.attention
+            maps.append({family: torch.stack(getattr(a, family)) for family in ("enc_self", "dec_self", "cross")})
+            links = self.probe_links.get(sentence)
+            records.append(ProbeRecord(sentence, translation.text, a.source_pieces, a.target_pieces,
+                                       a.target_input_pieces, None if links is None else format_links(links)))
+        write_probes(self.files, step, records, maps)
 
     def _write_checkpoint(self, name: str, state, optimizer=None) -> Path:
         metadata = {**self.meta, "step": state["step"], "epoch": state["epoch"], "elapsed": state["elapsed"],
                     "best_dev_bleu": state["best_bleu"], "run": str(self.files.root)}
         resume_state = {k: state[k] for k in ("step", "epoch", "batch", "elapsed", "best_bleu")}
         extra = None if optimizer is None else (lambda d: save_training_state(d, optimizer, resume_state))
-        return save_checkpoint(self.files.checkpoint(name), self.model, tokenizer=self.tokenizer, metadata=metadata,
-                               write_extra=extra)
+        with self._writing(f"the checkpoint {self.files.checkpoint(name)}"):
+            return save_checkpoint(self.files.checkpoint(name), self.model, tokenizer=self.tokenizer,
+                                   metadata=metadata, write_extra=extra)
 
     def _save(self, optimizer, state) -> None:
         if self.is_main:
             path = self._write_checkpoint("latest", state, optimizer)
             if self.config.keep_last > 0:
-                shutil.copytree(path, self.files.checkpoint(f"step-{state['step']:07d}"), dirs_exist_ok=True)
+                step_path = self.files.checkpoint(f"step-{state['step']:07d}")
+                with self._writing(f"the checkpoint {step_path}"):
+                    copy_checkpoint(path, step_path)
                 steps = sorted(self.files.checkpoints.glob("step-*"))
                 for old in steps[: -self.config.keep_last]:
                     shutil.rmtree(old, ignore_errors=True)

@@ -1,21 +1,12 @@
-"""Training configuration, presets, schedules, and the files of a run directory.
+"""Training configuration, presets, schedules, and the optimizer state saved in a checkpoint.
 
-A run is a directory:
-    run.json          corpus, tokenizer, model and training configs (what `--resume` needs)
-    tokenizer.json    trained once at the start
-    metrics.jsonl     one JSON object per log or eval point
-    status.json       running / finished / stopped / failed, with the step and any error
-    train.log         the CLI's log
-    checkpoints/      latest/, best/ and step-NNNNNNN/ (the last keep_last of them)
-    probes/           step-NNNNNNN.json + .safetensors: probe translations and all their attention maps
+The files of a run directory belong to `transformer.rundir`; the names re-exported here keep old imports working.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +14,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.checkpoint import CheckpointError, write_json_atomic
+from transformer.checkpoint import CheckpointError, inside_checkpoint
+from transformer.rundir import RunFiles, append_metrics, read_metrics, read_status, write_status  # noqa: F401
 
 OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_STATE_FILE = "trainer_state.json"
@@ -127,75 +119,6 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-# ----------------------------------------------------------------------------- run directory files
-
-
-@dataclass(frozen=True)
-class RunFiles:
-    root: Path
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / "run.json"
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.root / "tokenizer.json"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.jsonl"
-
-    @property
-    def status(self) -> Path:
-        return self.root / "status.json"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "train.log"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
-
-    @property
-    def probes(self) -> Path:
-        return self.root / "probes"
-
-    def checkpoint(self, name: str) -> Path:
-        return self.checkpoints / name
-
-
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """All complete records of a metrics.jsonl file; a half-written last line is skipped."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
-
-
-def append_metrics(path: Path, record: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
-
-
-def write_status(files: RunFiles, state: str, **fields: Any) -> None:
-    write_json_atomic(files.status, {"state": state, "pid": os.getpid(), "updated": time.time(), **fields})
-
-
-def read_status(path: str | Path) -> dict[str, Any]:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
 # ----------------------------------------------------------------------------- optimizer state, no pickle
 
 
@@ -217,7 +140,8 @@ def save_training_state(directory: Path, optimizer: torch.optim.Optimizer, state
 
 def load_training_state(directory: Path, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """Restore the optimizer and torch's RNG; returns the trainer state saved beside them."""
-    state_file, tensor_file = directory / TRAINER_STATE_FILE, directory / OPTIMIZER_FILE
+    state_file = inside_checkpoint(directory, directory / TRAINER_STATE_FILE)
+    tensor_file = inside_checkpoint(directory, directory / OPTIMIZER_FILE)
     if not state_file.is_file() or not tensor_file.is_file():
         raise CheckpointError(f"{directory}: no training state to resume from ({TRAINER_STATE_FILE} missing)")
     try:

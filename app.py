@@ -8,7 +8,7 @@ from ui.widgets import current_translator, page_setup
 
 
 def main() -> None:
-    page_setup()
+    page_setup("home")
     st.title("Attention Explorer")
     st.markdown(
         "A Transformer (Vaswani et al., 2017) written from scratch in PyTorch, translating English to French, "
@@ -18,6 +18,8 @@ def main() -> None:
         "live; **Learn** takes you through positional encodings, masks and scaled dot-product attention "
         "with the real model's numbers."
     )
+    st.page_link("pages/5_Teaching_guide.py", label="Teaching with it: a 45-minute lesson plan, what to point at, "
+                 "questions for students", icon=":material/menu_book:")
     translator = current_translator()
     if translator is None:
         return

@@ -5,13 +5,17 @@ import streamlit as st
 from transformer.session import DecodingSession
 from transformer.translate import TranslationError
 from ui import figures
-from ui.translation import prepare
+from ui.explorer import attention_explorer
+from ui.models import source_language
+from ui.translation import follow_prefix, prepare
 from ui.widgets import (
-    apply_pending_head,
-    attention_explorer,
+    chart,
+    choice_box,
     current_translator,
     page_setup,
     search_settings,
+    sentence_input,
+    tokens_help,
 )
 
 DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
@@ -33,34 +37,41 @@ def current_step(session, tok, src_pieces) -> None:
     if step is None:
         st.info("Press **Next** to feed <s> and predict the first token.")
         return
-    names = [" ".join(tok.target_pieces(h.prefix)) for h in step.live]
-    k = st.selectbox("Hypothesis", range(len(names)), format_func=lambda i: f"{i}: {names[i]}", key="step_hyp") \
-        if len(names) > 1 else 0
-    hyp = step.live[min(k, len(step.live) - 1)]
+    prefixes = [tuple(h.prefix) for h in step.live]  # a hypothesis is followed by its prefix, not by its rank
+    picked = st.session_state.get("step_hyp")
+    if picked is not None and follow_prefix(picked, prefixes) is None:
+        st.info(f"The hypothesis you followed, `{' '.join(tok.target_pieces(picked))}`, has left the beam "
+                "(finished or pruned); showing the best live one.")
+        st.session_state.step_hyp = prefixes[0]
+    if len(prefixes) > 1:
+        choice_box(st, "Hypothesis", prefixes, key="step_hyp", follow=lambda old, opts: follow_prefix(old, opts) or 0,
+                   format_func=lambda p: f"{prefixes.index(p)}: {' '.join(tok.target_pieces(p))}")
+    hyp = step.live[prefixes.index(st.session_state.step_hyp)] if st.session_state.get("step_hyp") in prefixes \
+        else step.live[0]
     prefix = tok.target_pieces(hyp.prefix)
     st.markdown(f"At step {session.n_steps} the decoder read **{' '.join(prefix)}** (log-prob "
                 f"{hyp.score:.3f}); its newest token `{prefix[-1]}` is the query whose attention is shown. "
                 "Its candidates for the next token:")
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
-                                           title=f"top {len(hyp.candidates.tokens)} next tokens"), key="step_cands")
+    chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
+                                     title=f"top {len(hyp.candidates.tokens)} next tokens"),
+          key="step_cands", filename=f"step-{session.n_steps}-candidates")
     layer = c2.selectbox("Decoder layer", range(hyp.cross_attention.shape[0]), key="step_layer")
-    c2.plotly_chart(figures.head_rows(hyp.cross_attention[layer].numpy(), src_pieces, title="cross-attention per head"),
-                    key="step_cross", theme=None)
-    c2.plotly_chart(figures.head_rows(hyp.self_attention[layer].numpy(), prefix, title="self-attention per head"),
-                    key="step_self", theme=None)
+    chart(c2, figures.head_rows(hyp.cross_attention[layer].numpy(), src_pieces, title="cross-attention per head"),
+          key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None)
+    chart(c2, figures.head_rows(hyp.self_attention[layer].numpy(), prefix, title="self-attention per head"),
+          key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None)
 
 
 def main() -> None:
-    page_setup()
+    page_setup("step")
     st.title("Decode step by step")
     translator = current_translator()
     if translator is None:
         return
     tok = translator.tokenizer
-    if "step_text" not in st.session_state:
-        st.session_state.step_text = (st.session_state.get("tr_text") or "").strip() or DEFAULT_SENTENCE
-    text = st.text_input("English sentence", key="step_text")
+    text = sentence_input(f"{source_language(translator.checkpoint.metadata)} sentence", "step_text",
+                          (st.session_state.get("tr_text") or "").strip() or DEFAULT_SENTENCE)
     settings = search_settings("step")
     try:
         source = prepare(translator, text)
@@ -72,6 +83,7 @@ def main() -> None:
     request = (str(translator.checkpoint.path), tuple(source.ids), settings)
     if st.session_state.get("step_request") != request:
         st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
+        st.session_state.pop("step_hyp", None)
         st.session_state.step_request = request
     session = st.session_state.step_session
     cols = st.columns(len(ACTIONS))
@@ -83,9 +95,10 @@ def main() -> None:
     st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(
         f"`{t or '∅'}`" for t in live)))
     current_step(session, tok, source.pieces)
+    tokens_help()
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
-        st.plotly_chart(figures.beam_tree(_tree_steps(session, tok.target_pieces)), key="step_tree")
+        chart(st, figures.beam_tree(_tree_steps(session, tok.target_pieces)), key="step_tree", filename="beam-tree")
         st.caption("Blue: live, green: finished with </s>, yellow: stopped at the length limit, grey: pruned.")
     finished = session.finished
     if finished:
@@ -95,7 +108,6 @@ def main() -> None:
                         key="step_pick")
         hyp = finished[min(pick, len(finished) - 1)]
         st.markdown(f"**Result:** {tok.decode_target(hyp.tokens)}")
-        apply_pending_head("step_att")
         attention_explorer(translator.attention_maps(source.ids, hyp.tokens), key="step_att")
 
 

@@ -7,12 +7,15 @@ import streamlit as st
 from ui import jobs
 from ui.models import runs_dir
 from ui.train_panel import corpus_args, live_run, model_args
-from ui.widgets import page_setup
+from ui.widgets import choice_box, page_setup
 
 
 def start_form() -> None:
+    if st.session_state.pop("train_fresh_name", False) or "train_name" not in st.session_state:
+        # set before the widget: a box created with a new default keeps showing the old text in the browser
+        st.session_state.train_name = time.strftime("run-%Y%m%d-%H%M%S")
     with st.expander("Start a new run", expanded=not jobs.list_runs(runs_dir())):
-        name = st.text_input("Run name", time.strftime("run-%Y%m%d-%H%M%S"), key="train_name")
+        name = st.text_input("Run name", key="train_name")
         corpus = corpus_args(name)
         args = model_args()
         if st.button("Start training", key="train_start", type="primary"):
@@ -25,12 +28,12 @@ def start_form() -> None:
                 st.error(str(e))
                 return
             st.session_state.train_run = info.name
-            st.session_state.pop("train_name", None)  # a fresh default name for the next run
+            st.session_state.train_fresh_name = True  # a fresh name for the next run
             st.rerun()
 
 
 def main() -> None:
-    page_setup()
+    page_setup("train")
     st.title("Train")
     st.markdown("Training runs as a background process of `python -m transformer.train`: it keeps going when you "
                 "reload the page or close the browser, and **Stop** saves a checkpoint that **Resume** continues from.")
@@ -39,11 +42,9 @@ def main() -> None:
     if not runs:
         st.info(f"No runs yet in `{runs_dir()}`.")
         return
-    names = [r.name for r in runs]
     states = {r.name: r.state for r in runs}
-    if st.session_state.get("train_run") not in names:
-        st.session_state.train_run = names[0]
-    name = st.selectbox("Run", names, key="train_run", format_func=lambda n: f"{n} ({states[n]})")
+    name = choice_box(st, "Run", list(states), key="train_run", format_func=lambda n: f"{n} ({states[n]})",
+                      help="Its state as of the page's last update; the panel below follows it live.")
     live_run(runs_dir() / name)
 
 

@@ -12,7 +12,7 @@ from transformer.translate import TranslationError
 from ui import figures
 from ui.attention import encoder_attention_steps
 from ui.translation import translate
-from ui.widgets import current_translator, page_setup
+from ui.widgets import chart, choice_box, current_translator, page_setup, sentence_input, tokens_help
 
 DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 
@@ -24,13 +24,14 @@ def positions(d_model: int) -> None:
                 "Low dimensions wave fast, high ones slowly: together they form a unique code per position.")
     n = st.slider("Positions", 10, 200, 60, key="learn_pe_len")
     pe = sinusoidal_encoding(n, d_model).numpy()
-    st.plotly_chart(figures.positional_heatmap(pe), key="learn_pe_heatmap", theme=None)
+    chart(st, figures.positional_heatmap(pe), key="learn_pe_heatmap", filename="positional-encoding", theme=None)
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=[0, 1, 8, min(32, d_model - 2)],
                           key="learn_pe_dims")
-    st.plotly_chart(figures.sinusoids(pe, dims), key="learn_pe_lines")
+    chart(st, figures.sinusoids(pe, dims), key="learn_pe_lines", filename="positional-encoding-dimensions")
 
 
-def masks(pieces: list[str], tgt_pieces: list[str]) -> None:
+def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
+    """Both masks; returns the padded length chosen, which section 3 uses too."""
     st.header("2. Masks")
     st.markdown("Sentences in a batch have different lengths, so shorter ones are padded with `<pad>`; the "
                 "**padding mask** stops every query from attending to those keys. The decoder also gets a "
@@ -42,38 +43,43 @@ def masks(pieces: list[str], tgt_pieces: list[str]) -> None:
     labels = pieces + ["<pad>"] * (pad_to - len(pieces))
     mask = padding_mask(ids, PAD_ID).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
-                    theme=None)
+    chart(c1, figures.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
+          filename="padding-mask", theme=None)
     causal = subsequent_mask(len(tgt_pieces))[0, 0].numpy()
-    c2.plotly_chart(figures.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
-                    key="learn_causal", theme=None)
+    chart(c2, figures.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
+          key="learn_causal", filename="causal-mask", theme=None)
     st.caption("Green: may attend (True). Grey: masked; its score is set to the smallest float before the softmax, "
-               "so it gets exactly 0 weight.")
+               "so it gets exactly 0 weight. Rows are queries, columns keys.")
+    return pad_to
 
 
-def dot_product(checkpoint, src_ids: list[int], pieces: list[str]) -> None:
+def dot_product(checkpoint, src_ids: list[int], pieces: list[str], pad_to: int) -> None:
     st.header("3. Scaled dot-product attention, step by step")
+    n_pad = max(0, pad_to - len(pieces))
     st.markdown("Eq. 1: $\\mathrm{Attention}(Q, K, V) = \\mathrm{softmax}(QK^T / \\sqrt{d_k})\\,V$. Pick an encoder "
-                "layer, a head and a query token: these are the model's own numbers for your sentence.")
+                "layer, a head and a query token: these are the model's own numbers for your sentence, padded with "
+                f"{n_pad} `<pad>` as in section 2 (the slider there sets how many).")
     c = checkpoint.config
     c1, c2, c3 = st.columns(3)
     layer = c1.selectbox("Encoder layer", range(c.n_encoder_layers), key="learn_layer")
     head = c2.selectbox("Head", range(c.n_heads), key="learn_head")
-    query = c3.selectbox("Query token", range(len(pieces)), format_func=lambda i: f"{i}: {pieces[i]}",
-                         key="learn_query")
-    s = encoder_attention_steps(checkpoint.model, src_ids, layer, head, query)
+    query = choice_box(c3, "Query token", list(range(len(pieces))), key="learn_query",
+                       format_func=lambda i: f"{i}: {pieces[i]}", follow=lambda old, opts: 0)
+    s = encoder_attention_steps(checkpoint.model, src_ids, layer, head, query, pad_to=pad_to)
+    keys = pieces + ["<pad>"] * n_pad
     d_head = len(s.q)
     st.markdown(f"**Q and K.** The layer input (LayerNorm'd) is projected to a query of the chosen token and a key "
                 f"and value for every token, each of $d_k$ = {d_head} numbers (first 8 shown).")
     show = min(8, d_head)
     st.dataframe(pd.DataFrame(np.vstack([s.q[None, :show], s.k[:, :show]]),
-                              index=[f"q ({pieces[query]})"] + [f"k {i} ({p})" for i, p in enumerate(pieces)],
+                              index=[f"q ({pieces[query]})"] + [f"k {i} ({p})" for i, p in enumerate(keys)],
                               columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key="learn_qk")
-    table = pd.DataFrame({"key": pieces, f"q·k / √{d_head}": s.scores, "may attend": s.mask,
+    table = pd.DataFrame({"key": keys, f"q·k / √{d_head}": s.scores, "may attend": s.mask,
                           "after mask": s.masked, "softmax": s.weights, "model's weight": s.model_weights})
     st.markdown("**Scores, mask, softmax.** The dot product of the query with each key, divided by $\\sqrt{d_k}$ "
-                "so that the softmax does not saturate; masked keys set to −∞; softmax turns scores into weights "
-                "that sum to 1. The last column is what the model itself returned: they agree.")
+                "so that the softmax does not saturate; the `<pad>` keys may not be attended to, so their scores "
+                "become −∞ and their weights exactly 0; softmax turns scores into weights that sum to 1. The last "
+                "column is what the model itself returned: they agree.")
     st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}), key="learn_table")
     st.markdown(f"**Times V.** The output is the weighted sum of the values: first {show} of {d_head} numbers.")
     st.dataframe(pd.DataFrame([s.output[:show]], index=["output"], columns=[f"d{j}" for j in range(show)]),
@@ -83,10 +89,10 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str]) -> None:
 
 
 def main() -> None:
-    page_setup()
+    page_setup("learn")
     st.title("Learn: how attention works")
     translator = current_translator(required=False)
-    sentence = st.text_input("Your sentence", DEFAULT_SENTENCE, key="learn_sentence")
+    sentence = sentence_input("Your sentence", "learn_sentence", DEFAULT_SENTENCE)
     d_model = translator.model.config.d_model if translator else 64
     positions(d_model)
     if not sentence.strip():
@@ -102,8 +108,9 @@ def main() -> None:
     except TranslationError as e:
         st.info(str(e))
         return
-    masks(translation.source_pieces, translation.attention.target_input_pieces[:16])
-    dot_product(translator.checkpoint, translation.source_ids, translation.source_pieces)
+    tokens_help()
+    pad_to = masks(translation.source_pieces, translation.attention.target_input_pieces[:16])
+    dot_product(translator.checkpoint, translation.source_ids, translation.source_pieces, pad_to)
 
 
 main()

@@ -31,7 +31,7 @@ PAIRS = [
 ]
 
 
-def make_checkpoint(path: Path, seed: int = 0) -> Path:
+def make_checkpoint(path: Path, seed: int = 0, src: str = "en") -> Path:
     """Random weights (UI tests need shapes, not quality) with a real word-level tokenizer."""
     tokenizer = train_tokenizer(PAIRS, kind="wordlevel", vocab_size=500, shared=False, min_frequency=1)
     torch.manual_seed(seed)
@@ -39,7 +39,7 @@ def make_checkpoint(path: Path, seed: int = 0) -> Path:
                          n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=128)
     model = Transformer(config).eval()
     metadata = {"description": "tiny test corpus (en -> fr)", "step": 0, "elapsed": 0.0, "best_dev_bleu": None,
-                "corpus": {"kind": "tsv", "src": "en", "tgt": "fr"},
+                "corpus": {"kind": "tsv", "src": src, "tgt": "fr"},
                 "n_params": sum(p.numel() for p in model.parameters()), "test_bleu": 1.5}
     return save_checkpoint(path, model, tokenizer=tokenizer, metadata=metadata)
 

@@ -35,6 +35,7 @@ def figures_of(at):
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkpoints")
     make_checkpoint(root / "tiny")
+    make_checkpoint(root / "tiny-ar", seed=1, src="ar")  # listed second: "tiny" stays the default
     return root
 
 
@@ -192,3 +193,123 @@ def test_train_page_shows_a_crashed_run(at, tmp_path):
     page(at, "pages/3_Train.py")
     assert "crashed" in at.error[0].value
     assert "out of memory" in at.code[0].value
+
+
+def chart_configs(at):
+    return [json.loads(el.proto.config) for el in at.get("plotly_chart")]
+
+
+def selectbox(at, label):
+    (box,) = [b for b in at.selectbox if b.label == label]
+    return box
+
+
+def test_translate_view_is_in_the_link_and_a_link_opens_it(at):
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[0][0]).run()
+    at.radio(key="tr_family").set_value("enc_self").run()
+    at.selectbox(key="tr_head").set_value(2).run()
+    assert at.query_params["model"] == "tiny" and at.query_params["text"] == PAIRS[0][0]
+    assert (at.query_params["att"], at.query_params["layer"], at.query_params["head"]) == ("enc_self", "0", "2")
+    assert at.query_params["search"] == "greedy" and "beam" not in at.query_params
+    shared = dict(at.query_params)
+    opened = AppTest.from_file(APP, default_timeout=60)  # a reload: a new session with the same address
+    opened.query_params.update({**shared, "model": "tiny-ar", "search": "beam", "beam": "3", "layer": "1"})
+    opened.switch_page("pages/1_Translate.py").run()
+    assert not opened.exception and not [w for w in opened.warning if "link" in w.value]
+    assert opened.session_state["model_path"].endswith("tiny-ar")
+    assert opened.text_input(key="tr_text").value == PAIRS[0][0]
+    assert opened.text_input(key="tr_text").label == "Arabic sentence (press Enter to translate)"
+    assert opened.slider(key="tr_beam").value == 3 and opened.radio(key="tr_method").value == "beam"
+    title = figures_of(opened)[0]["layout"]["title"]["text"]
+    assert title == "encoder self-attention, layer 1, head 2"
+    assert selectbox(opened, "Layer").value == 1
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"model": "../../etc"}, "not on this server"), ({"layer": "9"}, "layers 0 to 1"),
+    ({"head": "-3"}, "heads 0 to 3"), ({"att": "<script>"}, "Unknown attention"), ({"beam": "x"}, "Beam size"),
+])
+def test_a_bad_link_says_so_and_falls_back(at, params, message):
+    at.query_params.update({"text": PAIRS[1][0], "search": "beam", **params})
+    at.switch_page("pages/1_Translate.py").run()
+    assert not at.exception
+    assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
+    assert at.session_state["model_path"].endswith("tiny") and figures_of(at)  # the default model, translated
+
+
+def test_heatmap_downloads_name_the_head_and_offer_svg_and_csv(at):
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[2][0]).run()
+    selectbox(at, "Layer").set_value(1).run()
+    at.selectbox(key="tr_head").set_value(1).run()
+    png = chart_configs(at)[0]["toImageButtonOptions"]
+    assert png["filename"] == "cross-layer-1-head-1" and png["format"] == "png"
+    at.radio(key="chart_format").set_value("svg").run()
+    assert all(c["toImageButtonOptions"]["format"] == "svg" for c in chart_configs(at))
+    assert [b.proto.label for b in at.get("download_button")] == [
+        "Download all maps (.npz)", "Download all maps (.json)", "Download all maps (.csv)"]
+
+
+def test_captions_speak_of_each_family_and_explain_the_tokens(at):
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[2][0]).run()
+    at.radio(key="tr_family").set_value("enc_self").run()
+    caption = next(c.value for c in at.caption if c.value.startswith("Rows are"))
+    assert "source queries" in caption and "emitted" not in caption and "decoder" not in caption
+    assert any("▁" in m.value and "<unk>" in m.value and "</s>" in m.value for m in at.markdown)
+
+
+def test_step_page_follows_a_picked_hypothesis_by_its_prefix(at):
+    page(at, "pages/2_Step_by_step.py")
+    at.text_input(key="step_text").input(PAIRS[9][0])
+    at.radio(key="step_method").set_value("beam").run()
+    at.slider(key="step_beam").set_value(4).run()
+    for _ in range(3):
+        at.button(key="step_next").click().run()
+    followed = 0
+    for _ in range(4):
+        box = selectbox(at, "Hypothesis")
+        last = len(box.options) - 1
+        box.set_value(last).run()
+        picked = at.session_state["step_hyp"]
+        at.button(key="step_next").click().run()
+        assert not at.exception
+        now = at.session_state["step_hyp"]
+        if any("has left the beam" in i.value for i in at.info):
+            assert tuple(now) == tuple(at.session_state["step_session"].current.live[0].prefix)
+            continue
+        assert tuple(now[:len(picked)]) == tuple(picked) and len(now) == len(picked) + 1
+        box = selectbox(at, "Hypothesis")
+        rank = [tuple(h.prefix) for h in at.session_state["step_session"].current.live].index(tuple(now))
+        read = next(m.value for m in at.markdown if "the decoder read" in m.value).split("**")[1]
+        assert box.options[box.value] == f"{rank}: {read}"  # the box shows the followed one, at its new rank
+        followed += 1
+    assert followed
+
+
+def test_learn_pads_the_sentence_and_masks_the_padding(at):
+    page(at, "pages/4_Learn.py")
+    at.slider(key="learn_pad_to").set_value(at.slider(key="learn_pad_to").value).run()
+    table = at.dataframe[1].value
+    n_pad = (table["key"] == "<pad>").sum()
+    assert n_pad == 3 and table["may attend"].dtype == bool
+    assert table["may attend"].tolist() == [True] * (len(table) - 3) + [False] * 3
+    assert np.isneginf(table["after mask"].iloc[-3:]).all() and (table["softmax"].iloc[-3:] == 0).all()
+    assert np.allclose(table["softmax"], table["model's weight"], atol=1e-5) and not at.warning
+    at.text_input(key="learn_sentence").input("the king speaks to the people .").run()
+    box = selectbox(at, "Query token")
+    assert box.options[0] == "0: ▁the" and box.options[2] == "2: ▁speaks"
+
+
+def test_train_run_box_shows_each_runs_current_state(at, tmp_path):
+    root = tmp_path / "runs" / "done"
+    root.mkdir(parents=True)
+    status = {"state": "running", "pid": os.getpid(), "step": 3, "max_steps": 10, "updated": time.time()}
+    (root / "status.json").write_text(json.dumps(status))
+    page(at, "pages/3_Train.py")
+    assert selectbox(at, "Run").options == ["done (running)"]
+    (root / "status.json").write_text(json.dumps({**status, "state": "finished", "step": 10}))
+    at.run()
+    assert selectbox(at, "Run").options == ["done (finished)"] and at.session_state["train_run"] == "done"
+    assert (root / "status.json").stat().st_mode & 0o777 != 0o600

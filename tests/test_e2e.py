@@ -1,10 +1,13 @@
 """Real browser: `streamlit run app.py` driven by Playwright with Debian's chromium (see shared TESTING.md).
 
 Skipped when chromium is missing, unless REQUIRE_E2E=1 (CI), where a missing browser is an error.
-With UPDATE_SCREENSHOT=1 it saves docs/screenshot.png, the README's picture.
+With UPDATE_SCREENSHOT=1 it saves the README's pictures: docs/screenshot.png and docs/tour-*.png.
+These tests cover what only a browser shows: clicks on plotly charts, what a select box displays, the
+address bar, and the requests the page makes.
 """
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -15,11 +18,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
+PLOT = '[data-testid="stPlotlyChart"]'
+EXCEPTION = '[data-testid="stException"]'
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -103,11 +109,59 @@ def server(tmp_path_factory):
     raise RuntimeError(f"streamlit did not start:\n{log.read_text()}")
 
 
+def _screenshot(page, name: str, tmp_path: Path, until=None) -> Path:
+    """UPDATE_SCREENSHOT=1 saves docs/NAME.png for the README (256 colours keep it small), else into tmp.
+    until: a locator whose bottom ends the picture."""
+    clip = None
+    if until is not None:
+        box = until.bounding_box()
+        clip = {"x": 0, "y": 0, "width": page.viewport_size["width"], "height": box["y"] + box["height"] + 24}
+    if os.environ.get("UPDATE_SCREENSHOT") != "1":
+        target = tmp_path / f"{name}.png"
+        page.screenshot(path=str(target), clip=clip)
+        return target
+    target = REPO / "docs" / f"{name}.png"
+    page.screenshot(path=str(target), clip=clip)
+    Image.open(target).convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
+    assert target.stat().st_size < 250_000, f"{target} is {target.stat().st_size} bytes"
+    return target
+
+
+def _in_view(locator) -> dict:
+    """The bounding box of locator after scrolling it into the window (a mouse click outside does nothing)."""
+    locator.scroll_into_view_if_needed()
+    locator.page.wait_for_timeout(300)
+    return locator.bounding_box()
+
+
+def _box(page, label: str):
+    """A select box by its label (a heading's anchor link is labelled too)."""
+    return page.get_by_role("combobox", name=label, exact=True)
+
+
+def _sentence() -> str:
+    return SENTENCE if find_checkpoint() else PAIRS[3][0]
+
+
+def _loopback_only(page) -> list[str]:
+    """Collects every request that would leave this machine (a font server's icon, telemetry)."""
+    outside: list[str] = []
+
+    def check(request) -> None:
+        host = request.url.split("/")[2] if "://" in request.url else ""
+        if request.url.split(":")[0] in ("http", "https", "ws", "wss") and not host.startswith("127.0.0.1"):
+            outside.append(request.url)
+
+    page.on("request", check)
+    return outside
+
+
 def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
+    outside = _loopback_only(page)
     page.goto(server + "/Translate")
     expect(page.get_by_role("heading", name="Translate & Attention")).to_be_visible(timeout=30_000)
     box = page.get_by_label("English sentence (press Enter to translate)")
-    box.fill(SENTENCE if find_checkpoint() else PAIRS[3][0])
+    box.fill(_sentence())
     box.press("Enter")
     expect(page.get_by_role("heading", name="Translation", exact=True)).to_be_visible(timeout=30_000)
     heatmap = page.locator('[data-testid="stPlotlyChart"] .main-svg').first
@@ -119,7 +173,104 @@ def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
     assert page.locator('[data-testid="stException"]').count() == 0
     if find_checkpoint():
         expect(page.get_by_text("Dieu").first).to_be_visible(timeout=5_000)  # a real translation
-    # UPDATE_SCREENSHOT=1 refreshes the README's picture; otherwise the screenshot stays in tmp
-    target = REPO / "docs" / "screenshot.png" if os.environ.get("UPDATE_SCREENSHOT") == "1" else tmp_path / "shot.png"
-    page.screenshot(path=str(target))
-    assert target.stat().st_size > 10_000
+    assert _screenshot(page, "screenshot", tmp_path).stat().st_size > 10_000
+    assert outside == []  # the page icon is bundled: nothing is fetched from a font server
+    assert page.locator('link[rel="shortcut icon"], link[rel="icon"]').first.get_attribute("href").startswith(
+        ("/media/", "./media/", "media/", server))
+
+
+
+def test_model_view_click_and_box_select_open_that_head(server, page):
+    page.goto(server + "/Translate?text=" + _sentence().replace(" ", "+"))
+    page.locator(PLOT).first.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
+    page.get_by_text("Model view: every layer and head").click()
+    grid = page.locator(PLOT).nth(1)
+    grid.locator(".heatmaplayer image").first.wait_for(timeout=30_000)
+    n_heads = grid.locator(".nsewdrag").count() // (3 if find_checkpoint() else 2)  # subplots, row by row
+    cell = _in_view(grid.locator(".nsewdrag").nth(n_heads + 2))  # layer 1, head 2
+    page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
+    page.mouse.click(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
+    expect(_box(page, "Head")).to_have_value("head 2", timeout=15_000)
+    expect(_box(page, "Layer")).to_have_value("1")
+    expect(page.get_by_text("cross-attention (decoder → encoder), layer 1, head 2")).to_be_visible()
+    assert "layer=1" in page.url and "head=2" in page.url
+    cell = _in_view(grid.locator(".nsewdrag").nth(1))  # layer 0, head 1
+    page.mouse.move(cell["x"] + 4, cell["y"] + 4)  # the toolbar appears on hover
+    grid.locator('.modebar-btn[data-title="Box Select"]').click()
+    page.mouse.move(cell["x"] + 4, cell["y"] + 4)
+    page.mouse.down()
+    page.mouse.move(cell["x"] + cell["width"] - 4, cell["y"] + cell["height"] - 4, steps=5)
+    page.mouse.up()
+    expect(_box(page, "Head")).to_have_value("head 1", timeout=15_000)
+    expect(_box(page, "Layer")).to_have_value("0")
+    assert page.locator(EXCEPTION).count() == 0
+
+
+def test_a_link_opens_the_view_and_a_reload_keeps_it(server, page):
+    query = "att=enc_self&layer=1&head=3&search=beam&beam=3&text=" + _sentence().replace(" ", "+")
+    page.goto(server + "/Translate?" + query)
+    title = page.get_by_text("encoder self-attention, layer 1, head 3")
+    expect(title).to_be_visible(timeout=60_000)
+    expect(_box(page, "Head")).to_have_value("head 3")
+    url = page.url
+    assert "model=" in url and "beam=3" in url
+    page.reload()
+    expect(page.get_by_text("encoder self-attention, layer 1, head 3")).to_be_visible(timeout=60_000)
+    assert page.url == url
+
+
+def test_select_boxes_show_the_new_options_text(server, page, tmp_path):
+    page.goto(server + "/Learn")
+    query = _box(page, "Query token")
+    expect(query).to_have_value("0: ▁In" if find_checkpoint() else "0: <unk>", timeout=60_000)
+    box = page.get_by_label("Your sentence")
+    box.fill("the king speaks to the people .")
+    box.press("Enter")
+    expect(query).to_have_value("0: ▁the", timeout=30_000)
+    page.get_by_text("may attend").first.wait_for()
+    assert page.locator(EXCEPTION).count() == 0
+    page.get_by_role("heading", name="3. Scaled dot-product attention, step by step").scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    _screenshot(page, "tour-learn", tmp_path)
+
+
+def test_train_page_gives_a_fresh_name_and_shows_the_runs_new_state(server, page, tmp_path):
+    page.goto(server + "/Train")
+    expect(page.get_by_role("heading", name="Train")).to_be_visible(timeout=60_000)
+    page.get_by_text("Tokens per batch").wait_for(timeout=30_000)
+    _screenshot(page, "tour-train", tmp_path, until=page.get_by_role("button", name="Start training"))
+    page.get_by_text("TSV file", exact=True).click()
+    path = page.get_by_label("…or a TSV path on this machine")
+    path.fill(str(tmp_path / "missing.tsv"))
+    path.press("Enter")
+    name = page.get_by_label("Run name")
+    name.fill("e2e-missing-corpus")
+    name.press("Enter")
+    page.wait_for_timeout(500)
+    page.get_by_role("button", name="Start training").click()
+    expect(name).not_to_have_value("e2e-missing-corpus", timeout=30_000)
+    expect(name).to_have_value(re.compile(r"run-\d{8}-\d{6}"))
+    run = _box(page, "Run")
+    expect(run).to_have_value(re.compile(r"e2e-missing-corpus \((failed|crashed)\)"), timeout=90_000)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+def test_tour_of_the_other_pages(server, page, tmp_path):
+    """Home, Decode step by step and the teacher's guide open without an error (and give the README's pictures)."""
+    page.goto(server + "/")
+    expect(page.get_by_role("heading", name="Attention Explorer")).to_be_visible(timeout=60_000)
+    page.get_by_text("d_model").first.wait_for(timeout=30_000)
+    _screenshot(page, "tour-home", tmp_path, until=page.get_by_text("Learn how attention works"))
+    page.goto(server + "/Step_by_step?search=beam&beam=3&text=" + _sentence().replace(" ", "+"))
+    next_button = page.get_by_role("button", name="Next")
+    for _ in range(4):
+        next_button.click()
+        page.wait_for_timeout(700)
+    expect(page.get_by_text("Step 4.")).to_be_visible(timeout=30_000)
+    page.get_by_role("heading", name="Beam tree").wait_for(timeout=30_000)
+    page.locator(PLOT).last.locator(".main-svg").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)  # plotly's layout pass, for the picture only
+    _screenshot(page, "tour-step", tmp_path)
+    page.goto(server + "/Teaching_guide")
+    expect(page.get_by_role("heading", name="Teaching with the Attention Explorer")).to_be_visible(timeout=60_000)
+    assert page.locator(EXCEPTION).count() == 0

@@ -1,5 +1,6 @@
 """Figure builders and the attention arithmetic behind the pages (no streamlit)."""
 
+import csv
 import io
 import json
 
@@ -13,7 +14,7 @@ from transformer.decoding import SearchSettings
 from transformer.translate import TranslationError, Translator
 from ui import attention, figures
 from ui.attention import encoder_attention_steps
-from ui.translation import MAX_WORDS, translate
+from ui.translation import MAX_WORDS, follow_prefix, translate
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +57,59 @@ def test_metric_curves_without_values_say_so():
     assert not fig.data and fig.layout.annotations[0].text == "no values yet"
 
 
-def test_model_view_has_one_trace_per_head_naming_it():
+def test_model_view_has_a_heatmap_and_a_clickable_marker_per_head():
     maps = np.full((2, 3, 4, 5), 0.2)
     fig = figures.model_view(maps)
-    assert len(fig.data) == 6
-    assert list(np.asarray(fig.data[5].customdata)[0, 0]) == [1, 2, "0", "0"]  # layer 1, head 2, positions
-    labelled = figures.model_view(maps, ["q0", "q1", "q2", "<s>"], list("abcde"))
-    assert list(np.asarray(labelled.data[5].customdata)[3, 4]) == [1, 2, "&lt;s&gt;", "e"]
-    with pytest.raises(ValueError):
-        figures.model_view(maps, ["q"], list("abcde"))
+    heatmaps = [t for t in fig.data if t.type == "heatmap"]
+    markers = [t for t in fig.data if t.type == "scatter"]
+    assert len(heatmaps) == len(markers) == 6
+    assert [list(m.customdata[0]) for m in markers] == [[layer, head] for layer in range(2) for head in range(3)]
+    assert all(h.hoverinfo == "skip" for h in heatmaps)  # the marker takes hover and click (cells cannot)
+    assert fig.layout.hoverdistance == -1 and fig.layout.dragmode is False
+    assert (markers[5].xaxis, markers[5].yaxis) == ("x6", "y6")  # the sixth subplot: layer 1, head 2
+
+
+# What Streamlit reports in the browser (captured with Chromium): a click on a marker, and a box select that
+# caught the marker; a box over a subplot whose marker it missed has no point but names its axes.
+CLICK = {"points": [{"curve_number": 9, "point_number": 0, "point_index": 0, "x": 2, "y": 1.5,
+                     "customdata": [1, 1]}], "point_indices": [0], "box": [], "lasso": []}
+BOX = {"points": [{"curve_number": 11, "point_number": 0, "customdata": [1, 2]}], "point_indices": [0],
+       "box": [{"xref": "x6", "yref": "y6", "x": [-0.4, 4.4], "y": [-0.3, 3.3]}], "lasso": []}
+EMPTY_BOX = {"points": [], "point_indices": [], "box": [{"xref": "x5", "yref": "y5", "x": [0, 1], "y": [0, 1]}],
+             "lasso": []}
+
+
+@pytest.mark.parametrize(("selection", "pick"), [(CLICK, (1, 1)), (BOX, (1, 2)), (EMPTY_BOX, (1, 1)),
+                                                 ({"points": [], "box": [{"xref": "x"}]}, (0, 0)),
+                                                 ({"points": [], "point_indices": [], "box": [], "lasso": []}, None),
+                                                 ({}, None)])
+def test_model_view_pick_reads_clicks_and_boxes(selection, pick):
+    assert figures.model_view_pick(selection, n_heads=3) == pick
+
+
+def test_long_sentences_get_column_labels_that_do_not_overlap():
+    for n in (5, 30, 60, 90, 127):
+        fig = figures.attention_heatmap(np.full((2, n), 1 / n), ["a", "b"], [f"▁word{i}" for i in range(n)])
+        font, angle, ticks = fig.layout.xaxis.tickfont.size, fig.layout.xaxis.tickangle, fig.layout.xaxis.tickvals
+        footprint = figures.LINE_HEIGHT * font / abs(np.sin(np.radians(angle)))  # px along the axis per label
+        assert footprint <= figures.PLOT_WIDTH / n * (ticks[1] - ticks[0]), (n, font, angle)
+        assert font >= 7 and (len(ticks) == n) == (n <= 80)
+        longest = len(f"▁word{n - 1}")
+        assert fig.layout.margin.t >= 50 + 0.6 * font * longest * abs(np.sin(np.radians(angle)))  # labels fit
+    assert figures.column_font(5) == (12, -60, 1) and figures.column_font(60) == (9, -90, 1)
+
+
+def test_positional_heatmap_leaves_room_for_ticks_and_axis_titles():
+    fig = figures.positional_heatmap(np.zeros((200, 256)))
+    assert fig.layout.margin.l >= 70 and fig.layout.margin.b >= 50  # "200" and "position" beside each other
+    assert fig.layout.yaxis.title.text == "position" and fig.layout.xaxis.title.text == "dimension i"
+
+
+def test_chart_config_names_the_file_and_the_format():
+    png = figures.chart_config("cross-attention, layer 2, head 1")
+    assert png["toImageButtonOptions"] == {"format": "png", "filename": "cross-attention-layer-2-head-1", "scale": 2}
+    svg = figures.chart_config("enc_self-layer-0-mean of heads", "svg")["toImageButtonOptions"]
+    assert svg == {"format": "svg", "filename": "enc-self-layer-0-mean-of-heads"}
 
 
 def test_beam_tree_links_children_to_their_parent_slot():
@@ -105,6 +150,12 @@ def test_attention_views_shapes_rows_and_labels(translator):
     exported = json.loads(attention.to_json(att))
     assert np.asarray(exported["dec_self"]).shape == dec_self.shape
     assert exported["target_input_pieces"] == att.target_input_pieces
+    rows = list(csv.DictReader(io.StringIO(attention.to_csv(att))))
+    assert len(rows) == enc_self.size + dec_self.size + cross.size
+    row = next(r for r in rows if (r["family"], r["layer"], r["head"], r["query"], r["key"]) == ("cross", "1", "2",
+                                                                                                   "1", "3"))
+    assert float(row["weight"]) == pytest.approx(cross[1, 2, 1, 3], abs=1e-6)
+    assert (row["query_token"], row["key_token"]) == (att.target_pieces[1], att.source_pieces[3])
 
 
 def test_hand_computed_attention_matches_the_model(checkpoint):
@@ -113,6 +164,23 @@ def test_hand_computed_attention_matches_the_model(checkpoint):
         s = encoder_attention_steps(checkpoint.model, src, layer, head=2, query=3)
         assert np.allclose(s.weights, s.model_weights, atol=1e-6)
         assert np.isclose(s.weights.sum(), 1) and s.output.shape == s.q.shape
+
+
+def test_hand_computed_attention_masks_padding(checkpoint):
+    src = checkpoint.tokenizer.encode_source(PAIRS[6][0])
+    s = encoder_attention_steps(checkpoint.model, src, 1, head=0, query=2, pad_to=len(src) + 3)
+    assert s.mask.dtype == np.bool_ and s.mask.tolist() == [True] * len(src) + [False] * 3
+    assert np.isneginf(s.masked[-3:]).all() and np.array_equal(s.masked[:-3], s.scores[:-3])
+    assert (s.weights[-3:] == 0).all() and np.allclose(s.weights, s.model_weights, atol=1e-6)
+    unpadded = encoder_attention_steps(checkpoint.model, src, 1, head=0, query=2)
+    assert np.allclose(unpadded.weights, s.weights[:-3], atol=1e-6)  # padding changes nothing for real tokens
+
+
+def test_follow_prefix_follows_a_hypothesis_by_identity():
+    assert follow_prefix((1, 5, 7), [(1, 5, 8, 2), (1, 4, 7, 9), (1, 5, 7, 3)]) == 2  # after Next: its extension
+    assert follow_prefix((1, 5, 7, 3), [(1, 4, 7), (1, 5, 7)]) == 1  # after Back: its ancestor
+    assert follow_prefix((1, 5, 7), [(1, 5, 8, 2), (1, 4, 7, 9)]) is None  # it left the beam
+    assert follow_prefix(None, [(1,)]) is None
 
 
 def test_translate_gives_probabilities_attention_and_nbest(translator):
@@ -126,3 +194,23 @@ def test_translate_gives_probabilities_attention_and_nbest(translator):
         translate(translator, "   ", SearchSettings())
     with pytest.raises(TranslationError, match=f"more than {MAX_WORDS} words"):
         translate(translator, "the " * (MAX_WORDS + 1), SearchSettings())
+
+
+def test_links_read_valid_values_and_explain_the_rest():
+    from ui import links
+
+    assert links.read_model({"model": "en-fr"}, ["en-fr", "run/x/best"]) == ("en-fr", [])
+    key, problems = links.read_model({"model": "../../etc/passwd"}, ["en-fr"])
+    assert key is None and "not on this server" in problems[0]
+    assert links.read_search({"search": "beam", "beam": "3", "alpha": "1.23", "nbest": "2"}) == (
+        {"method": "beam", "beam": 3, "alpha": 1.2, "nbest": 2}, [])
+    values, problems = links.read_search({"search": "sample", "beam": "99", "alpha": "x", "nbest": "0"})
+    assert values == {} and len(problems) == 4 and "between 2 and 8" in problems[1]
+    n_layers = {"cross": 2, "enc_self": 3, "dec_self": 2}
+    assert links.read_view({"att": "enc_self", "layer": "2", "head": "mean", "hide": "1"}, n_layers, 4) == (
+        {"family": "enc_self", "layer": 2, "head": None, "hide": True}, [])
+    values, problems = links.read_view({"att": "cross", "layer": "2", "head": "4"}, n_layers, 4)
+    assert values == {"family": "cross"} and "layers 0 to 1" in problems[0] and "heads 0 to 3" in problems[1]
+    assert links.read_text({"text": "a\x00b" + "c" * 2000})[0] == "ab" + "c" * (links.MAX_TEXT - 2)
+    assert links.search_params("greedy") == {"search": "greedy", "beam": None, "alpha": None, "nbest": None}
+    assert links.view_params("cross", 1, None, False) == {"att": "cross", "layer": "1", "head": "mean", "hide": None}

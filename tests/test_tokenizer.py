@@ -105,3 +105,37 @@ def test_load_missing_and_corrupt_files(tmp_path):
 def test_unknown_kind_rejected():
     with pytest.raises(TokenizerError, match="unknown tokenizer kind"):
         train_tokenizer(PAIRS, kind="unigram")
+
+
+def test_typed_special_tokens_are_text(tokenizer):
+    ids = tokenizer.encode_source("the man <pad> said <s> and </s> home")
+    assert PAD_ID not in ids and BOS_ID not in ids and ids.count(EOS_ID) == 1 and ids[-1] == EOS_ID
+    tgt = tokenizer.encode_target("dit <s> et </s>")
+    assert tgt.count(BOS_ID) == 1 and tgt.count(EOS_ID) == 1 and (tgt[0], tgt[-1]) == (BOS_ID, EOS_ID)
+
+
+def test_unseen_diacritics_are_dropped_not_unknown(tokenizer):
+    """The Arabic examples have no harakat: typing them (fatha, sukun, kasra) must not make <unk> pieces."""
+    plain, marked = "في البدء خلق الله", "في البَدْءِ خَلَقَ الله"
+    assert tokenizer.encode_source(marked) == tokenizer.encode_source(plain)
+    assert UNK_ID not in tokenizer.encode_source(marked)
+    assert tokenizer.normalize(marked) == plain
+
+
+def test_diacritics_the_vocabulary_knows_are_kept():
+    marked = "خَلَقَ الله"
+    tok = train_tokenizer([(marked, marked)] * 3, kind="wordlevel", vocab_size=100, min_frequency=1)
+    assert tok.decode_source(tok.encode_source(marked)) == marked and UNK_ID not in tok.encode_source(marked)
+
+
+def test_saved_files_get_the_umask_mode(tmp_path):
+    """Like checkpoints (0644 under umask 022), not mkstemp's owner-only 0600."""
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        path = tmp_path / "tokenizer.json"
+        train_tokenizer(PAIRS, kind="wordlevel", min_frequency=1).save(path)
+        assert path.stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(umask)

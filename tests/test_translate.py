@@ -12,7 +12,7 @@ from tests.conftest import tiny_config
 from transformer import Transformer, translate
 from transformer.checkpoint import CheckpointError, save_checkpoint
 from transformer.decoding import SearchSettings, greedy_decode
-from transformer.tokenizer import EOS_ID, train_tokenizer
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer.translate import TranslationError, Translator, find_checkpoint
 
 PAIRS = [("the house is big", "la maison est grande"), ("a cat", "un chat"), ("the cat is small", "le chat est petit"),
@@ -80,6 +80,14 @@ def test_empty_input_is_a_clear_error(translator, text):
         translator.translate(text)
     with pytest.raises(ValueError, match="input 2: nothing to translate"):
         translator.translate_batch(["a cat", text])
+
+
+def test_typed_special_tokens_stay_text(translator):
+    """A typed "<pad>" must not become a padding key (it would get exactly 0 attention)."""
+    source = translator.prepare("the <pad> house <s> is </s> big")
+    assert PAD_ID not in source.ids and BOS_ID not in source.ids and source.ids.count(EOS_ID) == 1
+    t = translator.translate("the <pad> house is big", attention=True)
+    assert (t.attention.enc_self[0].sum(-2) > 0).all()  # every source key gets some attention
 
 
 def test_long_input_is_truncated_with_a_warning(translator):

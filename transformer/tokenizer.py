@@ -6,11 +6,16 @@ constants below without asking the tokenizer. Text is cut Metaspace-style: each 
 for any text whose characters were seen in training. Punctuation is split off as its own piece
 and an elided article keeps its apostrophe ("l'homme" -> "▁l'" "homme"); English contractions
 split the same way ("isn't" -> "▁isn'" "t"), a price paid for one rule across languages.
+
+User text is encoded as text: a typed "<pad>", "<s>" or "</s>" becomes ordinary pieces, never the control
+token. A combining mark the vocabulary never saw (Arabic harakat typed into a model trained on undotted
+text) is dropped rather than turning its word into `<unk>` pieces.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -71,8 +76,11 @@ class Tokenizer:
             if ids != list(range(len(SPECIAL_TOKENS))):
                 raise TokenizerError(f"{side} vocabulary has special ids {ids}, expected 0..3")
         self._src, self._tgt = src, tgt or src
+        for tok in (self._src, self._tgt):
+            tok.encode_special_tokens = True  # "<pad>" in the text is text; specials are added by id only
         self.kind = kind
         self.shared = tgt is None
+        self._marks = {id(t): _combining_marks(t) for t in (self._src, self._tgt)}
 
     @property
     def src_vocab_size(self) -> int:
@@ -84,13 +92,18 @@ class Tokenizer:
 
     def normalize(self, text: str) -> str:
         """The text as the tokenizer sees it, and as decoding gives it back."""
-        return self._src.normalizer.normalize_str(text)
+        return self._src.normalizer.normalize_str(self._known_marks(self._src, text))
 
     def encode_source(self, text: str) -> list[int]:
-        return self._src.encode(text, add_special_tokens=False).ids + [EOS_ID]
+        return self._src.encode(self._known_marks(self._src, text), add_special_tokens=False).ids + [EOS_ID]
 
     def encode_target(self, text: str) -> list[int]:
-        return [BOS_ID] + self._tgt.encode(text, add_special_tokens=False).ids + [EOS_ID]
+        return [BOS_ID] + self._tgt.encode(self._known_marks(self._tgt, text), add_special_tokens=False).ids + [EOS_ID]
+
+    def _known_marks(self, tok: HFTokenizer, text: str) -> str:
+        """text (NFKC, as the normalizer would make it) without the combining marks tok's vocabulary lacks."""
+        text, known = unicodedata.normalize("NFKC", text), self._marks[id(tok)]
+        return "".join(c for c in text if c in known or unicodedata.category(c) != "Mn")
 
     def decode_source(self, ids: Iterable[int]) -> str:
         return _decode(self._src, ids)
@@ -146,6 +159,11 @@ class Tokenizer:
         except (OSError, UnicodeDecodeError) as exc:
             raise TokenizerError(f"{path}: cannot read tokenizer file ({exc})") from exc
         return cls.from_json(text, origin=str(path))
+
+
+def _combining_marks(tok: HFTokenizer) -> frozenset[str]:
+    """The nonspacing marks (category Mn) that occur in tok's vocabulary."""
+    return frozenset(c for piece in tok.get_vocab() for c in piece if unicodedata.category(c) == "Mn")
 
 
 def _decode(tok: HFTokenizer, ids: Iterable[int]) -> str:

@@ -8,6 +8,7 @@ emitted (`target_pieces`); it read the token before it, so the columns of decode
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -81,6 +82,19 @@ def to_json(att: TranslationAttention) -> str:
                       ensure_ascii=False)
 
 
+def to_csv(att: TranslationAttention) -> str:
+    """Every weight as a row: family, layer, head, query position and token, key position and token, weight."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["family", "layer", "head", "query", "query_token", "key", "key_token", "weight"])
+    for family in FAMILIES:
+        maps = stacked(att, family)  # (L, H, Lq, Lk)
+        rows, cols = labels(att, family)
+        for (layer, head, q, k), weight in np.ndenumerate(maps):
+            writer.writerow([family, layer, head, q, rows[q], k, cols[k], f"{weight:.6f}"])
+    return out.getvalue()
+
+
 @dataclass
 class AttentionSteps:
     """Eq. 1 for one encoder self-attention head and one query, every intermediate kept."""
@@ -89,7 +103,7 @@ class AttentionSteps:
     k: np.ndarray  # (S, Dh) every key
     v: np.ndarray  # (S, Dh) every value
     scores: np.ndarray  # (S,) q . k / sqrt(Dh)
-    mask: np.ndarray  # (S,) True = may attend
+    mask: np.ndarray  # (S,) bool, True = may attend
     masked: np.ndarray  # (S,) scores with masked keys at -inf
     weights: np.ndarray  # (S,) softmax
     output: np.ndarray  # (Dh,) weights @ v
@@ -97,12 +111,16 @@ class AttentionSteps:
 
 
 @torch.inference_mode()
-def encoder_attention_steps(model: Transformer, src_ids: list[int], layer: int, head: int, query: int
-                            ) -> AttentionSteps:
+def encoder_attention_steps(model: Transformer, src_ids: list[int], layer: int, head: int, query: int,
+                            pad_to: int = 0) -> AttentionSteps:
     """Rebuild one encoder head's attention by hand: the layer's input is the embedding passed through
-    the earlier layers, LayerNorm'd by the layer's first sublayer (pre-LN) before the projections."""
+    the earlier layers, LayerNorm'd by the layer's first sublayer (pre-LN) before the projections.
+
+    pad_to > len(src_ids) appends <pad> tokens, as a batch with a longer sentence would: their keys are masked.
+    """
     device = next(model.parameters()).device
-    src = torch.tensor([src_ids], device=device)  # (1, S)
+    padded = list(src_ids) + [model.config.pad_id] * max(0, pad_to - len(src_ids))
+    src = torch.tensor([padded], device=device)  # (1, S)
     src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
     x = model.src_embed(src)  # (1, S, D)
     for earlier in model.encoder_layers[:layer]:
@@ -119,5 +137,5 @@ def encoder_attention_steps(model: Transformer, src_ids: list[int], layer: int, 
     weights = masked.softmax(-1)
     _, reference = enc_layer(x, src_mask, True)  # (1, H, S, S)
     as_np = lambda t: t.float().cpu().numpy()
-    return AttentionSteps(as_np(q[query]), as_np(k), as_np(v), as_np(scores), as_np(mask), as_np(masked),
+    return AttentionSteps(as_np(q[query]), as_np(k), as_np(v), as_np(scores), mask.cpu().numpy(), as_np(masked),
                           as_np(weights), as_np(weights @ v), as_np(reference[0, head, query]))

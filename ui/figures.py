@@ -8,7 +8,9 @@ equal category labels ("▁the" twice would become one row); the hover names bot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,11 +18,14 @@ from plotly.subplots import make_subplots
 
 COLORSCALE = "Blues"
 ZWSP = "\u200b"  # invisible, makes repeated tokens distinct categories
+PLOT_WIDTH = 700  # px of a heatmap's grid in the wide layout beside the sidebar (a 1280 px window)
+LINE_HEIGHT = 1.2  # a text line, in font sizes
 
 
-def _ticks(labels: Sequence[str], **extra) -> dict:
-    """An axis of positions 0..n-1 labelled with the tokens."""
-    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=[escape(t) for t in labels], **extra)
+def _ticks(labels: Sequence[str], step: int = 1, **extra) -> dict:
+    """An axis of positions 0..n-1 labelled with the tokens (every step-th one)."""
+    shown = range(0, len(labels), step)
+    return dict(tickmode="array", tickvals=list(shown), ticktext=[escape(labels[i]) for i in shown], **extra)
 
 
 def escape(label: str) -> str:
@@ -76,52 +81,75 @@ def attention_heatmap(
     )
     fig = go.Figure(trace)
     # Fixed margins sized to the longest token: plotly's automargin keeps growing inside Streamlit's resizing
-    # container. Column labels are turned 60 degrees, so they take about 6 px of height per character.
-    top = 50 + 6 * _longest(key_labels) + (35 if title else 0)
+    # container. Column labels stand rotated above the grid: about 0.6 font sizes of height per character.
+    font, angle, step = column_font(len(key_labels))
+    top = 50 + math.ceil(0.6 * font * abs(math.sin(math.radians(angle))) * _longest(key_labels)) + (35 if title else 0)
     rows = max(row_px * len(query_labels), 180)  # a few rows stay rows, not slivers
     fig.update_layout(
         title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)) if title else None, height=height or top + rows + 10,
         margin=dict(l=min(40 + 7 * _longest(query_labels), 220), r=10, t=top, b=10),
-        xaxis=_ticks(key_labels, title=key_name, side="top", tickangle=-60),
+        xaxis=_ticks(key_labels, step, title=key_name, side="top", tickangle=angle, tickfont=dict(size=font)),
         yaxis=_ticks(query_labels, title=query_name, autorange="reversed"),
     )
     return fig
 
 
-def model_view(maps: np.ndarray, query_labels: Sequence[str] | None = None, key_labels: Sequence[str] | None = None,
-               *, title: str = "", height_per_row: int = 110) -> go.Figure:
-    """maps (L, H, Lq, Lk): a layer x head grid of small heatmaps (no tick labels), one trace each.
+def column_font(n_columns: int) -> tuple[int, int, int]:
+    """(font size, angle, step) of column labels that do not overlap on a plot about PLOT_WIDTH px wide: turned
+    60 degrees while there is room, upright and smaller for long sentences, and past about 100 columns only
+    every step-th label (the hover names every token)."""
+    spacing = PLOT_WIDTH / max(n_columns, 1)  # px between two column labels
+    for font in range(12, 6, -1):
+        for angle in (-60, -90):
+            if LINE_HEIGHT * font / abs(math.sin(math.radians(angle))) <= spacing:
+                return font, angle, 1
+    return 7, -90, math.ceil(LINE_HEIGHT * 7 / spacing)
 
-    Each trace carries customdata [layer, head, query label, key label], so a click or box selection names
-    the head and the hover the tokens (positions when no labels are given).
+
+def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) -> go.Figure:
+    """maps (L, H, Lq, Lk): a layer x head grid of small heatmaps (no tick labels), meant for picking a head.
+
+    Heatmap cells cannot be selected in plotly (a click on one reports nothing, a box over one no point), so
+    each small map also has one invisible marker that takes every hover and click of its subplot
+    (hoverdistance -1) and carries customdata [layer, head]; `model_view_pick` reads it back. Drag does
+    nothing: the toolbar's Box Select works too.
     """
     maps = np.asarray(maps, dtype=np.float64)
     n_layers, n_heads, n_queries, n_keys = maps.shape
-    query_labels = [str(i) for i in range(n_queries)] if query_labels is None else list(query_labels)
-    key_labels = [str(i) for i in range(n_keys)] if key_labels is None else list(key_labels)
-    if (len(query_labels), len(key_labels)) != (n_queries, n_keys):
-        raise ValueError(f"maps {maps.shape} do not match {len(query_labels)} x {len(key_labels)} labels")
-    tokens = np.empty((n_queries, n_keys, 2), dtype=object)  # (Lq, Lk, [query, key])
-    tokens[..., 0] = np.asarray([escape(t) for t in query_labels], dtype=object)[:, None]
-    tokens[..., 1] = np.asarray([escape(t) for t in key_labels], dtype=object)[None, :]
     fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
                         row_titles=[f"layer {i}" for i in range(n_layers)],
                         column_titles=[f"head {h}" for h in range(n_heads)])
     for layer in range(n_layers):
         for head in range(n_heads):
-            z = maps[layer, head]
-            head_ids = np.broadcast_to(np.array([layer, head], dtype=object), (*z.shape, 2))
-            custom = np.concatenate([head_ids, tokens], axis=-1)  # (Lq, Lk, 4)
-            fig.add_trace(go.Heatmap(
-                z=z, zmin=0.0, zmax=1.0, colorscale=COLORSCALE, showscale=False, customdata=custom,
-                hovertemplate=(f"layer {layer}, head {head}<br>query %{{customdata[2]}}, key %{{customdata[3]}}: "
-                               "%{z:.2f}<extra></extra>"),
+            fig.add_trace(go.Heatmap(z=maps[layer, head], zmin=0.0, zmax=1.0, colorscale=COLORSCALE, showscale=False,
+                                     hoverinfo="skip"), row=layer + 1, col=head + 1)
+            fig.add_trace(go.Scatter(
+                x=[(n_keys - 1) / 2], y=[(n_queries - 1) / 2], mode="markers", marker=dict(size=1, opacity=0),
+                customdata=[[layer, head]], showlegend=False,
+                hovertemplate=f"layer {layer}, head {head}: click to open it above<extra></extra>",
             ), row=layer + 1, col=head + 1)
-    fig.update_xaxes(showticklabels=False, showgrid=False, ticks="")
-    fig.update_yaxes(showticklabels=False, showgrid=False, ticks="", autorange="reversed")
-    fig.update_layout(title=title or None, height=height_per_row * n_layers + 60,
-                      margin=dict(l=10, r=40, t=60, b=10), clickmode="event+select", dragmode="select")
+    fig.update_xaxes(showticklabels=False, showgrid=False, ticks="", zeroline=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, ticks="", zeroline=False, autorange="reversed")
+    fig.update_layout(title=title or None, height=height_per_row * n_layers + 60, hoverdistance=-1,
+                      margin=dict(l=10, r=40, t=60, b=10), clickmode="event+select", dragmode=False)
     return fig
+
+
+def model_view_pick(selection: Mapping, n_heads: int) -> tuple[int, int] | None:
+    """(layer, head) that a click or box selection on `model_view` points at, or None.
+
+    selection is Streamlit's {"points": [...], "box": [{"xref": "x6", ...}], ...}: a point carries its
+    [layer, head]; a box without points names its subplot's axis, numbered row by row from 1 ("x" is 1).
+    """
+    for point in selection.get("points") or []:
+        custom = point.get("customdata")
+        if isinstance(custom, list | tuple) and len(custom) >= 2:
+            return int(custom[0]), int(custom[1])
+    for box in selection.get("box") or []:
+        match = re.fullmatch(r"x(\d*)", str(box.get("xref", "")))
+        if match:
+            return divmod(int(match.group(1) or 1) - 1, n_heads)
+    return None
 
 
 def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
@@ -146,8 +174,10 @@ def positional_heatmap(pe: np.ndarray) -> go.Figure:
     pe = np.asarray(pe, dtype=np.float64)
     fig = go.Figure(go.Heatmap(z=pe, zmin=-1, zmax=1, colorscale="RdBu",
                                hovertemplate="position %{y}, dim %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis_title="dimension i", yaxis=dict(title="position", autorange="reversed"))
+    # Fixed margins wide enough for 3-digit tick numbers and the axis titles beside them.
+    fig.update_layout(height=380, margin=dict(l=75, r=10, t=10, b=55),
+                      xaxis=dict(title=dict(text="dimension i", standoff=8)),
+                      yaxis=dict(title=dict(text="position", standoff=8), autorange="reversed"))
     return fig
 
 
@@ -236,3 +266,12 @@ def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str]
                       xaxis=dict(title="step", dtick=1, range=[-0.4, len(steps) + 0.4]),  # room for end labels
                       yaxis=dict(visible=False, autorange="reversed"))
     return fig
+
+
+def chart_config(filename: str, image_format: str = "png") -> dict:
+    """Plotly's config for st.plotly_chart: the camera icon saves `filename`.png or .svg (a vector, for slides)."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", filename).strip("-").lower() or "chart"
+    options = {"format": image_format, "filename": name}
+    if image_format == "png":
+        options["scale"] = 2  # sharp on a projector
+    return {"toImageButtonOptions": options, "displaylogo": False}

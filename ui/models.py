@@ -27,6 +27,7 @@ def runs_dir() -> Path:
 class ModelChoice:
     label: str  # shown in the picker
     path: str  # checkpoint directory, as a string so that it is hashable and JSON-friendly
+    key: str  # its name in a link: the directory name of a shipped model, run/NAME/best of a run's
 
 
 def _is_checkpoint(path: Path) -> bool:
@@ -49,7 +50,7 @@ def find_models() -> list[ModelChoice]:
     if root.is_dir():
         for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if _is_checkpoint(path):
-                choices.append(ModelChoice(path.name, str(path)))
+                choices.append(ModelChoice(path.name, str(path), path.name))
     runs = runs_dir()
     if runs.is_dir():
         run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -58,7 +59,8 @@ def find_models() -> list[ModelChoice]:
             for name in ("best", "latest"):
                 path = run / "checkpoints" / name
                 if _is_checkpoint(path):
-                    choices.append(ModelChoice(f"run {run.name} / {name} ({state})", str(path)))
+                    choices.append(ModelChoice(f"run {run.name} / {name} ({state})", str(path),
+                                               f"run/{run.name}/{name}"))
     return choices
 
 
@@ -68,6 +70,17 @@ def checkpoint_stamp(path: str | Path) -> float:
         return (Path(path) / "model.safetensors").stat().st_mtime
     except OSError:
         return 0.0
+
+
+LANGUAGES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
+             "nl": "Dutch", "ar": "Arabic", "ru": "Russian", "zh": "Chinese", "ja": "Japanese", "el": "Greek",
+             "he": "Hebrew", "la": "Latin", "ro": "Romanian", "tr": "Turkish"}
+
+
+def source_language(metadata: dict[str, Any]) -> str:
+    """The name of the language a model reads ("English"), or "Source" when it is not recorded."""
+    code = str((metadata.get("corpus") or {}).get("src") or "")
+    return LANGUAGES.get(code, f"Source ({code})" if code else "Source")
 
 
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:

@@ -10,7 +10,7 @@ from transformer.data import DEFAULT_BIBLE_TRANSLATION
 from transformer.training import PRESETS, read_metrics
 from ui import figures, jobs
 from ui.models import runs_dir
-from ui.widgets import open_model
+from ui.widgets import chart, open_model
 
 
 def corpus_args(name: str) -> list[str] | None:
@@ -73,11 +73,14 @@ def model_args() -> list[str]:
 
 def _charts(records: list[dict]) -> None:
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.metric_curves(records, ["train_loss", "dev_loss"], title="loss"), key="train_loss_chart")
-    c2.plotly_chart(figures.metric_curves(records, ["dev_bleu", "dev_chrf"], title="dev BLEU / chrF"),
-                    key="train_bleu_chart")
-    c1.plotly_chart(figures.metric_curves(records, ["lr"], title="learning rate"), key="train_lr_chart")
-    c2.plotly_chart(figures.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart")
+    chart(c1, figures.metric_curves(records, ["train_loss", "dev_loss"], title="loss"), key="train_loss_chart",
+          filename="loss")
+    chart(c2, figures.metric_curves(records, ["dev_bleu", "dev_chrf"], title="dev BLEU / chrF"),
+          key="train_bleu_chart", filename="dev-bleu-chrf")
+    chart(c1, figures.metric_curves(records, ["lr"], title="learning rate"), key="train_lr_chart",
+          filename="learning-rate")
+    chart(c2, figures.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
+          filename="tokens-per-second")
 
 
 def _probes(root) -> None:
@@ -91,10 +94,10 @@ def _probes(root) -> None:
     record, maps = jobs.load_probe(root, steps[index])
     st.markdown(f"**Step {steps[index]}.** {record['source']} → *{record['translation'] or '∅'}*")
     cross = maps["cross"][-1].mean(0)  # (T, S): last layer, mean of heads
-    st.plotly_chart(figures.attention_heatmap(cross, record["tgt_pieces"], record["src_pieces"],
-                                              title="cross-attention, last layer, mean of heads",
-                                              query_name="target query", key_name="source key"),
-                    key="train_probe", theme=None)
+    chart(st, figures.attention_heatmap(cross, record["tgt_pieces"], record["src_pieces"],
+                                        title="cross-attention, last layer, mean of heads",
+                                        query_name="target query", key_name="source key"),
+          key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
 
 
 def _controls(info: jobs.RunInfo) -> None:
@@ -122,10 +125,10 @@ def _controls(info: jobs.RunInfo) -> None:
 def live_run(root) -> None:
     """Status, progress, curves and probe attention of one run, redrawn every 2 s."""
     info = jobs.run_info(root)
-    was_active = st.session_state.get("train_was_active", {}).get(info.name)
-    st.session_state.setdefault("train_was_active", {})[info.name] = info.active
-    if was_active and not info.active:
-        st.rerun(scope="app")  # the buttons outside this fragment depend on the state
+    seen = st.session_state.setdefault("train_seen_state", {})
+    previous, seen[info.name] = seen.get(info.name), info.state
+    if previous is not None and previous != info.state:
+        st.rerun(scope="app")  # the buttons and the Run box outside this fragment show the state too
     records = read_metrics(root / "metrics.jsonl")
     st.markdown(f"**Run `{info.name}`: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
     if info.state in ("crashed", "failed"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from transformer.decoding import SearchSettings
@@ -31,3 +31,18 @@ def translate(translator: Translator, text: str, settings: SearchSettings) -> Tr
     """The Translator's translation of text with every attention map, or TranslationError in the page's words."""
     with _friendly(text):
         return translator.translate(text, settings, attention=True)
+
+
+def follow_prefix(picked: Sequence[int] | None, prefixes: Sequence[Sequence[int]]) -> int | None:
+    """Which of a step's live prefixes continues the hypothesis picked at another step (its identity is its
+    prefix): one that extends it after Next, or that it extends after Back; the best ranked first. None when
+    it left the beam (finished or pruned)."""
+    if picked is None:
+        return None
+    picked = list(picked)
+    for i, prefix in enumerate(prefixes):
+        prefix = list(prefix)
+        n = min(len(prefix), len(picked))
+        if prefix[:n] == picked[:n]:
+            return i
+    return None

@@ -1,22 +1,35 @@
-"""Streamlit pieces shared by the pages: the cached translator, the model picker, the attention explorer."""
+"""Streamlit pieces shared by the pages: page setup, the cached translator, the model picker, shareable links,
+select boxes that follow their options, search settings, charts and the token glossary."""
 
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.tokenizer import TokenizerError
-from transformer.translate import TranslationAttention, Translator
-from ui import attention, figures
-from ui.attention import FAMILIES
+from transformer.translate import Translator
+from ui import figures, links
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, runs_dir
 
+T = TypeVar("T")
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # bundled: a font server's icon fails offline
 PAGES = [("app.py", "Home", ":material/home:"),
          ("pages/1_Translate.py", "Translate & Attention", ":material/translate:"),
          ("pages/2_Step_by_step.py", "Decode step by step", ":material/step:"),
-         ("pages/3_Train.py", "Train", ":material/model_training:"), ("pages/4_Learn.py", "Learn", ":material/school:")]
+         ("pages/3_Train.py", "Train", ":material/model_training:"), ("pages/4_Learn.py", "Learn", ":material/school:"),
+         ("pages/5_Teaching_guide.py", "Teacher's guide", ":material/menu_book:")]
 MODEL_KEY = "model_path"  # session state: the checkpoint directory this user explores
-MEAN = -1  # the Head picker's "mean of heads" (not None: a select box shows None as "nothing chosen")
+LINK_KEY = "_link"  # session state: the query parameters the page was opened with
+TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword pieces*: a rare word is cut into "
+               "pieces it knows (`▁congreg` `ation`). `▁` marks a piece that starts a new word (it stands for the "
+               "space before it); a piece without it continues the word before. `<s>` starts the output (the "
+               "decoder's first input), `</s>` ends a sentence, `<unk>` is a character the vocabulary never saw and "
+               "`<pad>` fills a short sentence up to its batch's length.")
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -25,23 +38,60 @@ def _load(path: str, stamp: float) -> Translator:
     return Translator(load_checkpoint(path, "cpu"))
 
 
-def page_setup() -> None:
-    """Every page starts here: the wide layout and the sidebar model picker."""
-    st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+def page_setup(page: str) -> None:
+    """Every page starts here: the wide layout, the navigation, the model picker and the page's link.
+
+    The query parameters are read on the page's first run in a session only (a link opens a new session);
+    afterwards the page writes its state into them, so that the address bar is always a shareable link.
+    """
+    st.set_page_config(page_title="Attention Explorer", page_icon=str(ICON), layout="wide")
+    opened = st.session_state.setdefault("_opened_pages", set())
+    st.session_state[LINK_KEY] = {} if page in opened else {k: st.query_params[k] for k in st.query_params}
+    opened.add(page)
+    for name in [k for k in st.query_params if k not in links.PAGE_PARAMS[page]]:
+        del st.query_params[name]  # another page's state, or a parameter nobody reads
     for path, label, icon in PAGES:
         st.sidebar.page_link(path, label=label, icon=icon)
     st.sidebar.divider()
     model_picker()
+    st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
+                     format_func=str.upper, help="The camera icon of every chart's toolbar saves this format: "
+                     "PNG for a quick look, SVG (a vector drawing) for slides and papers.")
+
+
+def link() -> dict[str, str]:
+    """The query parameters this page was opened with (empty after the page's first run)."""
+    return st.session_state.get(LINK_KEY, {})
+
+
+def link_problems(problems: Sequence[str]) -> None:
+    for problem in problems:
+        st.warning(problem, icon=":material/link_off:")
+
+
+def share(**params: str | None) -> None:
+    """Write params into the address bar (None removes one); only changed ones, each change is a message."""
+    for name, value in params.items():
+        if value is None:
+            if name in st.query_params:
+                del st.query_params[name]
+        elif st.query_params.get(name) != value:
+            st.query_params[name] = value
 
 
 def model_picker() -> None:
     """Sidebar select box over shipped checkpoints and run checkpoints; the choice lives in session state."""
     choices = find_models()
-    paths = [c.path for c in choices]
-    labels = {c.path: c.label for c in choices}
     if not choices:
         st.sidebar.info("No model yet.")
         return
+    by_key = {c.key: c.path for c in choices}
+    key, problems = links.read_model(link(), list(by_key))
+    link_problems(problems)
+    if key is not None:
+        open_model(by_key[key])
+    paths = [c.path for c in choices]
+    labels = {c.path: c.label for c in choices}
     current = st.session_state.get(MODEL_KEY)
     if current not in paths:
         # A model opened from the Train page may not be listed under that exact label yet.
@@ -52,6 +102,9 @@ def model_picker() -> None:
     st.sidebar.selectbox("Model", paths, index=paths.index(current), format_func=lambda p: labels.get(p, p),
                          key="_model_select", on_change=_picked)
     st.session_state[MODEL_KEY] = current
+    keys = {c.path: c.key for c in choices}
+    if current in keys:
+        share(model=keys[current])
 
 
 def _picked() -> None:
@@ -83,58 +136,79 @@ def current_translator(required: bool = True) -> Translator | None:
         return None
 
 
-def attention_explorer(att: TranslationAttention, key: str) -> None:
-    """Family, layer and head pickers, one heatmap, the model view and the export buttons."""
-    n_layers = {f: len(getattr(att, f)) for f in FAMILIES}
-    n_heads = att.cross[0].shape[0]
-    c1, c2, c3, c4 = st.columns([2, 1, 1.5, 1.5])  # wide enough for "mean of heads" and the toggle's label
-    family = c1.radio("Attention", list(FAMILIES), format_func=FAMILIES.get, key=f"{key}_family")
-    layer = c2.selectbox("Layer", range(n_layers[family]), key=f"{key}_layer")
-    picked = c3.selectbox("Head", [MEAN, *range(n_heads)], key=f"{key}_head",
-                          format_func=lambda h: "mean of heads" if h == MEAN else f"head {h}")
-    head = None if picked == MEAN else picked
-    hide = c4.toggle("Hide special tokens", key=f"{key}_hide",
-                     help="Drop the <s>, </s> and <pad> rows and columns; rows then sum to less than 1.")
-    matrix, rows, cols = attention.matrix(att, family, layer, head, hide_special=hide)
-    if matrix.size == 0:
-        st.info("Nothing left to show without the special tokens.")
-        return
-    names = {"enc_self": ("source query", "source key"), "dec_self": ("target query", "target key"),
-             "cross": ("target query", "source key")}[family]
-    title = f"{FAMILIES[family]}, layer {layer}, {'mean of heads' if head is None else f'head {head}'}"
-    notes = attention.row_notes(att, family, hide_special=hide)
-    st.plotly_chart(figures.attention_heatmap(matrix, rows, cols, title=title, query_name=names[0],
-                                              key_name=names[1], row_notes=notes), key=f"{key}_heatmap",
-                    theme=None)
-    sums = ("each row sums to 1" if not hide else
-            "with the special tokens hidden a row sums to less than 1: the rest went to <s> or </s>")
-    st.caption(f"Rows are queries, columns keys; {sums}. A decoder row is labelled with the token its "
-               "query emitted; the query read the token before it (`<s>` first), which the hover names. Use the "
-               "camera icon of the chart toolbar to save a PNG.")
-    with st.expander("Model view: every layer and head"):
-        grid = figures.model_view(*attention.every_head(att, family, hide_special=hide))
-        event = st.plotly_chart(grid, key=f"{key}_model_view", theme=None, on_select="rerun",
-                                selection_mode=("points", "box"))
-        points = event.get("selection", {}).get("points", []) if event else []
-        if points and "customdata" in points[0]:
-            picked = tuple(int(v) for v in points[0]["customdata"][:2])
-            # The selection stays in the widget state: act on a new one only, or it would undo later choices.
-            if picked != st.session_state.get(f"{key}_last_pick"):
-                st.session_state[f"{key}_last_pick"] = st.session_state[f"{key}_pending"] = picked
-                st.rerun()
-        st.caption("Click or box-select a small map to open that layer and head above.")
-    c1, c2 = st.columns(2)
-    c1.download_button("Download all maps (.npz)", attention.to_npz(att), "attention.npz",
-                       "application/octet-stream", key=f"{key}_npz")
-    c2.download_button("Download all maps (.json)", attention.to_json(att), "attention.json", "application/json",
-                       key=f"{key}_json")
+def sentence_input(label: str, key: str, default: str) -> str:
+    """A text box for the sentence, seeded from the link's `text` and shared back into it."""
+    text, problems = links.read_text(link())
+    link_problems(problems)
+    if text is not None:
+        st.session_state[key] = text
+    elif key not in st.session_state:
+        st.session_state[key] = default
+    value = st.text_input(label, key=key)
+    share(text=value or None)
+    return value
 
 
-def apply_pending_head(key: str) -> None:
-    """Open the head picked in the model view; must run before the explorer's widgets are drawn."""
-    pending = st.session_state.pop(f"{key}_pending", None)
-    if pending is not None and pending != (st.session_state.get(f"{key}_layer"), st.session_state.get(f"{key}_head")):
-        st.session_state[f"{key}_layer"], st.session_state[f"{key}_head"] = pending
+def choice_box(container: Any, label: str, options: Sequence[T], *, key: str, format_func: Callable[[T], str] = str,
+               follow: Callable[[Any, Sequence[T]], int] | None = None, help: str | None = None) -> T:
+    """A select box whose browser state is tied to the text of its options, and the pick kept by value.
+
+    The browser keeps showing the text of the option picked last, even after the options change under the
+    same key. Here the widget's key includes a digest of the option texts, so new options make a new widget,
+    opened at the option equal to the pick (st.session_state[key], which code may also set), else at
+    follow(pick, options), else at the first.
+    """
+    texts = [format_func(o) for o in options]
+    widget = f"_{key}_{hashlib.blake2s(chr(10).join(texts).encode(), digest_size=6).hexdigest()}"
+    pick = st.session_state.get(key)
+    index = list(options).index(pick) if pick in options else (follow(pick, options) if follow else 0)
+    index = max(0, min(index, len(options) - 1))
+    if st.session_state.get(widget) != index:
+        st.session_state[widget] = index  # a new widget, or the pick was set by code (a link, the model view)
+    container.selectbox(label, range(len(options)), format_func=texts.__getitem__, key=widget, help=help,
+                        on_change=_chosen, args=(key, widget, list(options)))
+    st.session_state[key] = options[st.session_state[widget]]
+    return st.session_state[key]
+
+
+def _chosen(key: str, widget: str, options: list) -> None:
+    st.session_state[key] = options[st.session_state[widget]]
+
+
+def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
+    """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG)."""
+    config = figures.chart_config(filename, st.session_state.get("chart_format", "png"))
+    return container.plotly_chart(fig, key=key, config=config, **kwargs)
+
+
+def search_settings(key: str):
+    """Greedy or beam search controls, seeded from the link and shared back into it; returns a SearchSettings."""
+    from transformer.decoding import SearchSettings
+
+    values, problems = links.read_search(link())
+    link_problems(problems)
+    for name, default in {"method": "greedy", "beam": 4, "alpha": 0.6, "nbest": 3}.items():
+        if name in values or f"{key}_{name}" not in st.session_state:  # set before the widgets, which get no default
+            st.session_state[f"{key}_{name}"] = values.get(name, default)
+    c1, c2, c3, c4 = st.columns(4)
+    method = c1.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    if method == "greedy":
+        share(**links.search_params("greedy"))
+        return SearchSettings(record_steps=False)
+    beam = c2.slider("Beam size", *links.BEAM_RANGE, key=f"{key}_beam")
+    alpha = c3.slider("Length penalty α", *links.ALPHA_RANGE, step=0.1, key=f"{key}_alpha",
+                      help="GNMT penalty ((5 + length) / 6)^α: 0 ranks by total log-probability, "
+                           "larger values favour longer outputs.")
+    st.session_state[f"{key}_nbest"] = min(st.session_state[f"{key}_nbest"], beam)
+    nbest = c4.slider("n-best", 1, beam, key=f"{key}_nbest")
+    share(**links.search_params("beam", beam, alpha, nbest))
+    return SearchSettings(beam_size=beam, nbest=nbest, alpha=alpha)
+
+
+def tokens_help() -> None:
+    """What ▁, <s>, </s>, <unk>, <pad> and subword pieces mean: said next to every view of token pieces."""
+    with st.expander("What do ▁, <s>, </s> and <unk> mean?", icon=":material/help:"):
+        st.markdown(TOKENS_HELP)
 
 
 @st.cache_data(max_entries=8, show_spinner="Loading example sentences…")
@@ -157,19 +231,3 @@ def example_sentences(metadata: dict) -> list[str]:
     if not isinstance(corpus, dict) or corpus.get("kind") not in ("bible", "tsv"):
         return []
     return _examples(json.dumps(corpus, sort_keys=True))
-
-
-def search_settings(key: str):
-    """Greedy or beam search controls; returns a SearchSettings."""
-    from transformer.decoding import SearchSettings
-
-    c1, c2, c3, c4 = st.columns(4)
-    method = c1.radio("Search", ["greedy", "beam"], horizontal=True, key=f"{key}_method")
-    if method == "greedy":
-        return SearchSettings(record_steps=False)
-    beam = c2.slider("Beam size", 2, 8, 4, key=f"{key}_beam")
-    alpha = c3.slider("Length penalty α", 0.0, 2.0, 0.6, 0.1, key=f"{key}_alpha",
-                      help="GNMT penalty ((5 + length) / 6)^α: 0 ranks by total log-probability, "
-                           "larger values favour longer outputs.")
-    nbest = c4.slider("n-best", 1, beam, min(3, beam), key=f"{key}_nbest")
-    return SearchSettings(beam_size=beam, nbest=nbest, alpha=alpha)

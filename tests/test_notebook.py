@@ -1,0 +1,118 @@
+"""notebooks/quickstart.ipynb: committed without outputs, and run top to bottom so that it never rots.
+
+The run uses a Jupyter kernel of this interpreter (jupyter_client starts the `python3` kernel with
+sys.executable) and a per-cell timeout; cells are found by their tags, so that text cells can move.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+CELL_TIMEOUT = 300  # seconds; the training cell, the longest, takes about a minute on 2 idle CPU cores
+STARTUP_TIMEOUT = 120  # for the kernel to start and answer
+
+pytestmark = pytest.mark.timeout(3 * CELL_TIMEOUT)  # the first test that uses `executed` waits for the whole run
+
+
+def code_cells(nb) -> list:
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def tagged(nb, tag: str):
+    cells = [cell for cell in code_cells(nb) if tag in cell.metadata.get("tags", [])]
+    assert len(cells) == 1, f"expected one code cell tagged {tag!r}, found {len(cells)}"
+    return cells[0]
+
+
+def text_of(cell) -> str:
+    return "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream" and out.name == "stdout")
+
+
+def images_of(cell) -> list[str]:
+    return [out.data["image/png"] for out in cell.outputs
+            if out.output_type in ("display_data", "execute_result") and "image/png" in out.data]
+
+
+def test_committed_without_outputs():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    for i, cell in enumerate(code_cells(nb)):
+        assert cell.outputs == [], f"code cell {i} is committed with outputs: clear them before committing"
+        assert cell.execution_count is None, f"code cell {i} is committed with an execution count"
+    assert not [key for key in nb.metadata if key not in ("kernelspec", "language_info")], \
+        "notebook metadata beyond kernelspec and language_info (widgets state, a front end's settings)"
+
+
+@pytest.fixture(scope="module")
+def executed():
+    """The notebook, run top to bottom in its own folder (as Jupyter runs it), and the seconds it took."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    before = sorted(p.name for p in NOTEBOOK.parent.iterdir())
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, startup_timeout=STARTUP_TIMEOUT, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    # One torch thread, as tests/conftest.py sets for the in-process tests: a tiny model trains no slower on one,
+    # and several times slower with two threads fighting for two cores that other processes also use.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    started = time.perf_counter()
+    try:
+        client.execute(env=env)
+    except CellTimeoutError as e:
+        pytest.fail(f"a cell of {NOTEBOOK.name} ran past {CELL_TIMEOUT} s (waiting for its kernel to finish it): {e}")
+    except CellExecutionError as e:
+        pytest.fail(f"a cell of {NOTEBOOK.name} raised:\n{e}")
+    seconds = time.perf_counter() - started
+    assert sorted(p.name for p in NOTEBOOK.parent.iterdir()) == before, "the notebook wrote into notebooks/"
+    return nb, seconds
+
+
+def test_every_cell_ran_without_error(executed):
+    nb, _ = executed
+    for i, cell in enumerate(code_cells(nb)):
+        assert cell.execution_count is not None, f"code cell {i} did not run"
+        errors = [out for out in cell.outputs if out.output_type == "error"]
+        assert not errors, f"code cell {i}: {errors[0].ename}: {errors[0].evalue}"
+
+
+def test_translation_is_french(executed):
+    nb, _ = executed
+    assert text_of(tagged(nb, "load")).startswith("en-fr-bible: 3 encoder + 3 decoder layers")  # the shipped model
+    first_line = text_of(tagged(nb, "translate")).splitlines()[0]
+    assert "Dieu" in first_line and "terre" in first_line, first_line  # In the beginning God created ... the earth
+
+
+def test_attention_figures_are_drawn(executed):
+    nb, _ = executed
+    for tag in ("cross-attention", "beam-attention", "probe"):
+        images = images_of(tagged(nb, tag))
+        assert len(images) == 1, f"cell {tag!r} drew {len(images)} figures"
+        assert len(images[0]) > 10_000, f"cell {tag!r}: a suspiciously small image ({len(images[0])} base64 bytes)"
+
+
+def test_beam_search_steps_and_result(executed):
+    nb, _ = executed
+    steps = text_of(tagged(nb, "beam"))
+    assert re.findall(r"^step (\d+)$", steps, flags=re.M) == ["1", "2", "3"]
+    assert "live" in steps and "pruned" in steps  # a beam of 3 weighs more continuations than it keeps
+    result = text_of(tagged(nb, "beam-result"))
+    assert len(re.findall(r"^\s+-?\d+\.\d{3}\s+\S", result, flags=re.M)) == 3, result  # the 3-best list
+    assert "same as translate(): True" in result
+
+
+def test_tiny_model_trained_and_probed(executed):
+    nb, _ = executed
+    log = text_of(tagged(nb, "train"))
+    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", log)]
+    assert len(losses) >= 2 and losses[-1] < losses[0], log  # the loss fell
+    assert re.search(r"eval at step \d+: dev_loss", log), log
+    probe = text_of(tagged(nb, "probe"))
+    assert re.search(r"step-\d{7}\n\s+source:\s+\S.*\n\s+translation:", probe), probe

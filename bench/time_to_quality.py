@@ -2,6 +2,7 @@
 
     python bench/time_to_quality.py runs/en-fr-small                    # table of an existing run
     python bench/time_to_quality.py runs/tiny --preset tiny --minutes 5 # train first, then the table
+    python bench/time_to_quality.py runs/tiny --preset tiny --train-args "--threads 1 --precision fp32"
 
 With --preset, trains a new run on the Bible en->fr corpus for about --minutes of wall time (the run is
 stopped with SIGTERM, which saves a checkpoint and records a final evaluation point), then prints the
@@ -57,10 +58,11 @@ def main() -> None:
     parser.add_argument("--preset", help="train a new run with this preset first")
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--eval-every", default="100", help="passed to the training CLI with --preset")
+    parser.add_argument("--train-args", default="", help='more flags for the training CLI, e.g. "--threads 1"')
     args = parser.parse_args()
     run = Path(args.run)
     if args.preset:
-        train_for(run, args.preset, args.minutes, ["--eval-every", args.eval_every])
+        train_for(run, args.preset, args.minutes, ["--eval-every", args.eval_every, *args.train_args.split()])
     print(table(run))
 
 

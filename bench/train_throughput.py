@@ -1,13 +1,16 @@
-"""Training throughput: our Transformer against torch.nn.Transformer at the same configuration.
+"""Training throughput: our training step against torch.nn.Transformer at the same configuration.
 
-    python bench/train_throughput.py [--rounds 3] [--batches 6] [--threads 2]
+    python bench/train_throughput.py [--rounds 3] [--batches 6] [--threads 1] [--precision fp32 bf16]
 
-Both models get the same batches (about --target-tokens target tokens each, Bible-like lengths,
+Every model gets the same batches (about --target-tokens target tokens each, Bible-like lengths,
 length-bucketed as in training), the same embedding, sinusoidal positions, tied output projection,
-label-smoothed loss and Adam step. They alternate round by round in one process, so machine noise
-hits both; each round times forward + backward + optimizer step over --batches batches. Prints
-tokens/s of each and the ratio ours / reference, then the same for ours returning every attention
-map (the explorer's mode) against the reference.
+label-smoothed loss and Adam step. They alternate batch by batch in one process, so that machine noise
+hits all of them; each round times forward + backward + optimizer step over --batches batches. For each
+precision (bf16: autocast for all of them) it prints tokens/s and the ratios against the reference of
+  ours:       the trainer's step (transformer.loss.TokenLoss: output projection and loss on real tokens,
+              fused backward; cheap dropout masks; fused self-attention QKV);
+  ours-plain: the same model the plain way: logits of every position, F.cross_entropy, torch's dropout;
+  ours+attention (with --attention): ours-plain returning every attention map (the explorer's mode).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from transformer.batching import collate, make_batches  # noqa: E402
 from transformer.config import ModelConfig  # noqa: E402
+from transformer.dropout import use_cheap_dropout  # noqa: E402
+from transformer.loss import TokenLoss  # noqa: E402
 from transformer.model import Transformer, sinusoidal_encoding  # noqa: E402
+from transformer.precision import autocast, cpu_bf16_support  # noqa: E402
 
 
 class Reference(nn.Module):
@@ -78,16 +84,25 @@ def make_data(c: ModelConfig, target_tokens: int, n_batches: int, seed: int):
     return [collate([examples[i] for i in b]) for b in batches[:n_batches]]
 
 
-def train_round(step, optimizer, batches) -> tuple[float, int]:
-    start, tokens = time.perf_counter(), 0
-    for b in batches:
-        logits = step(b.src, b.tgt_in)
-        loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0, label_smoothing=0.1)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        tokens += b.n_tokens
-    return time.perf_counter() - start, tokens
+def plain_loss(forward):
+    def loss(b):
+        logits = forward(b.src, b.tgt_in)
+        return F.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.flatten(), ignore_index=0, label_smoothing=0.1,
+                               reduction="sum")
+    return loss
+
+
+def train_step(loss_fn, optimizer, b, precision: str, before=None) -> float:
+    """Seconds of one forward + backward + optimizer step on batch b."""
+    start = time.perf_counter()
+    if before:
+        before()
+    with autocast(torch.device("cpu"), precision):
+        loss = loss_fn(b)
+    optimizer.zero_grad(set_to_none=True)
+    (loss / b.n_tokens).backward()
+    optimizer.step()
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -96,6 +111,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=6, help="batches per round")
     parser.add_argument("--target-tokens", type=int, default=3000)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--attention", action="store_true", help="also time ours returning every attention map")
     parser.add_argument("--post-ln", action="store_true", help="the paper's post-LN for both (default pre-LN)")
     args = parser.parse_args()
     if args.threads:
@@ -106,29 +123,54 @@ def main() -> None:
     batches = make_data(c, args.target_tokens, args.batches, seed=0)
     torch.manual_seed(0)
     ours, reference = Transformer(c).train(), Reference(c).train()
+    token_loss = TokenLoss(ours)
+
+    def adam(model):
+        return torch.optim.Adam(model.parameters(), betas=(0.9, 0.98))
+
+    # name -> (loss of a batch, optimizer, what to switch before each batch: ours is one model run two ways)
     runs = {
-        "ours": (lambda s, t: ours(s, t).logits, torch.optim.Adam(ours.parameters(), betas=(0.9, 0.98))),
-        "ours+attention": (lambda s, t: ours(s, t, return_attention=True).logits,
-                           torch.optim.Adam(ours.parameters(), betas=(0.9, 0.98))),
-        "reference": (reference, torch.optim.Adam(reference.parameters(), betas=(0.9, 0.98))),
+        "ours": (lambda b: token_loss(b.src, b.tgt_in, b.tgt_out, 0.1), adam(ours),
+                 lambda: use_cheap_dropout(ours, True)),
+        "ours-plain": (plain_loss(lambda s, t: ours(s, t).logits), adam(ours), lambda: use_cheap_dropout(ours, False)),
+        "reference": (plain_loss(reference), adam(reference), None),
     }
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    if args.attention:
+        runs["ours+attention"] = (plain_loss(lambda s, t: ours(s, t, return_attention=True).logits), adam(ours),
+                                  lambda: use_cheap_dropout(ours, False))
+    cpu = platform.processor() or platform.machine()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu}; bf16: {cpu_bf16_support().reason}")
     print(f"d_model {c.d_model}, {c.n_heads} heads, {c.n_encoder_layers}+{c.n_decoder_layers} layers, d_ff {c.d_ff}, "
           f"vocab {c.tgt_vocab_size} shared, {'pre' if c.norm_first else 'post'}-LN; {len(batches)} batches of "
           f"{statistics.mean(b.n_tokens for b in batches):.0f} target tokens on average")
-    for step, optimizer in runs.values():  # warm-up
-        train_round(step, optimizer, batches[:1])
-    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for precision in args.precision:
+        for loss_fn, optimizer, before in runs.values():  # warm-up
+            train_step(loss_fn, optimizer, batches[0], precision, before)
+    rates: dict[tuple[str, str], list[float]] = {}
+    tokens = sum(b.n_tokens for b in batches)
     for r in range(args.rounds):
-        for name, (step, optimizer) in runs.items():
-            seconds, tokens = train_round(step, optimizer, batches)
-            rates[name].append(tokens / seconds)
-        print(f"round {r + 1}: " + "  ".join(f"{n} {rates[n][-1]:,.0f} tok/s" for n in runs))
-    median = {name: statistics.median(v) for name, v in rates.items()}
-    for name in runs:
-        print(f"{name:>15}: {median[name]:>8,.0f} target tokens/s (median of {args.rounds} rounds)")
-    print(f"ratio ours / nn.Transformer: {median['ours'] / median['reference']:.2f}")
-    print(f"ratio ours with attention maps / nn.Transformer: {median['ours+attention'] / median['reference']:.2f}")
+        seconds = {key: 0.0 for key in ((p, n) for p in args.precision for n in runs)}
+        for b in batches:  # every run steps on a batch before the next batch: a load change hits them all
+            for precision in args.precision:
+                for name, (loss_fn, optimizer, before) in runs.items():
+                    seconds[precision, name] += train_step(loss_fn, optimizer, b, precision, before)
+        for key, value in seconds.items():
+            rates.setdefault(key, []).append(tokens / value)
+        for precision in args.precision:
+            print(f"round {r + 1} {precision}: " + "  ".join(f"{n} {rates[precision, n][-1]:,.0f} tok/s" for n in runs))
+    median = {key: statistics.median(v) for key, v in rates.items()}
+    for precision in args.precision:
+        print(f"{precision}:")
+        for name in runs:
+            print(f"  {name:>15}: {median[precision, name]:>8,.0f} target tokens/s (median of {args.rounds} rounds)")
+        for name in runs:
+            if name != "reference":
+                ratio = median[precision, name] / median[precision, "reference"]
+                print(f"  ratio {name} / nn.Transformer: {ratio:.2f}")
+        print(f"  ratio ours / ours-plain: {median[precision, 'ours'] / median[precision, 'ours-plain']:.2f}")
+    if len(args.precision) == 2:
+        print("ratio ours bf16 / nn.Transformer fp32: "
+              f"{median['bf16', 'ours'] / median['fp32', 'reference']:.2f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import evaluate
+from transformer import evaluate, loss
 from transformer.checkpoint import load_checkpoint
 from transformer.data import CorpusSpec
 from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
@@ -64,6 +64,7 @@ def test_learning_rate_schedules():
     assert learning_rate(300, cosine) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="fp8")
+    assert TrainConfig().precision == "auto" and not TrainConfig().compile
 
 
 def test_run_writes_metrics_checkpoints_and_probes(tmp_path, corpus_file):
@@ -73,7 +74,10 @@ def test_run_writes_metrics_checkpoints_and_probes(tmp_path, corpus_file):
     assert steps == list(range(1, 9))
     evals = [r for r in records if "dev_bleu" in r]
     assert [r["step"] for r in evals] == [4, 8] and all(0 <= r["dev_chrf"] <= 100 for r in evals)
-    assert read_status(root / "status.json")["state"] == "finished"
+    status = read_status(root / "status.json")
+    assert status["state"] == "finished"
+    assert status["setup"]["precision"]["value"] in ("fp32", "bf16") and status["setup"]["precision"]["reason"]
+    assert set(status["setup"]) == {"device", "precision", "loss", "dropout", "self_attention", "compile"}
     assert load_checkpoint(root / "checkpoints" / "latest").metadata["step"] == 8
     assert (root / "checkpoints" / "best" / "model.safetensors").is_file()
     probe = json.loads((root / "probes" / "step-0000008.json").read_text())
@@ -120,8 +124,8 @@ def test_nan_loss_stops_with_clear_message_and_keeps_last_good_checkpoint(tmp_pa
     root = create_run(tmp_path / "nan", tiny_spec(corpus_file, max_steps=3, save_every=2))
     list(Trainer(root).fit())
     good = load_checkpoint(root / "checkpoints" / "latest")
-    original = torch.nn.functional.cross_entropy
-    monkeypatch.setattr(torch.nn.functional, "cross_entropy", lambda *a, **k: original(*a, **k) * math.nan)
+    original = loss.smoothed_cross_entropy_sum
+    monkeypatch.setattr(loss, "smoothed_cross_entropy_sum", lambda *a, **k: original(*a, **k) * math.nan)
     with pytest.raises(TrainingError, match="loss became nan at step 4"):
         list(Trainer(root, overrides={"max_steps": 6}).fit())
     status = read_status(root / "status.json")
@@ -150,6 +154,7 @@ def test_cli_end_to_end_and_sigterm_saves_a_checkpoint(tmp_path, corpus_file):
     output, _ = done.communicate(timeout=120)
     assert done.returncode == 0, output
     assert "eval at step 6" in output and "ETA" in output
+    assert "precision: " in output  # the run says which precision it uses, and why
     assert read_status(tmp_path / "cli" / "status.json")["state"] == "finished"
 
     root = tmp_path / "stopped"

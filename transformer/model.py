@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer.config import ModelConfig
+from transformer.dropout import Dropout
 
 KV = tuple[Tensor, Tensor]  # keys and values, each (B, H, L, Dh)
 
@@ -76,16 +77,32 @@ class MultiHeadAttention(nn.Module):
         B, L, D = x.shape
         return x.view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # (B, H, L, Dh)
 
+    def project_q(self, x: Tensor) -> Tensor:
+        """(B, L, D) -> queries (B, H, L, Dh)."""
+        return self.split_heads(self.w_q(x))
+
     def project_kv(self, source: Tensor) -> KV:
         """(B, L, D) -> keys and values (B, H, L, Dh): computed once per source for cross-attention."""
         k, v = self.w_kv(source).chunk(2, dim=-1)  # 2 x (B, L, D)
         return self.split_heads(k), self.split_heads(v)
 
-    def forward(
-        self, x: Tensor, kv: KV, mask: Tensor, *, need_weights: bool = False, head_mask: Tensor | None = None
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention's queries, keys and values of x (B, L, D), each (B, H, L, Dh): project_q and project_kv.
+
+        In training, one (D, 3D) product of w_q and w_kv concatenated (they stay separate parameters, so that
+        checkpoints keep their names); decoding one token at a time would pay more for the copy than it gains.
+        """
+        if not self.training:
+            return self.project_q(x), *self.project_kv(x)
+        weight = torch.cat([self.w_q.weight, self.w_kv.weight])  # (3D, D)
+        bias = torch.cat([self.w_q.bias, self.w_kv.bias])  # (3D,)
+        q, k, v = F.linear(x, weight, bias).chunk(3, dim=-1)  # 3 x (B, L, D)
+        return self.split_heads(q), self.split_heads(k), self.split_heads(v)
+
+    def attend(
+        self, q: Tensor, kv: KV, mask: Tensor, *, need_weights: bool = False, head_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor | None]:
-        """x (B, L_q, D) attends to kv; head_mask (H,) scales each head's output (0 switches it off)."""
-        q = self.split_heads(self.w_q(x))  # (B, H, L_q, Dh)
+        """Projected queries q (B, H, L_q, Dh) attend to kv; head_mask (H,) scales each head's output."""
         dropout_p = self.dropout if self.training else 0.0
         out, weights = attention(q, *kv, mask, dropout_p=dropout_p, need_weights=need_weights)
         if head_mask is not None:
@@ -93,6 +110,12 @@ class MultiHeadAttention(nn.Module):
         B, H, L, Dh = out.shape
         out = out.transpose(1, 2).reshape(B, L, H * Dh)  # (B, L_q, D): concatenate the heads
         return self.w_o(out), weights
+
+    def forward(
+        self, x: Tensor, kv: KV, mask: Tensor, *, need_weights: bool = False, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, L_q, D) attends to kv; head_mask (H,) scales each head's output (0 switches it off)."""
+        return self.attend(self.project_q(x), kv, mask, need_weights=need_weights, head_mask=head_mask)
 
 
 # ----------------------------------------------------------------------------- feed-forward and positions
@@ -106,7 +129,7 @@ class FeedForward(nn.Module):
         self.w_1 = nn.Linear(config.d_model, config.d_ff)
         self.w_2 = nn.Linear(config.d_ff, config.d_model)
         self.activation = F.relu if config.activation == "relu" else F.gelu
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.w_2(self.dropout(self.activation(self.w_1(x))))  # (B, L, F) inside, (B, L, D) out
@@ -130,7 +153,7 @@ class Embedding(nn.Module):
         self.tokens = nn.Embedding(vocab_size, config.d_model)
         self.scale = math.sqrt(config.d_model)
         self.register_buffer("pe", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, ids: Tensor, start: int = 0) -> Tensor:
         """ids (B, L) at positions start..start+L-1 -> (B, L, D)."""
@@ -148,7 +171,7 @@ class Sublayer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.norm = nn.LayerNorm(config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.norm_first = config.norm_first
 
     def forward(self, x: Tensor, out: Tensor) -> Tensor:
@@ -169,7 +192,8 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, src_mask: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
         h = self.sublayers[0].input(x)
-        out, weights = self.self_attn(h, self.self_attn.project_kv(h), src_mask, need_weights=need_weights)
+        q, k, v = self.self_attn.project_qkv(h)  # (B, H, S, Dh) each
+        out, weights = self.self_attn.attend(q, (k, v), src_mask, need_weights=need_weights)
         x = self.sublayers[0](x, out)
         x = self.sublayers[1](x, self.feed_forward(self.sublayers[1].input(x)))
         return x, weights  # (B, S, D), (B, H, S, S) or None
@@ -193,10 +217,10 @@ class DecoderLayer(nn.Module):
         step's past), and the self- and cross-attention weights (None unless need_weights).
         """
         h = self.sublayers[0].input(x)
-        k, v = self.self_attn.project_kv(h)  # (B, H, T_new, Dh)
+        q, k, v = self.self_attn.project_qkv(h)  # (B, H, T_new, Dh) each
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H, T, Dh)
-        out, self_weights = self.self_attn(h, (k, v), tgt_mask, need_weights=need_weights)
+        out, self_weights = self.self_attn.attend(q, (k, v), tgt_mask, need_weights=need_weights)
         x = self.sublayers[0](x, out)
         out, cross_weights = self.cross_attn(self.sublayers[1].input(x), cross_kv, src_mask, need_weights=need_weights)
         x = self.sublayers[1](x, out)
@@ -304,8 +328,10 @@ class Transformer(nn.Module):
             maps.append(weights)
         return EncoderOutput(self.encoder_norm(x), maps if return_attention else None)
 
-    def decode(self, tgt: Tensor, memory: Tensor, src: Tensor, *, return_attention: bool = False) -> DecoderOutput:
-        """Teacher-forced decoding: tgt (B, T) ids, memory (B, S, D), src (B, S) ids -> logits (B, T, V)."""
+    def _decoder_stack(
+        self, tgt: Tensor, memory: Tensor, src: Tensor, return_attention: bool
+    ) -> tuple[Tensor, list[Tensor | None], list[Tensor | None]]:
+        """The decoder layers and final norm over tgt (B, T): states (B, T, D) and per-layer weights."""
         src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
         tgt_mask = padding_mask(tgt, self.config.pad_id) & subsequent_mask(tgt.size(1), tgt.device)  # (B, 1, T, T)
         x, self_maps, cross_maps = self.tgt_embed(tgt), [], []
@@ -315,7 +341,17 @@ class Transformer(nn.Module):
             )
             self_maps.append(self_w)
             cross_maps.append(cross_w)
-        logits = self.generator(self.decoder_norm(x))
+        return self.decoder_norm(x), self_maps, cross_maps
+
+    def decoder_states(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
+        """Teacher-forced decoder states (B, T, D) before the output projection (training projects only the
+        rows of real tokens, see transformer.loss)."""
+        return self._decoder_stack(tgt, memory, src, False)[0]
+
+    def decode(self, tgt: Tensor, memory: Tensor, src: Tensor, *, return_attention: bool = False) -> DecoderOutput:
+        """Teacher-forced decoding: tgt (B, T) ids, memory (B, S, D), src (B, S) ids -> logits (B, T, V)."""
+        x, self_maps, cross_maps = self._decoder_stack(tgt, memory, src, return_attention)
+        logits = self.generator(x)
         if not return_attention:
             return DecoderOutput(logits, None, None)
         return DecoderOutput(logits, self_maps, cross_maps)

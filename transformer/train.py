@@ -34,7 +34,7 @@ OVERRIDES = {
     **{name: ("train", name) for name in (
         "lr", "warmup_steps", "max_steps", "max_epochs", "max_tokens", "accumulation", "label_smoothing",
         "clip_grad_norm", "optimizer", "weight_decay", "schedule", "eval_every", "save_every", "log_every",
-        "keep_last", "eval_sentences", "seed", "device", "precision", "threads")},
+        "keep_last", "eval_sentences", "seed", "device", "precision", "threads", "compile")},
 }
 
 
@@ -75,7 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--optimizer", choices=["adam", "adamw"])
     train.add_argument("--schedule", choices=["noam", "cosine"])
     train.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"])
-    train.add_argument("--precision", choices=["fp32", "bf16", "fp16"])
+    train.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"],
+                       help="auto (default): bf16 autocast where the CPU has AVX-512 BF16 or AMX (or the GPU bf16), "
+                            "else fp32; the log and status.json say which and why")
+    train.add_argument("--compile", action=argparse.BooleanOptionalAction,
+                       help="torch.compile the training step (off by default: slow to compile on a CPU)")
     ddp = p.add_argument_group("distributed (torchrun)")
     ddp.add_argument("--start-timeout", type=float, default=START_TIMEOUT, metavar="SECONDS",
                      help="fail, naming the missing ranks, when not all ranks have joined after this long")

@@ -8,6 +8,10 @@ write one run. A resume after a kill continues from the latest checkpoint and fi
 probes logged after it, so that each step is logged once. A failed write (disk full) stops the run with a
 TrainingError; the previous checkpoint stays intact.
 
+How the run computes is decided once at setup and recorded with reasons in status.json's `setup` (e.g.
+`setup.precision = {"value": "bf16", "reason": "this CPU has AVX-512 BF16"}`) and in the log: the precision
+(transformer.precision), the loss on real tokens only (transformer.loss), cheap dropout masks, fused QKV, compile.
+
 Under torchrun each rank trains on its own shard of batches through DistributedDataParallel; rank 0 alone
 writes. Every rank checks in at the launcher's store before the process group forms: a rank that does not
 come within start_timeout is an error that names it, not a hang.
@@ -30,7 +34,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from transformer.batching import Batch, collate, make_batches
 from transformer.checkpoint import (
@@ -45,7 +48,9 @@ from transformer.config import ModelConfig, strict_from_dict
 from transformer.data import CorpusSpec, load_corpus
 from transformer.evaluate import corpus_scores, translate_texts
 from transformer.explain import AlignedExample, cross_attention_aer, format_links
+from transformer.loss import TokenLoss
 from transformer.model import Transformer
+from transformer.precision import Decision, autocast, resolve_precision
 from transformer.rundir import (
     ProbeRecord,
     RunFiles,
@@ -148,6 +153,11 @@ class Trainer:
             raise
         self.config = self.spec.train
         self.stop_requested = False
+
+    def _write_status(self, state: str, **fields: Any) -> None:
+        """status.json, with the run's setup decisions (precision and the rest, each with its reason) once known."""
+        setup = getattr(self, "setup", None)
+        write_status(self.files, state, **fields, **({"setup": setup} if setup else {}))
 
     def close(self) -> None:
         """Release the run (fit does this when it ends); the lock also goes when the process dies."""
@@ -253,12 +263,12 @@ class Trainer:
             ddp, optimizer, train = self._prepare(state)
             if self.is_main:
                 with self._writing(self.files.status):
-                    write_status(self.files, "running", step=state["step"], max_steps=c.max_steps)
+                    self._write_status("running", step=state["step"], max_steps=c.max_steps)
             yield from self._loop(ddp, optimizer, train, state)
         except Exception as e:  # a bad corpus as much as a NaN: the app shows this error
             if self.is_main:
                 with contextlib.suppress(OSError):  # the disk that just failed may refuse this too
-                    write_status(self.files, "failed", step=state["step"], error=str(e))
+                    self._write_status("failed", step=state["step"], error=str(e))
             raise
         finally:
             self.close()
@@ -296,21 +306,41 @@ class Trainer:
             if dropped:
                 log.info("dropped %d metric records logged after step %d", dropped, state["step"])
         self.model, self.tokenizer, self.device = model, tokenizer, device
+        self.loss_fn = TokenLoss(model)
+        self.setup = self._decide_setup()
+        for name, decision in self.setup.items():
+            log.info("%s: %s (%s)", name, decision["value"], decision["reason"])
         self.translator = Translator(Checkpoint(self.files.root, model_config, model, tokenizer), batch_size=64)
         self.meta = {"corpus": self.spec.corpus.to_dict(), "description": corpus.description,
                      "n_params": sum(p.numel() for p in model.parameters())}
-        ddp = torch.nn.parallel.DistributedDataParallel(model) if self.world_size > 1 else model
-        return ddp, optimizer, train
+        step = self.loss_fn
+        if self.world_size > 1:
+            step = torch.nn.parallel.DistributedDataParallel(step)
+        if self.config.compile:
+            step = torch.compile(step, dynamic=True)
+        return step, optimizer, train
 
-    def _autocast(self):
-        if self.config.precision == "fp32":
-            return contextlib.nullcontext()
-        dtype = torch.bfloat16 if self.config.precision == "bf16" else torch.float16
-        return torch.autocast(self.device.type, dtype=dtype)
+    def _decide_setup(self) -> dict[str, dict[str, Any]]:
+        """How this run computes, each choice with its reason: status.json's `setup`, logged by the CLI."""
+        precision = resolve_precision(self.config.precision, self.device)
+        self.precision = precision.value
+        compile_reason = ("asked for (--compile)" if self.config.compile else
+                          "off by default: on a 2-core CPU compiling takes minutes and gained little (BENCHMARKS.md)")
+        decisions = {
+            "device": Decision(self.device.type, "auto: the first of cuda, mps and cpu that is available"
+                               if self.config.device == "auto" else f"asked for (--device {self.config.device})"),
+            "precision": precision,
+            "loss": Decision("real tokens only", "output projection, log-softmax and loss skip padding; "
+                             "one fused backward for the label-smoothed cross-entropy"),
+            "dropout": Decision("cheap masks", "16 random bits per element instead of a Bernoulli draw"),
+            "self_attention": Decision("fused QKV", "queries, keys and values in one matrix product"),
+            "compile": Decision(self.config.compile, compile_reason),
+        }
+        return {name: d.to_dict() for name, d in decisions.items()}
 
     def _loop(self, ddp, optimizer, train, state) -> Iterator[dict[str, Any]]:
         c, model = self.config, self.model
-        scaler = torch.amp.GradScaler(enabled=c.precision == "fp16" and self.device.type == "cuda")
+        scaler = torch.amp.GradScaler(enabled=self.precision == "fp16" and self.device.type == "cuda")
         lengths = [(len(s), len(t) - 1) for s, t in train]
         interval = {"loss": 0.0, "tokens": 0, "grad_norm": 0.0, "steps": 0, "start": time.perf_counter()}
         started, elapsed_before = time.perf_counter(), state["elapsed"]
@@ -326,8 +356,8 @@ class Trainer:
                 n_tokens = sum(b.n_tokens for b in group)
                 loss_sum = 0.0
                 for micro in group:
-                    with self._autocast():
-                        loss = self._loss_sum(ddp, micro, c.label_smoothing)
+                    with autocast(self.device, self.precision):
+                        loss = ddp(*self._on_device(micro), c.label_smoothing)
                     scaler.scale(loss / n_tokens).backward()
                     loss_sum += loss.item()
                 if not math.isfinite(loss_sum):
@@ -359,14 +389,14 @@ class Trainer:
                     self._save(optimizer, state)
                 if self.stop_requested:
                     if self.is_main:
-                        write_status(self.files, "stopped", step=state["step"], max_steps=c.max_steps)
+                        self._write_status("stopped", step=state["step"], max_steps=c.max_steps)
                     return
             if state["batch"] >= len(batches):
                 state["epoch"] += 1
                 state["batch"] = 0
         checksums = self._rank_checksums()
         if self.is_main:
-            write_status(self.files, "finished", step=state["step"], max_steps=c.max_steps,
+            self._write_status("finished", step=state["step"], max_steps=c.max_steps,
                          best_bleu=state["best_bleu"], **({"rank_param_checksums": checksums} if checksums else {}))
 
     def _rank_checksums(self) -> list[float] | None:
@@ -390,16 +420,13 @@ class Trainer:
         if self.is_main:
             with self._writing(self.files.metrics):
                 append_metrics(self.files.metrics, record)
-                write_status(self.files, "running", step=state["step"], max_steps=self.config.max_steps)
+                self._write_status("running", step=state["step"], max_steps=self.config.max_steps)
         return record
 
     # ------------------------------------------------------------------------- eval, probes, checkpoints
 
-    def _loss_sum(self, model, batch: Batch, label_smoothing: float = 0.0) -> torch.Tensor:
-        """Cross-entropy summed over the batch's real target tokens (pads ignored), in fp32."""
-        logits = model(batch.src.to(self.device), batch.tgt_in.to(self.device)).logits  # (B, T, V)
-        return F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.to(self.device).flatten(),
-                               ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+    def _on_device(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return batch.src.to(self.device), batch.tgt_in.to(self.device), batch.tgt_out.to(self.device)
 
     @torch.no_grad()
     def _dev_loss(self) -> float:
@@ -408,7 +435,7 @@ class Trainer:
         lengths = [(len(s), len(t) - 1) for s, t in self.dev]
         for batch_ids in make_batches(lengths, self.config.max_tokens, shuffle=False, seed=0):
             b = collate([self.dev[i] for i in batch_ids])
-            total += self._loss_sum(self.model, b).item()
+            total += self.loss_fn(*self._on_device(b)).item()  # fp32, no label smoothing
             tokens += b.n_tokens
         return total / max(tokens, 1)
 
@@ -435,11 +462,12 @@ class Trainer:
         return record
 
     def _alignment_scores(self) -> dict[str, Any]:
-        """AER (%) of the best cross-attention head and of each decoder layer's mean of heads (layers from 1)."""
+        """AER (%) of the best cross-attention head and of each decoder layer's mean of heads (numbered from 0,
+        as the explorer numbers them)."""
         aer = cross_attention_aer(self.model, self.tokenizer, self.gold)
         layer, head, best = aer.best
-        return {"dev_aer_best": 100.0 * best, "dev_aer_best_head": f"layer {layer + 1} head {head + 1}",
-                **{f"dev_aer_layer{i + 1}": 100.0 * value for i, value in enumerate(aer.layer_mean)}}
+        return {"dev_aer_best": 100.0 * best, "dev_aer_best_head": f"layer {layer} head {head}",
+                **{f"dev_aer_layer{i}": 100.0 * value for i, value in enumerate(aer.layer_mean)}}
 
     def _pick_probes(self, dev_pairs) -> list[str]:
         """A few mid-length dev sentences, the same on every run, whose attention is saved at each eval."""

@@ -49,15 +49,16 @@ class TrainConfig:
     eval_sentences: int = 300  # dev sentences translated for BLEU at each eval
     seed: int = 0
     device: str = "auto"  # "auto" (cuda, then mps, then cpu), "cpu", "cuda", "mps"
-    precision: str = "fp32"  # "fp32", "bf16" or "fp16" (autocast; fp16 with a grad scaler on CUDA)
+    precision: str = "auto"  # "auto" (bf16 where the hardware has it, else fp32), "fp32", "bf16" or "fp16" (autocast)
     threads: int | None = None  # CPU threads for torch; None keeps torch's default
+    compile: bool = False  # torch.compile the training step: minutes of compiling on a CPU for little gain
 
     def __post_init__(self) -> None:
         checks = {
             "optimizer": ("adam", "adamw"),
             "schedule": ("noam", "cosine"),
             "device": ("auto", "cpu", "cuda", "mps"),
-            "precision": ("fp32", "bf16", "fp16"),
+            "precision": ("auto", "fp32", "bf16", "fp16"),
         }
         for name, allowed in checks.items():
             if getattr(self, name) not in allowed:

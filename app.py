@@ -32,6 +32,8 @@ def main() -> None:
     c1.page_link("pages/1_Translate.py", label="Translate a sentence", icon=":material/translate:")
     c2.page_link("pages/2_Step_by_step.py", label="Decode step by step", icon=":material/step:")
     c3.page_link("pages/4_Learn.py", label="Learn how attention works", icon=":material/school:")
+    st.page_link("pages/6_Explain_heads.py", label="Explain heads: switch heads off, open the arithmetic of any cell, "
+                 "measure every head, watch one form during training", icon=":material/psychology:")
 
 
 main()

@@ -1,5 +1,5 @@
-"""The attention maps of a `Translation`, shaped for the figures and the downloads, and the step-by-step
-attention arithmetic of a real model, as numpy: no streamlit.
+"""The attention maps of a `Translation`, shaped for the figures and the downloads, and the Learn page's
+attention arithmetic (computed by `transformer.explain`) as numpy: no streamlit.
 
 Rows are queries, columns keys, as in `TranslationAttention`: a decoder query is labelled with the token it
 emitted (`target_pieces`); it read the token before it, so the columns of decoder self-attention are
@@ -11,13 +11,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from transformer.model import Transformer, padding_mask
+from transformer.explain import cell_arithmetic
+from transformer.model import Transformer
 from transformer.tokenizer import SPECIAL_TOKENS
 from transformer.translate import TranslationAttention
 from ui.figures import escape
@@ -110,32 +110,14 @@ class AttentionSteps:
     model_weights: np.ndarray  # (S,) the same row as the model itself returns it
 
 
-@torch.inference_mode()
 def encoder_attention_steps(model: Transformer, src_ids: list[int], layer: int, head: int, query: int,
                             pad_to: int = 0) -> AttentionSteps:
-    """Rebuild one encoder head's attention by hand: the layer's input is the embedding passed through
-    the earlier layers, LayerNorm'd by the layer's first sublayer (pre-LN) before the projections.
+    """One encoder head's Eq. 1 for one query (`transformer.explain.cell_arithmetic`), as numpy.
 
     pad_to > len(src_ids) appends <pad> tokens, as a batch with a longer sentence would: their keys are masked.
     """
-    device = next(model.parameters()).device
     padded = list(src_ids) + [model.config.pad_id] * max(0, pad_to - len(src_ids))
-    src = torch.tensor([padded], device=device)  # (1, S)
-    src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-    x = model.src_embed(src)  # (1, S, D)
-    for earlier in model.encoder_layers[:layer]:
-        x, _ = earlier(x, src_mask, False)
-    enc_layer = model.encoder_layers[layer]
-    h = enc_layer.sublayers[0].input(x)  # (1, S, D)
-    attn = enc_layer.self_attn
-    q = attn.split_heads(attn.w_q(h))[0, head]  # (S, Dh)
-    k, v = (t[0, head] for t in attn.project_kv(h))  # (S, Dh) each
-    d_head = q.size(-1)
-    scores = k @ q[query] / math.sqrt(d_head)  # (S,)
-    mask = src_mask[0, 0, 0]  # (S,)
-    masked = scores.masked_fill(~mask, float("-inf"))
-    weights = masked.softmax(-1)
-    _, reference = enc_layer(x, src_mask, True)  # (1, H, S, S)
+    cell = cell_arithmetic(model, padded, None, "enc_self", layer, head, query)
     as_np = lambda t: t.float().cpu().numpy()
-    return AttentionSteps(as_np(q[query]), as_np(k), as_np(v), as_np(scores), mask.cpu().numpy(), as_np(masked),
-                          as_np(weights), as_np(weights @ v), as_np(reference[0, head, query]))
+    return AttentionSteps(as_np(cell.q), as_np(cell.k), as_np(cell.v), as_np(cell.scores), cell.mask.cpu().numpy(),
+                          as_np(cell.masked), as_np(cell.weights), as_np(cell.output), as_np(cell.model_weights))

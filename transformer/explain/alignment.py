@@ -1,4 +1,4 @@
-"""Explanations of a trained model: word alignments read from attention and their error rate.
+"""Word alignments read from attention, and their error rate.
 
 Words here are what the tokenizer's pre-tokenizer cuts before any subword merge: runs of letters
 and digits, an elided article or contraction keeping its apostrophe ("l'homme" -> "l'" "homme"),

@@ -1,0 +1,61 @@
+"""Explanations of a trained model, one module per question a student or researcher asks of a head.
+
+- `alignment`: word alignments read from cross-attention and their error rate (AER)
+- `interventions`: what-if copies of the model (heads switched off, no positions, a logit temperature) and
+  teacher-forced passes with or without the causal mask
+- `arithmetic`: Eq. 1 for any cell of any map, with the model's own numbers
+- `statistics`: per-head statistics over a sample and the plain-language roles they suggest
+- `importance`: what each head is worth, as the drop in log-likelihood and BLEU without it
+- `history`: a probe sentence's attention across the snapshots of a training run
+
+Nothing here stores state on the model: an intervention edits the weights of a copy.
+"""
+
+from transformer.explain.alignment import (
+    AlignedExample,
+    AlignmentCounts,
+    HeadAlignment,
+    Link,
+    alignment_error_rate,
+    argmax_links,
+    count_links,
+    cross_attention_aer,
+    format_links,
+    link_cells,
+    parse_links,
+    piece_words,
+    sentence_aer,
+    word_attention,
+    words,
+)
+from transformer.explain.arithmetic import CellArithmetic, cell_arithmetic
+from transformer.explain.history import ProbeFrame, probe_history
+from transformer.explain.importance import HeadImportance, dev_log_likelihood, head_importance, sample_bleu
+from transformer.explain.interventions import (
+    FAMILIES,
+    Head,
+    Intervention,
+    TeacherForced,
+    changed_tokens,
+    intervened,
+    intervened_translator,
+    teacher_forced,
+)
+from transformer.explain.statistics import (
+    STATISTICS,
+    HeadLabel,
+    HeadStatistics,
+    StatisticsAccumulator,
+    head_labels,
+    head_statistics,
+    map_statistics,
+)
+
+__all__ = [
+    "FAMILIES", "STATISTICS", "AlignedExample", "AlignmentCounts", "CellArithmetic", "Head", "HeadAlignment",
+    "HeadImportance", "HeadLabel", "HeadStatistics", "Intervention", "Link", "ProbeFrame", "StatisticsAccumulator",
+    "TeacherForced", "alignment_error_rate", "argmax_links", "cell_arithmetic", "changed_tokens", "count_links",
+    "cross_attention_aer", "dev_log_likelihood", "format_links", "head_importance", "head_labels",
+    "head_statistics", "intervened", "intervened_translator", "link_cells", "map_statistics", "parse_links",
+    "piece_words", "probe_history", "sample_bleu", "sentence_aer", "teacher_forced", "word_attention", "words",
+]

@@ -91,6 +91,8 @@ def test_golden_examples_from_the_docs(english, french, links):
     ("I will buy a new umbrella tomorrow.", "J'achèterai un nouveau parapluie demain."),
     ("We are eating.", "Nous mangeons."),
     ("They call their mother.", "Ils appellent leur mère."),
+    ("Was the clock broken?", "Est-ce que l'horloge était cassée ?"),  # mute h elides
+    ("The owl sleeps.", "Le hibou dort."),  # aspirated h does not
 ])
 def test_phenomena(english, french):
     pair = align(english)

@@ -39,7 +39,7 @@ IRREGULAR_VERBS: dict[str, tuple[str, str, str]] = {
 ETRE_IMPERFECT = ("étais", "étais", "était", "étions", "étaient")
 
 # Words starting with a mute h elide like vowels (l'homme); others with h do not (le hibou).
-_H_MUET = ("homme", "hôpita", "hôtel", "histoire", "herbe", "heure", "heureu", "habit", "hiver")
+_H_MUET = ("homme", "hôpita", "hôtel", "histoire", "horloge", "herbe", "heure", "heureu", "habit", "hiver")
 _FRENCH_VOWELS = set("aâàeéèêëiîïoôuûùœæ")
 _NO_ELISION = {"onze"}  # "Est-ce que onze enfants", not "qu'onze"
 

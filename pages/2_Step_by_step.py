@@ -7,11 +7,13 @@ from transformer.translate import TranslationError
 from ui import figures
 from ui.explorer import attention_explorer
 from ui.models import source_language
-from ui.translation import follow_prefix, prepare
+from ui.text import code, plain
+from ui.translation import bounded, decode_slot, follow_prefix, prepare
 from ui.widgets import (
     chart,
     choice_box,
     current_translator,
+    decode_turn,
     page_setup,
     search_settings,
     sentence_input,
@@ -24,7 +26,7 @@ ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to e
 
 
 def _act(name: str) -> None:
-    ACTIONS[name](st.session_state.step_session)
+    st.session_state.step_pending = name  # done in main(), inside a decode slot, before the buttons are drawn
 
 
 def _tree_steps(session, pieces) -> list[dict]:
@@ -35,12 +37,12 @@ def _tree_steps(session, pieces) -> list[dict]:
 def current_step(session, tok, src_pieces) -> None:
     step = session.current
     if step is None:
-        st.info("Press **Next** to feed <s> and predict the first token.")
+        st.info("Press **Next** to feed `<s>` and predict the first token.")
         return
     prefixes = [tuple(h.prefix) for h in step.live]  # a hypothesis is followed by its prefix, not by its rank
     picked = st.session_state.get("step_hyp")
     if picked is not None and follow_prefix(picked, prefixes) is None:
-        st.info(f"The hypothesis you followed, `{' '.join(tok.target_pieces(picked))}`, has left the beam "
+        st.info(f"The hypothesis you followed, {code(' '.join(tok.target_pieces(picked)))}, has left the beam "
                 "(finished or pruned); showing the best live one.")
         st.session_state.step_hyp = prefixes[0]
     if len(prefixes) > 1:
@@ -49,8 +51,8 @@ def current_step(session, tok, src_pieces) -> None:
     hyp = step.live[prefixes.index(st.session_state.step_hyp)] if st.session_state.get("step_hyp") in prefixes \
         else step.live[0]
     prefix = tok.target_pieces(hyp.prefix)
-    st.markdown(f"At step {session.n_steps} the decoder read **{' '.join(prefix)}** (log-prob "
-                f"{hyp.score:.3f}); its newest token `{prefix[-1]}` is the query whose attention is shown. "
+    st.markdown(f"At step {session.n_steps} the decoder read **{plain(' '.join(prefix))}** (log-prob "
+                f"{hyp.score:.3f}); its newest token {code(prefix[-1])} is the query whose attention is shown. "
                 "Its candidates for the next token:")
     c1, c2 = st.columns(2)
     chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
@@ -72,19 +74,27 @@ def main() -> None:
     tok = translator.tokenizer
     text = sentence_input(f"{source_language(translator.checkpoint.metadata)} sentence", "step_text",
                           (st.session_state.get("tr_text") or "").strip() or DEFAULT_SENTENCE)
-    settings = search_settings("step")
+    settings = bounded(search_settings("step"))
     try:
         source = prepare(translator, text)
     except TranslationError as e:
         st.info(str(e))
         return
     for warning in source.warnings:
-        st.warning(warning)
+        st.warning(plain(warning))
     request = (str(translator.checkpoint.path), tuple(source.ids), settings)
-    if st.session_state.get("step_request") != request:
-        st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
-        st.session_state.pop("step_hyp", None)
-        st.session_state.step_request = request
+    pending = st.session_state.pop("step_pending", None)
+    try:
+        with decode_turn() as on_wait, decode_slot(on_wait):
+            if st.session_state.get("step_request") != request:
+                st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
+                st.session_state.pop("step_hyp", None)
+                st.session_state.step_request = request
+            elif pending is not None:
+                ACTIONS[pending](st.session_state.step_session)
+    except TranslationError as e:  # ServerBusy
+        st.warning(str(e))
+        return
     session = st.session_state.step_session
     cols = st.columns(len(ACTIONS))
     for col, name in zip(cols, ACTIONS):
@@ -93,7 +103,7 @@ def main() -> None:
                    width="stretch")
     live = [tok.decode_target(h.tokens) for h in session.live]
     st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(
-        f"`{t or '∅'}`" for t in live)))
+        code(t) if t else "∅" for t in live)))
     current_step(session, tok, source.pieces)
     tokens_help()
     if settings.beam_size > 1 and session.history:
@@ -103,12 +113,14 @@ def main() -> None:
     finished = session.finished
     if finished:
         st.subheader("Finished hypotheses")
-        labels = [f"{tok.decode_target(h.tokens) or '∅'}  (score {h.normalized_score:.3f})" for h in finished]
+        labels = [f"{plain(tok.decode_target(h.tokens)) or '∅'}  (score {h.normalized_score:.3f})" for h in finished]
         pick = st.radio("Open a hypothesis to see its attention", range(len(labels)), format_func=labels.__getitem__,
                         key="step_pick")
         hyp = finished[min(pick, len(finished) - 1)]
-        st.markdown(f"**Result:** {tok.decode_target(hyp.tokens)}")
-        attention_explorer(translator.attention_maps(source.ids, hyp.tokens), key="step_att")
+        st.markdown(f"**Result:** {plain(tok.decode_target(hyp.tokens))}")
+        with decode_turn() as on_wait, decode_slot(on_wait):
+            maps = translator.attention_maps(source.ids, hyp.tokens)
+        attention_explorer(maps, key="step_att")
 
 
 main()

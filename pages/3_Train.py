@@ -16,14 +16,14 @@ def start_form() -> None:
         st.session_state.train_name = time.strftime("run-%Y%m%d-%H%M%S")
     with st.expander("Start a new run", expanded=not jobs.list_runs(runs_dir())):
         name = st.text_input("Run name", key="train_name")
-        corpus = corpus_args(name)
+        corpus = corpus_args()
         args = model_args()
         if st.button("Start training", key="train_start", type="primary"):
             if corpus is None:
-                st.error("Choose a TSV file first.")
+                st.error("Choose the corpus first (see above).")
                 return
             try:
-                info = jobs.start_run(runs_dir(), name, corpus + args)
+                info = jobs.start_run(runs_dir(), name, corpus.args + args, corpus_tsv=corpus.upload)
             except ValueError as e:
                 st.error(str(e))
                 return

@@ -11,8 +11,8 @@ from transformer.tokenizer import PAD_ID
 from transformer.translate import TranslationError
 from ui import figures
 from ui.attention import encoder_attention_steps
-from ui.translation import translate
-from ui.widgets import chart, choice_box, current_translator, page_setup, sentence_input, tokens_help
+from ui.translation import MAX_SOURCE_TOKENS, translate
+from ui.widgets import chart, choice_box, current_translator, decode_turn, page_setup, sentence_input, tokens_help
 
 DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 
@@ -99,12 +99,14 @@ def main() -> None:
         st.info("Type a sentence above to see its masks and attention.")
         return
     if translator is None:
-        masks(sentence.split() + ["</s>"], ["<s>", *sentence.split()[:11]])
+        words = sentence.split()[:MAX_SOURCE_TOKENS - 1]  # the app's limit: a mask of a pasted book would not fit
+        masks(words + ["</s>"], ["<s>", *words[:11]])
         st.header("3. Scaled dot-product attention, step by step")
         st.info("This part uses a trained model: train one on the Train page, then come back.")
         return
     try:
-        translation = translate(translator, sentence, SearchSettings())
+        with decode_turn() as on_wait:
+            translation = translate(translator, sentence, SearchSettings(), on_wait)
     except TranslationError as e:
         st.info(str(e))
         return

@@ -3,6 +3,7 @@
 import base64
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from transformer.decoding import SearchSettings, search
+from transformer.rundir import probe_steps
 from ui import jobs
 from ui.figures import escape
 
@@ -151,11 +153,13 @@ def test_learn_page_rebuilds_attention_by_hand(at):
     assert np.allclose(table["softmax"], table["model's weight"], atol=1e-5) and not at.warning
 
 
-def test_train_page_starts_shows_and_stops_a_run(at, tmp_path):
-    tsv = write_tsv(tmp_path / "pairs.tsv", copies=3)
+def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_DATA", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    write_tsv(tmp_path / "data" / "pairs.tsv", copies=3)
     page(at, "pages/3_Train.py")
     at.radio(key="train_corpus").set_value("TSV file").run()
-    at.text_input(key="train_tsv_path").input(str(tsv))
+    at.selectbox(key="train_data_file").set_value("pairs.tsv")
     at.text_input(key="train_name").input("tiny-test")
     for key, value in {"train_steps_tiny": 400, "train_d_tiny": 32, "train_l_tiny": 1, "train_v_tiny": 200,
                        "train_t_tiny": 256, "train_e_tiny": 3, "train_threads": 1}.items():
@@ -165,7 +169,7 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path):
     assert not at.exception and not at.error
     root = tmp_path / "runs" / "tiny-test"
     deadline = time.monotonic() + 60
-    while not jobs.probe_steps(root) and time.monotonic() < deadline:  # run_every does not fire in AppTest
+    while not probe_steps(root) and time.monotonic() < deadline:  # run_every does not fire in AppTest
         time.sleep(0.3)
     at.run()
     assert jobs.run_info(root).state == "running", jobs.log_tail(root)
@@ -283,6 +287,7 @@ def test_step_page_follows_a_picked_hypothesis_by_its_prefix(at):
         box = selectbox(at, "Hypothesis")
         rank = [tuple(h.prefix) for h in at.session_state["step_session"].current.live].index(tuple(now))
         read = next(m.value for m in at.markdown if "the decoder read" in m.value).split("**")[1]
+        read = re.sub(r"\\(.)", r"\1", read).replace("\u2060", "")  # as shown: Markdown escapes undone
         assert box.options[box.value] == f"{rank}: {read}"  # the box shows the followed one, at its new rank
         followed += 1
     assert followed

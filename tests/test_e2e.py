@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def _healthy(proc: subprocess.Popen, url: str, timeout: float = 60.0) -> bool:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """The app as a user starts it: with the shipped model (or a tiny one while none is shipped)."""
-    env = {**os.environ, "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs")), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs")), "PYTHONUNBUFFERED": "1",
+           "EXPLORER_ANY_TSV_PATH": "1"}  # the Train test makes a run fail quickly with a missing file
     if find_checkpoint() is None:
         checkpoints = tmp_path_factory.mktemp("checkpoints")
         make_checkpoint(checkpoints / "tiny")
@@ -274,3 +276,18 @@ def test_tour_of_the_other_pages(server, page, tmp_path):
     page.goto(server + "/Teaching_guide")
     expect(page.get_by_role("heading", name="Teaching with the Attention Explorer")).to_be_visible(timeout=60_000)
     assert page.locator(EXCEPTION).count() == 0
+
+
+def test_text_from_a_link_or_the_box_shows_as_typed_never_as_a_link_or_html(server, page):
+    """Markdown and HTML in a link's parameters and in the sentence box stay text in the real browser."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    payload = "[click](https://evil.example/x) <img src=x onerror=alert(1)> www.evil.example"
+    page.goto(server + "/Translate?att=" + urllib.parse.quote(payload) + "&text=" + urllib.parse.quote(payload))
+    warning = page.get_by_text("Unknown attention")
+    warning.wait_for(timeout=60_000)
+    page.locator('[data-testid="stMarkdownContainer"] h3').first.wait_for(timeout=60_000)
+    shown = warning.inner_text().replace("\u2060", "")
+    assert "[click](https://evil.example/x) <img src=x onerror=alert(1)> www.evil.example" in shown, shown
+    assert page.locator('a[href*="evil.example"]').count() == 0 and page.locator('img[src="x"]').count() == 0
+    assert not dialogs and page.locator(EXCEPTION).count() == 0

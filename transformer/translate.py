@@ -5,7 +5,8 @@
 
 Without --checkpoint, the first checkpoint directory (by name) under the repository's checkpoints/
 is used. Input is normalised as the training corpora are (`data.normalize_text`), then by the
-tokenizer. Empty input raises `TranslationError`. A source longer than the model's max_len tokens
+tokenizer. Empty input, and text that is not valid Unicode (a lone surrogate such as "\\ud800", which is
+what undecodable bytes become), raise `TranslationError`. A source longer than the model's max_len tokens
 is cut to its first max_len - 1 pieces plus </s>: the result's `warnings` says so, as it says when
 the output hit the length limit without </s> or when source pieces are unknown to the vocabulary.
 """
@@ -47,7 +48,24 @@ DEFAULT_CHECKPOINT_DIR = find_checkpoint()
 
 
 class TranslationError(ValueError):
-    """The input cannot be translated (empty, or nothing left after normalisation)."""
+    """The input cannot be translated (empty, nothing left after normalisation, or not valid Unicode)."""
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """text for an error message: its repr, cut so that a 10,000-character input makes a one-line message."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text):,} characters)"
+
+
+def check_text(text: object) -> str:
+    """text itself, or TranslationError when it is not a str or holds a lone surrogate (it cannot be encoded)."""
+    if not isinstance(text, str):
+        raise TranslationError(f"expected text, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise TranslationError(f"the text is not valid Unicode: a lone surrogate {text[e.start]!r} at character "
+                               f"{e.start + 1} (undecodable bytes?)") from None
+    return text
 
 
 @dataclass
@@ -127,10 +145,10 @@ class Translator:
 
     def prepare(self, text: str) -> Source:
         """Normalise and encode one input, truncated to the model's max_len."""
-        normalized = normalize_text(text)
+        normalized = normalize_text(check_text(text))
         ids = self.tokenizer.encode_source(normalized)
         if not normalized or len(ids) < 2:
-            raise TranslationError(f"nothing to translate in {text!r}")
+            raise TranslationError(f"nothing to translate in {_shown(text)}")
         warnings = []
         max_len = self.model.config.max_len
         if len(ids) > max_len:
@@ -235,10 +253,16 @@ def format_plain(translation: Translation, nbest: int) -> str:
     return "\n".join(f"{rank}\t{score:.4f}\t{text}" for rank, (score, text) in enumerate(ranked, 1)) + "\n"
 
 
+def _stdin_text() -> str:
+    return sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if hasattr(sys.stdin, "buffer") \
+        else sys.stdin.read()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    texts = [args.text] if args.text is not None else sys.stdin.read().splitlines()
+    # undecodable bytes on stdin become lone surrogates (as in argv), which the Translator refuses by line
+    texts = [args.text] if args.text is not None else _stdin_text().splitlines()
     try:
         if not texts:
             raise TranslationError("no input: give a sentence, or sentences on stdin")

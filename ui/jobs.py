@@ -1,9 +1,15 @@
 """Training runs as background processes of the training CLI: start, stop, resume, list. No streamlit.
 
 A run is started in its own session (start_new_session) so it outlives page reloads and browser
-disconnects; the app finds it again from the run directory alone. Besides the trainer's own files
-the app writes `launch.json` (pid, command, time) and `process.log` (the process's stdout and
-stderr), which is all there is to show when a process dies before it writes status.json.
+disconnects; the app finds it again from the run directory alone. The trainer's own files are read through
+`transformer.rundir`, which writes them. Besides those the app writes `launch.json` (pid, command, time),
+`process.log` (the process's stdout and stderr), which is all there is to show when a process dies before it
+writes status.json, and `corpus.tsv` (an uploaded corpus, checked by `check_tsv` before anything is written).
+
+What a page can start is bounded here, since anyone who reaches the page can start it: a run name is one
+folder name under the runs folder; a corpus is an upload, a file of the data folder (EXPLORER_DATA, default
+`data/`) or, only with EXPLORER_ANY_TSV_PATH=1 (a trusted single user), any path; a Hugging Face dataset is a
+Hub name, never a local path.
 """
 
 from __future__ import annotations
@@ -19,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from transformer.rundir import RunFiles, read_status
 from ui.models import REPO, read_json
 
 LAUNCH_FILE, PROCESS_LOG = "launch.json", "process.log"
@@ -68,7 +73,7 @@ class RunInfo:
 def run_info(root: str | Path) -> RunInfo:
     """The state of a run, from its files and whether its process is alive."""
     root = Path(root)
-    status, launch = read_json(root / "status.json"), read_json(root / LAUNCH_FILE)
+    status, launch = read_status(root), read_json(root / LAUNCH_FILE)
     state = status.get("state")
     pid = launch.get("pid") if launch.get("started", 0) > status.get("updated", 0) else status.get("pid")
     alive = pid_alive(pid)
@@ -88,13 +93,106 @@ def list_runs(runs_dir: Path) -> list[RunInfo]:
     """Every run directory, newest first."""
     if not runs_dir.is_dir():
         return []
-    markers = ("run.json", "status.json", LAUNCH_FILE)
-    roots = [p for p in runs_dir.iterdir() if p.is_dir() and any((p / m).exists() for m in markers)]
+    def is_run(p: Path) -> bool:
+        files = RunFiles(p)
+        return p.is_dir() and any(m.exists() for m in (files.run_json, files.status, p / LAUNCH_FILE))
+
+    roots = [p for p in runs_dir.iterdir() if is_run(p)]
     return [run_info(p) for p in sorted(roots, key=lambda p: p.stat().st_mtime, reverse=True)]
 
 
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})?")
+HF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
+HF_CONFIG = re.compile(r"[A-Za-z0-9_.-]{0,64}")
+CORPUS_FILE = "corpus.tsv"
+MAX_TSV_BYTES = 20 * 1024 * 1024  # as .streamlit/config.toml's server.maxUploadSize (MB), checked here too
+MAX_TSV_LINES = 1_000_000
+MIN_TSV_PAIRS = 10  # fewer cannot fill train, dev and test splits
+
+
 def valid_run_name(name: str) -> bool:
-    return bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name))
+    return bool(RUN_NAME.fullmatch(name)) and name not in (".", "..") and ".." not in name
+
+
+def check_run_name(name: str) -> None:
+    if not valid_run_name(name):
+        raise ValueError("A run name uses letters, digits, '-', '_' or '.' (not '..'), starts with a letter or "
+                         "digit, and has at most 64 characters.")
+
+
+def check_language_code(code: str) -> None:
+    if not LANGUAGE_CODE.fullmatch(code):
+        raise ValueError(f"{code[:20]!r} is not a language code such as en, fr or pt-BR.")
+
+
+def check_hf_name(name: str, config: str = "") -> None:
+    """A Hugging Face Hub name ("opus_books", "Helsinki-NLP/europarl"): never a path the trainer would read."""
+    # the pattern first: it bounds the length, so that the look-ups below cannot fail on a huge name
+    if not HF_NAME.fullmatch(name) or ".." in name or name.endswith((".json", ".jsonl", ".csv")) \
+            or (REPO / name).exists() or Path(name).exists():
+        raise ValueError(f"{name[:40]!r} is not a Hugging Face dataset name such as opus_books or owner/name "
+                         "(local files and folders are not accepted here).")
+    if not HF_CONFIG.fullmatch(config):
+        raise ValueError(f"{config[:40]!r} is not a dataset configuration name such as en-fr.")
+
+
+def check_tsv(data: bytes) -> int:
+    """The number of sentence pairs of an uploaded TSV corpus, or ValueError saying what is wrong with it:
+    size, encoding, NUL bytes, line count, or a line without exactly 2 (or 3) tab-separated non-empty columns."""
+    if len(data) > MAX_TSV_BYTES:
+        raise ValueError(f"The file has {len(data) / 2**20:.1f} MB; at most {MAX_TSV_BYTES // 2**20} MB are accepted.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ValueError(f"The file is not UTF-8 text (line {line}, byte {e.start}); save it as UTF-8.") from None
+    if "\x00" in text:
+        raise ValueError(f"The file holds a NUL character (line {text[: text.index(chr(0))].count(chr(10)) + 1}): "
+                         "it is not a text file.")
+    lines = text.splitlines()
+    if len(lines) > MAX_TSV_LINES:
+        raise ValueError(f"The file has {len(lines):,} lines; at most {MAX_TSV_LINES:,} are accepted.")
+    pairs = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) not in (2, 3) or not fields[0].strip() or not fields[1].strip():
+            raise ValueError(f"Line {number} is not `source<TAB>target` (it has {len(fields)} tab-separated "
+                             "column(s), or an empty one).")
+        pairs += 1
+    if pairs < MIN_TSV_PAIRS:
+        raise ValueError(f"The file has {pairs} sentence pair(s); at least {MIN_TSV_PAIRS} are needed.")
+    return pairs
+
+
+def data_dir() -> Path:
+    """Where the Train page may read TSV corpora by name (EXPLORER_DATA, default data/ in the repository)."""
+    return Path(os.environ.get("EXPLORER_DATA") or REPO / "data")
+
+
+def any_tsv_path() -> bool:
+    """EXPLORER_ANY_TSV_PATH=1: the Train page reads a TSV from any path (a trusted, single-user machine)."""
+    return os.environ.get("EXPLORER_ANY_TSV_PATH") == "1"
+
+
+def data_files() -> list[str]:
+    """The .tsv and .txt files of the data folder, as names relative to it."""
+    root = data_dir()
+    if not root.is_dir():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.suffix in (".tsv", ".txt") and p.is_file()
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def data_file(name: str) -> Path:
+    """A file of the data folder by its name there; ValueError for anything outside it (`..`, links out)."""
+    root = data_dir().resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        raise ValueError(f"{name[:60]!r} is not a file of the data folder {root}.")
+    return path
 
 
 def _launch(root: Path, args: list[str]) -> RunInfo:
@@ -107,14 +205,19 @@ def _launch(root: Path, args: list[str]) -> RunInfo:
     return run_info(root)
 
 
-def start_run(runs_dir: Path, name: str, args: list[str]) -> RunInfo:
-    """Start `python -m transformer.train ARGS --out RUNS/NAME`; refuses an invalid or taken name."""
-    if not valid_run_name(name):
-        raise ValueError("a run name uses letters, digits, '-', '_' or '.', and at most 64 characters")
+def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | None = None) -> RunInfo:
+    """Start `python -m transformer.train ARGS --out RUNS/NAME`; refuses an invalid or taken name before anything
+    is written. corpus_tsv: an uploaded corpus, checked, then saved as the run's corpus.tsv and passed as --path."""
+    check_run_name(name)
     root = runs_dir / name
-    if (root / "run.json").exists() or (root / LAUNCH_FILE).exists():
+    if RunFiles(root).run_json.exists() or (root / LAUNCH_FILE).exists():
         raise ValueError(f"a run named {name!r} already exists: choose another name or resume it")
+    if corpus_tsv is not None:
+        check_tsv(corpus_tsv)
     root.mkdir(parents=True, exist_ok=True)
+    if corpus_tsv is not None:
+        (root / CORPUS_FILE).write_bytes(corpus_tsv)
+        args = [*args, "--path", str(root / CORPUS_FILE)]
     return _launch(root, [*args, "--out", str(root)])
 
 
@@ -122,7 +225,7 @@ def resume_run(root: Path, max_steps: int | None = None) -> RunInfo:
     info = run_info(root)
     if info.active:
         raise ValueError(f"run {info.name} is already {info.state}")
-    if not (root / "checkpoints" / "latest").is_dir():
+    if not RunFiles(root).checkpoint("latest").is_dir():
         raise ValueError(f"run {info.name} has no saved checkpoint to resume from")
     return _launch(root, ["--resume", str(root), *(["--max-steps", str(max_steps)] if max_steps else [])])
 
@@ -141,8 +244,7 @@ def stop_run(root: Path) -> bool:
 
 def log_tail(root: Path, lines: int = 40) -> str:
     """The end of the process output (it includes tracebacks), else of train.log."""
-    for name in (PROCESS_LOG, "train.log"):
-        path = root / name
+    for path in (root / PROCESS_LOG, RunFiles(root).log):
         if path.is_file():
             with open(path, "rb") as f:
                 f.seek(max(0, path.stat().st_size - 20_000))
@@ -158,22 +260,3 @@ def eta_seconds(records: list[dict[str, Any]], max_steps: int | None) -> float |
         return None
     pace = (train[-1]["elapsed"] - train[0]["elapsed"]) / (train[-1]["step"] - train[0]["step"])
     return max(0.0, pace * (max_steps - train[-1]["step"]))
-
-
-def probe_steps(root: Path) -> list[int]:
-    """Steps with a complete attention snapshot of the probe sentences."""
-    probes = root / "probes"
-    if not probes.is_dir():
-        return []
-    return sorted(int(p.stem.split("-")[1]) for p in probes.glob("step-*.json")
-                  if p.with_suffix(".safetensors").is_file())
-
-
-def load_probe(root: Path, step: int, index: int = 0) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Probe `index` at `step`: its record (source, translation, pieces) and its maps (L, H, Lq, Lk)."""
-    from safetensors.numpy import load_file
-
-    base = root / "probes" / f"step-{step:07d}"
-    record = read_json(base.with_suffix(".json"))["probes"][index]
-    tensors = load_file(str(base.with_suffix(".safetensors")))
-    return record, {f: tensors[f"{index}.{f}"] for f in ("enc_self", "dec_self", "cross")}

@@ -1,0 +1,33 @@
+"""User and model text inside Streamlit's Markdown: shown as typed, never as a link, an image, HTML, LaTeX or a
+Streamlit directive (`:red[...]`, `:material/...:`). No streamlit.
+
+Every Streamlit element that draws a string (st.markdown, st.info, st.warning, st.error, st.caption, radio labels)
+reads it as Markdown. Text the app did not write itself (a sentence, a link's parameters, a TSV line, a model's
+output, a checkpoint's error) goes through `plain` or `code` first.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark, and then is only itself.
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# GFM turns a bare URL or e-mail address into a link even with its punctuation escaped; an invisible word joiner
+# inside "www", "http" and the like, and before "@", breaks those patterns without changing what the reader sees.
+_AUTOLINK = re.compile(r"(?i)(?<=w)(?=ww\.)|(?<=h)(?=ttps?:)|(?<=m)(?=ailto:)|(?<=x)(?=mpp:)|(?<=f)(?=tp:)|(?=@)")
+_JOINER = "\u2060"
+
+
+def plain(text: object) -> str:
+    """text as literal Markdown: punctuation escaped, line breaks as spaces, bare URLs and e-mails unlinkable."""
+    text = _AUTOLINK.sub(_JOINER, " ".join(str(text).split()))
+    return _PUNCTUATION.sub(r"\\\1", text)
+
+
+def code(text: object) -> str:
+    """text as an inline code span: a fence longer than any run of backticks in it, so it cannot close early."""
+    text = " ".join(str(text).split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -44,11 +44,11 @@ def print_alignment(numbers: dict, translator: Translator, examples: list[Aligne
                            "sentences": aer.sentences, "skipped": aer.skipped}
     n_heads = len(aer.heads[0])
     print(f"\ntest AER (%), {aer.sentences} sentences, argmax of each target word's row; "
-          f"best: layer {layer + 1} head {head + 1} = {100 * best:.1f}%")
-    print("| layer | " + " | ".join(f"head {h + 1}" for h in range(n_heads)) + " | mean of heads |")
+          f"best: layer {layer} head {head} = {100 * best:.1f}% (layers and heads from 0, as in the app)")
+    print("| layer | " + " | ".join(f"head {h}" for h in range(n_heads)) + " | mean of heads |")
     print("|---" * (n_heads + 2) + "|")
     for i, row in enumerate(aer.heads):
-        print(f"| {i + 1} | " + " | ".join(f"{100 * v:.1f}" for v in row) + f" | {100 * aer.layer_mean[i]:.1f} |")
+        print(f"| {i} | " + " | ".join(f"{100 * v:.1f}" for v in row) + f" | {100 * aer.layer_mean[i]:.1f} |")
 
 
 def main() -> None:

@@ -9,9 +9,12 @@ from transformer.translate import Translation, TranslationError
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels
 from ui.models import source_language
+from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
+from ui.text import plain
 from ui.translation import translate
 from ui.widgets import (
     current_translator,
+    decode_turn,
     example_sentences,
     page_setup,
     search_settings,
@@ -28,9 +31,9 @@ def _use_example() -> None:
 def result(translation: Translation) -> None:
     """The translation, each output token's probability and the n-best list."""
     st.subheader("Translation")
-    st.markdown(f"### {translation.text or '∅'}")
+    st.markdown(f"### {plain(translation.text) or '∅'}")
     for warning in translation.warnings:
-        st.warning(warning)
+        st.warning(plain(warning))
     probs = pd.DataFrame([[f"{p:.3f}" for p in translation.token_probs]], index=["probability"],
                          columns=unique_labels(translation.target_pieces))
     st.dataframe(probs, key="tr_probs")
@@ -51,6 +54,10 @@ def main() -> None:
         return
     metadata = translator.checkpoint.metadata
     examples = example_sentences(metadata)
+    teaching = is_teaching(metadata)
+    if teaching:
+        words_known()
+        random_sentence_button(examples, "tr_text")
     if examples:
         st.selectbox("Pick an example (test split)", [""] + examples, key="tr_example", on_change=_use_example,
                      format_func=lambda s: s or "—")
@@ -63,16 +70,22 @@ def main() -> None:
     request = (str(translator.checkpoint.path), text, settings)
     if st.session_state.get("tr_request") != request:
         try:
-            with st.spinner("Translating…"):
-                st.session_state.tr_result = translate(translator, text, settings)
+            with st.spinner("Translating…"), decode_turn() as on_wait:
+                st.session_state.tr_result = translate(translator, text, settings, on_wait)
         except TranslationError as e:
             st.warning(str(e))
             return
         st.session_state.tr_request = request
-    result(st.session_state.tr_result)
+    translation: Translation = st.session_state.tr_result
+    result(translation)
     tokens_help()
     st.subheader("Attention")
-    attention_explorer(st.session_state.tr_result.attention, key="tr")
+    gold, why_not = gold_links(text, translation) if teaching else (None, "")
+    attention_explorer(translation.attention, key="tr", gold=gold)
+    if gold is not None:
+        alignment_panel(translator, translation, gold, key="tr")
+    elif why_not:
+        st.info(why_not)
 
 
 main()

@@ -42,3 +42,25 @@ def test_shipped_model_translates_test_verses_above_the_floor(translator):
 def test_shipped_model_knows_the_first_verse(translator):
     text = translator.translate("In the beginning God created the heaven and the earth.").text
     assert "Dieu" in text and "commencement" in text
+
+
+TEACHING = SHIPPED.parent / "en-fr-teaching"
+
+
+def test_shipped_teaching_model_translates_its_test_split_and_aligns():
+    """Floors below the card's figures (exact match, BLEU, best-head AER) that only a broken artefact misses."""
+    from transformer.corpora.teaching import build_teaching_corpus
+    from transformer.explain import AlignedExample, cross_attention_aer
+
+    assert sum(f.stat().st_size for f in TEACHING.iterdir()) <= 15 * 1024 * 1024
+    assert (TEACHING / "MODEL_CARD.md").is_file()
+    translator = Translator(TEACHING, batch_size=64)
+    assert translator.checkpoint.metadata["corpus"]["kind"] == "teaching"
+    test = build_teaching_corpus(0).test[:200]
+    hypotheses = [t.text for t in translator.translate_batch([p.src for p in test])]
+    exact = sum(h == p.tgt for h, p in zip(hypotheses, test)) / len(test)
+    assert exact >= 0.9, [(h, p.tgt) for h, p in zip(hypotheses, test) if h != p.tgt][:5]
+    assert corpus_scores(hypotheses, [p.tgt for p in test])["bleu"] >= 90.0
+    aer = cross_attention_aer(translator.model, translator.tokenizer,
+                              [AlignedExample(p.src, p.tgt, p.links) for p in test])
+    assert aer.best[2] <= 0.25 and aer.skipped == 0

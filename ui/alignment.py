@@ -27,8 +27,8 @@ def aer_grid(heads: Sequence[Sequence[float]], layer_mean: Sequence[float], *, t
     """Layers x (heads, mean of heads) of AER in percent; lower is better, the best head is ringed."""
     grid = 100.0 * np.column_stack([np.asarray(heads, dtype=float), np.asarray(layer_mean, dtype=float)])
     n_layers, n_cols = grid.shape
-    columns = [f"head {h + 1}" for h in range(n_cols - 1)] + ["mean of heads"]
-    rows = [f"layer {i + 1}" for i in range(n_layers)]
+    columns = [f"head {h}" for h in range(n_cols - 1)] + ["mean of heads"]  # numbered from 0, as in the explorer
+    rows = [f"layer {i}" for i in range(n_layers)]
     best_layer, best_head = np.unravel_index(np.argmin(grid[:, :-1]), (n_layers, n_cols - 1))
     fig = go.Figure(go.Heatmap(
         z=grid, x=columns, y=rows, zmin=0.0, zmax=100.0, colorscale="RdYlGn_r",
@@ -41,6 +41,6 @@ def aer_grid(heads: Sequence[Sequence[float]], layer_mean: Sequence[float], *, t
         marker=dict(symbol="circle-open", size=34, color="black", line=dict(width=3)),
         hovertemplate=f"best head: {rows[best_layer]}, {columns[best_head]}<extra></extra>",
     ))
-    fig.update_layout(title=title, height=110 + 48 * n_layers, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      yaxis=dict(autorange="reversed"))
+    fig.update_layout(title=title, height=130 + 48 * n_layers, margin=dict(l=70, r=10, t=40 if title else 10, b=50),
+                      yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category", side="bottom"))
     return fig

@@ -11,8 +11,9 @@ from functools import partial
 
 import streamlit as st
 
+from transformer.explain import Link, link_cells, piece_words
 from transformer.translate import TranslationAttention
-from ui import attention, figures, links
+from ui import alignment, attention, figures, links
 from ui.attention import FAMILIES
 from ui.widgets import chart, choice_box, link, link_problems, share
 
@@ -51,8 +52,9 @@ def _picked_in_model_view(key: str, n_heads: int) -> None:
         st.session_state[f"{key}_layer"], st.session_state[f"{key}_head"] = pick
 
 
-def attention_explorer(att: TranslationAttention, key: str) -> None:
-    """Family, layer and head pickers, one heatmap, the model view and the export buttons."""
+def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link] | None = None) -> None:
+    """Family, layer and head pickers, one heatmap, the model view and the export buttons. With `gold` word links
+    (a sentence of the teaching grammar), cross-attention maps mark the gold cells."""
     n_layers = {f: len(getattr(att, f)) for f in FAMILIES}
     n_heads = att.cross[0].shape[0]
     _restore(att, key, n_layers, n_heads)
@@ -74,13 +76,17 @@ def attention_explorer(att: TranslationAttention, key: str) -> None:
     title = f"{FAMILIES[family]}, layer {layer}, {head_name}"
     notes = attention.row_notes(att, family, hide_special=hide)
     query_name, key_name = NAMES[family]
-    chart(st, figures.attention_heatmap(matrix, rows, cols, title=title, query_name=query_name, key_name=key_name,
-                                        row_notes=notes),
-          key=f"{key}_heatmap", filename=f"{family}-layer-{layer}-{head_name}", theme=None)
+    fig = figures.attention_heatmap(matrix, rows, cols, title=title, query_name=query_name, key_name=key_name,
+                                    row_notes=notes)
+    if gold is not None and family == "cross":
+        alignment.add_gold_links(fig, link_cells(gold, piece_words(cols), piece_words(rows)))
+    chart(st, fig, key=f"{key}_heatmap", filename=f"{family}-layer-{layer}-{head_name}", theme=None)
     sums = ("each row sums to 1" if not hide else
             "with the special tokens hidden a row sums to less than 1: the rest went to <s> or </s>")
-    st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}. The camera icon of the chart's toolbar saves "
-               "the picture (PNG or SVG: see the sidebar).")
+    gold_note = (" Red squares mark the grammar's gold links: where a perfect alignment head would look."
+                 if gold is not None and family == "cross" else "")
+    st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}.{gold_note} The camera icon of the chart's "
+               "toolbar saves the picture (PNG or SVG: see the sidebar).")
     with st.expander("Model view: every layer and head"):
         grid, _, _ = attention.every_head(att, family, hide_special=hide)
         chart(st, figures.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",

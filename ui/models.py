@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from transformer.checkpoint import CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE
+from transformer.rundir import RunFiles, read_status
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -28,10 +31,22 @@ class ModelChoice:
     label: str  # shown in the picker
     path: str  # checkpoint directory, as a string so that it is hashable and JSON-friendly
     key: str  # its name in a link: the directory name of a shipped model, run/NAME/best of a run's
+    summary: str = ""  # one line: the language pair and what the model is for
 
 
 def _is_checkpoint(path: Path) -> bool:
-    return (path / "config.json").is_file() and (path / "model.safetensors").is_file()
+    return (path / CONFIG_FILE).is_file() and (path / WEIGHTS_FILE).is_file()
+
+
+def is_model_path(path: str | Path) -> bool:
+    """True for a directory inside checkpoints/ or the runs folder (after resolving `..`): the only places the
+    explorer opens a model from, whatever a link, a session or a run name says."""
+    target = Path(os.path.abspath(path))
+    for root in (checkpoints_dir(), runs_dir()):
+        root = Path(os.path.abspath(root))
+        if target != root and target.is_relative_to(root):
+            return True
+    return False
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -50,24 +65,25 @@ def find_models() -> list[ModelChoice]:
     if root.is_dir():
         for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if _is_checkpoint(path):
-                choices.append(ModelChoice(path.name, str(path), path.name))
+                choices.append(ModelChoice(path.name, str(path), path.name,
+                                           summary(read_json(path / METADATA_FILE))))
     runs = runs_dir()
     if runs.is_dir():
         run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
         for run in run_dirs:
-            state = read_json(run / "status.json").get("state", "starting")
+            state = read_status(run).get("state", "starting")
             for name in ("best", "latest"):
-                path = run / "checkpoints" / name
+                path = RunFiles(run).checkpoint(name)
                 if _is_checkpoint(path):
                     choices.append(ModelChoice(f"run {run.name} / {name} ({state})", str(path),
-                                               f"run/{run.name}/{name}"))
+                                               f"run/{run.name}/{name}", summary(read_json(path / METADATA_FILE))))
     return choices
 
 
 def checkpoint_stamp(path: str | Path) -> float:
     """Changes whenever a run rewrites the checkpoint, so a cached model is reloaded."""
     try:
-        return (Path(path) / "model.safetensors").stat().st_mtime
+        return (Path(path) / WEIGHTS_FILE).stat().st_mtime
     except OSError:
         return 0.0
 
@@ -81,6 +97,22 @@ def source_language(metadata: dict[str, Any]) -> str:
     """The name of the language a model reads ("English"), or "Source" when it is not recorded."""
     code = str((metadata.get("corpus") or {}).get("src") or "")
     return LANGUAGES.get(code, f"Source ({code})" if code else "Source")
+
+
+PURPOSES = {
+    "teaching": "everyday sentences from a generated grammar, with gold word alignments: for class",
+    "bible": "Bible verses: real text, biblical style",
+    "tsv": "trained on a TSV file",
+    "hf": "trained on a Hugging Face dataset",
+}
+
+
+def summary(metadata: dict[str, Any]) -> str:
+    """One line for the model picker: "English → French: everyday sentences …"."""
+    corpus = metadata.get("corpus") or {}
+    src, tgt = str(corpus.get("src") or "?"), str(corpus.get("tgt") or "?")
+    purpose = PURPOSES.get(str(corpus.get("kind")), "")
+    return f"{LANGUAGES.get(src, src)} → {LANGUAGES.get(tgt, tgt)}" + (f": {purpose}" if purpose else "")
 
 
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:

@@ -3,41 +3,90 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import streamlit as st
 
 from transformer.data import DEFAULT_BIBLE_TRANSLATION
-from transformer.training import PRESETS, read_metrics
-from ui import figures, jobs
-from ui.models import runs_dir
+from transformer.rundir import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
+from transformer.training import PRESETS
+from ui import alignment, figures, jobs
+from ui.teaching import probe_gold_cells
+from ui.text import code, plain
 from ui.widgets import chart, open_model
 
+TEACHING = "Teaching (generated, en → fr)"
 
-def corpus_args(name: str) -> list[str] | None:
-    """Corpus widgets; the CLI flags for the choice, or None (after a message) when incomplete."""
-    kind = st.radio("Corpus", ["Bible", "TSV file", "Hugging Face dataset"], horizontal=True, key="train_corpus")
+
+@dataclass(frozen=True)
+class Corpus:
+    args: list[str]  # the training CLI's corpus flags
+    upload: bytes | None = None  # an uploaded TSV (checked): jobs.start_run saves it into the run and adds --path
+
+
+def _checked(check, *values: str) -> bool:
+    """check(*values), or False after showing its message."""
+    try:
+        check(*values)
+    except ValueError as e:
+        st.error(plain(e))
+        return False
+    return True
+
+
+def _tsv(src: str, tgt: str) -> Corpus | None:
+    """An upload, a file of the data folder, or (EXPLORER_ANY_TSV_PATH=1 only) any path on this machine."""
+    base = ["--corpus", "tsv", "--src", src, "--tgt", tgt]
+    upload = st.file_uploader("Sentence pairs, one `source<TAB>target` per line (UTF-8)", type=["tsv", "txt"],
+                              key="train_upload", help=f"At most {jobs.MAX_TSV_BYTES // 2**20} MB and "
+                              f"{jobs.MAX_TSV_LINES:,} lines; checked before anything is written.")
+    if upload is not None:
+        data = upload.getvalue()
+        if not _checked(jobs.check_tsv, data):
+            return None
+        st.caption(f"{jobs.check_tsv(data):,} sentence pairs; saved into the run when it starts.")
+        return Corpus(base, data)
+    files = jobs.data_files()
+    if files:
+        name = st.selectbox(f"…or a file of the data folder {code(jobs.data_dir())}", ["", *files],
+                            key="train_data_file", format_func=lambda f: f or "—")
+        if name:
+            return Corpus([*base, "--path", str(jobs.data_file(name))])
+    else:
+        st.caption(f"Files put into {code(jobs.data_dir())} (.tsv or .txt) can be picked here too.")
+    if jobs.any_tsv_path():  # a trusted single user: see README, "Limits and security"
+        path = st.text_input("…or a TSV path on this machine", key="train_tsv_path")
+        if path:
+            return Corpus([*base, "--path", path])
+    return None
+
+
+def corpus_args() -> Corpus | None:
+    """Corpus widgets; the CLI flags for the choice, or None (after a message where one is due) when incomplete."""
+    kind = st.radio("Corpus", [TEACHING, "Bible", "TSV file", "Hugging Face dataset"], horizontal=True,
+                    key="train_corpus", help="Teaching: everyday English -> French sentences from a generated grammar "
+                    "with gold word alignments, so the charts show how well each head aligns (AER).")
+    if kind == TEACHING:
+        return Corpus(["--corpus", "teaching"])
     langs = sorted(DEFAULT_BIBLE_TRANSLATION)
     c1, c2, c3 = st.columns(3)
     if kind == "Bible":
         src = c1.selectbox("Source language", langs, index=langs.index("en"), key="train_bible_src")
         tgt = c2.selectbox("Target language", langs, index=langs.index("fr"), key="train_bible_tgt")
-        return ["--corpus", "bible", "--src", src, "--tgt", tgt]
+        return Corpus(["--corpus", "bible", "--src", src, "--tgt", tgt])
     src = c1.text_input("Source language code", "en", key="train_src")
     tgt = c2.text_input("Target language code", "fr", key="train_tgt")
+    if not (_checked(jobs.check_language_code, src) and _checked(jobs.check_language_code, tgt)):
+        return None
     if kind == "TSV file":
-        upload = st.file_uploader("Sentence pairs, one `source<TAB>target` per line", type=["tsv", "txt"],
-                                  key="train_upload")
-        path = st.text_input("…or a TSV path on this machine", key="train_tsv_path")
-        if upload is not None:
-            target = runs_dir() / name / "corpus.tsv"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(upload.getvalue())
-            path = str(target)
-        return ["--corpus", "tsv", "--src", src, "--tgt", tgt, "--path", path] if path else None
-    hf_name = c3.text_input("Dataset name", "opus_books", key="train_hf_name")
+        return _tsv(src, tgt)
+    hf_name = c3.text_input("Dataset name", "opus_books", key="train_hf_name",
+                            help="A dataset of the Hugging Face Hub, downloaded by the server.")
     hf_config = c3.text_input("Config", "en-fr", key="train_hf_config")
-    return ["--corpus", "hf", "--src", src, "--tgt", tgt, "--hf-name", hf_name] + (
-        ["--hf-config", hf_config] if hf_config else [])
+    if not _checked(jobs.check_hf_name, hf_name, hf_config):
+        return None
+    return Corpus(["--corpus", "hf", "--src", src, "--tgt", tgt, "--hf-name", hf_name] + (
+        ["--hf-config", hf_config] if hf_config else []))
 
 
 def model_args() -> list[str]:
@@ -81,23 +130,39 @@ def _charts(records: list[dict]) -> None:
           filename="learning-rate")
     chart(c2, figures.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
           filename="tokens-per-second")
+    aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
+    if aer_keys:  # a corpus with gold word links (the teaching corpus)
+        chart(c1, figures.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
+                                        title="dev alignment error rate % (lower is better)"),
+              key="train_aer_chart", filename="dev-aer")
+        chart(c2, figures.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
+              key="train_exact_chart", filename="dev-exact-match")
 
 
 def _probes(root) -> None:
-    steps = jobs.probe_steps(root)
+    steps = probe_steps(root)
     if not steps:
         st.caption("The probe sentence's attention appears here after the first evaluation.")
         return
     index = st.slider("Snapshot", 0, len(steps) - 1, len(steps) - 1, format="%d",
                       help="One snapshot per evaluation; moves to the newest when a new one arrives.") \
         if len(steps) > 1 else 0
-    record, maps = jobs.load_probe(root, steps[index])
-    st.markdown(f"**Step {steps[index]}.** {record['source']} → *{record['translation'] or '∅'}*")
-    cross = maps["cross"][-1].mean(0)  # (T, S): last layer, mean of heads
-    chart(st, figures.attention_heatmap(cross, record["tgt_pieces"], record["src_pieces"],
-                                        title="cross-attention, last layer, mean of heads",
-                                        query_name="target query", key_name="source key"),
-          key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
+    snapshot = read_probe_snapshot(root, steps[index])
+    if snapshot is None or not snapshot.probes:
+        st.caption("This snapshot cannot be read.")
+        return
+    record = snapshot.probes[0]
+    cross = read_probe_maps(root, steps[index])["cross"][-1].mean(0).numpy()  # (T, S): last layer, mean of heads
+    st.markdown(f"**Step {steps[index]}.** {plain(record.source)} → *{plain(record.translation) or '∅'}*")
+    fig = figures.attention_heatmap(cross, record.tgt_pieces, record.src_pieces,
+                                    title="cross-attention, last layer, mean of heads",
+                                    query_name="target query", key_name="source key")
+    cells = probe_gold_cells(record)
+    if cells:
+        alignment.add_gold_links(fig, cells)
+        st.caption("Red squares: the teaching grammar's gold links, shown once the model's output is the "
+                   "grammar's French.")
+    chart(st, fig, key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
 
 
 def _controls(info: jobs.RunInfo) -> None:
@@ -105,7 +170,7 @@ def _controls(info: jobs.RunInfo) -> None:
     if info.active and c1.button("Stop (saves a checkpoint)", key="train_stop"):
         jobs.stop_run(info.root)
         st.toast("Stopping: the run saves a checkpoint first.")
-    latest = info.root / "checkpoints" / "latest"
+    latest = RunFiles(info.root).checkpoint("latest")
     if not info.active and latest.is_dir():
         more = c2.number_input("Resume until step", info.step + 1, 10_000_000, max(info.step * 2, info.step + 100),
                                key=f"train_more_{info.name}")
@@ -114,7 +179,7 @@ def _controls(info: jobs.RunInfo) -> None:
                 jobs.resume_run(info.root, int(more))
             except ValueError as e:
                 st.error(str(e))
-    best = info.root / "checkpoints" / "best"
+    best = RunFiles(info.root).checkpoint("best")
     target = best if best.is_dir() else latest
     if target.is_dir() and c3.button("Open in the explorer", key="train_open"):
         open_model(str(target))
@@ -129,10 +194,10 @@ def live_run(root) -> None:
     previous, seen[info.name] = seen.get(info.name), info.state
     if previous is not None and previous != info.state:
         st.rerun(scope="app")  # the buttons and the Run box outside this fragment show the state too
-    records = read_metrics(root / "metrics.jsonl")
-    st.markdown(f"**Run `{info.name}`: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
+    records = read_metrics(RunFiles(root).metrics)
+    st.markdown(f"**Run {code(info.name)}: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
     if info.state in ("crashed", "failed"):
-        st.error(f"Training {info.state}: {info.error or 'no error recorded'}")
+        st.error(f"Training {info.state}: {plain(info.error or 'no error recorded')}")
         st.code(jobs.log_tail(root) or "(empty log)", language="text")
     if info.max_steps:
         eta = jobs.eta_seconds(records, info.max_steps)

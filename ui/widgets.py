@@ -4,17 +4,21 @@ select boxes that follow their options, search settings, charts and the token gl
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import streamlit as st
+import torch
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.tokenizer import TokenizerError
 from transformer.translate import Translator
 from ui import figures, links
-from ui.models import checkpoint_stamp, checkpoints_dir, find_models, runs_dir
+from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
+from ui.text import code, plain
+from ui.translation import DECODE_THREADS, OnWait
 
 T = TypeVar("T")
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # bundled: a font server's icon fails offline
@@ -22,7 +26,8 @@ PAGES = [("app.py", "Home", ":material/home:"),
          ("pages/1_Translate.py", "Translate & Attention", ":material/translate:"),
          ("pages/2_Step_by_step.py", "Decode step by step", ":material/step:"),
          ("pages/3_Train.py", "Train", ":material/model_training:"), ("pages/4_Learn.py", "Learn", ":material/school:"),
-         ("pages/5_Teaching_guide.py", "Teacher's guide", ":material/menu_book:")]
+         ("pages/5_Teaching_guide.py", "Teacher's guide", ":material/menu_book:"),
+         ("pages/6_Explain_heads.py", "Explain heads", ":material/psychology:")]
 MODEL_KEY = "model_path"  # session state: the checkpoint directory this user explores
 LINK_KEY = "_link"  # session state: the query parameters the page was opened with
 TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword pieces*: a rare word is cut into "
@@ -35,6 +40,7 @@ TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword piec
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
 def _load(path: str, stamp: float) -> Translator:
     """One model per server and checkpoint version (stamp), with its Translator; pages only read them."""
+    torch.set_num_threads(DECODE_THREADS)  # the decode slots (ui.translation) share the cores, one each
     return Translator(load_checkpoint(path, "cpu"))
 
 
@@ -66,7 +72,7 @@ def link() -> dict[str, str]:
 
 def link_problems(problems: Sequence[str]) -> None:
     for problem in problems:
-        st.warning(problem, icon=":material/link_off:")
+        st.warning(plain(problem), icon=":material/link_off:")  # they quote the link, which anyone can write
 
 
 def share(**params: str | None) -> None:
@@ -95,13 +101,16 @@ def model_picker() -> None:
     current = st.session_state.get(MODEL_KEY)
     if current not in paths:
         # A model opened from the Train page may not be listed under that exact label yet.
-        current = paths[0] if current is None else current
+        current = paths[0] if current is None or not is_model_path(current) else current
         if current not in paths:
             paths.append(current)
             labels[current] = current
     st.sidebar.selectbox("Model", paths, index=paths.index(current), format_func=lambda p: labels.get(p, p),
                          key="_model_select", on_change=_picked)
     st.session_state[MODEL_KEY] = current
+    summaries = {c.path: c.summary for c in choices}
+    if summaries.get(current):
+        st.sidebar.caption(summaries[current])
     keys = {c.path: c.key for c in choices}
     if current in keys:
         share(model=keys[current])
@@ -129,10 +138,13 @@ def current_translator(required: bool = True) -> Translator | None:
                 "`python -m transformer.train --corpus bible --src en --tgt fr --preset tiny --out runs/tiny`"
             )
         return None
+    if not is_model_path(path):
+        st.error(f"The explorer opens models from {code(checkpoints_dir())} and {code(runs_dir())} only.")
+        return None
     try:
         return _load(path, checkpoint_stamp(path))
     except (CheckpointError, TokenizerError, OSError) as e:  # a checkpoint without tokenizer.json included
-        st.error(f"This checkpoint cannot be loaded: {e}")
+        st.error(f"This checkpoint cannot be loaded: {code(e)}")
         return None
 
 
@@ -228,6 +240,25 @@ def example_sentences(metadata: dict) -> list[str]:
     import json
 
     corpus = metadata.get("corpus")
-    if not isinstance(corpus, dict) or corpus.get("kind") not in ("bible", "tsv"):
+    if not isinstance(corpus, dict) or corpus.get("kind") not in ("bible", "teaching", "tsv"):
         return []
     return _examples(json.dumps(corpus, sort_keys=True))
+
+
+@contextmanager
+def decode_turn() -> Iterator[OnWait]:
+    """An on_wait for ui.translation: while every decode slot of the server is taken, this place on the page says
+    so; the note goes once the work is done. Nothing is drawn unless it waits: an element drawn on some runs only
+    would move the elements after it, and Streamlit would redraw them (closing an open expander)."""
+    shown = []
+
+    def waiting(running: int, waiting: int) -> None:
+        shown.append(st.info(f"Waiting for a free slot: {running} translations are running on this server and "
+                             f"{waiting} request{'s' if waiting > 1 else ''} (yours included) wait their turn.",
+                             icon=":material/hourglass_top:"))
+
+    try:
+        yield waiting
+    finally:
+        for note in shown:
+            note.empty()

@@ -1,0 +1,131 @@
+"""The app's teaching-model views: gold links on the heatmap, per-head AER, the lexicon, random test sentences,
+and the Train page's alignment charts. Runs the shipped teaching model (checkpoints/en-fr-teaching)."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import figures_of, plotly_array
+from transformer.corpora.teaching import align, build_teaching_corpus, vocabulary
+from transformer.explain import AlignedExample, cross_attention_aer, link_cells, piece_words, sentence_aer
+from transformer.translate import Translator
+from ui.models import find_models
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+SENTENCE = "The young man buys a green bicycle."
+
+
+@pytest.fixture
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    return AppTest.from_file(APP, default_timeout=120)
+
+
+def translate_page(at, text=SENTENCE, **params):
+    at.query_params.update({"model": "en-fr-teaching", "text": text, **params})  # a link opens the page
+    at.switch_page("pages/1_Translate.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_picker_says_what_each_shipped_model_is_for(at):
+    summaries = {c.key: c.summary for c in find_models()}
+    assert summaries["en-fr-teaching"].startswith("English → French: everyday sentences")
+    assert summaries["en-fr-bible"].startswith("English → French: Bible verses")
+    translate_page(at)
+    assert any(c.value == summaries["en-fr-teaching"] for c in at.sidebar.caption)
+
+
+def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_package(at):
+    translate_page(at, att="cross", layer="1", head="0")
+    result = at.session_state["tr_result"]
+    gold = align(SENTENCE)
+    assert result.text == gold.tgt  # the model translates this sentence of the grammar exactly
+    heatmap, markers = figures_of(at)[0]["data"][:2]
+    assert heatmap["type"] == "heatmap" and markers["name"] == "gold link"
+    att = result.attention
+    cells = link_cells(gold.links, piece_words(att.source_pieces), piece_words(att.target_pieces))
+    assert sorted(zip(plotly_array(markers["y"]).tolist(), plotly_array(markers["x"]).tolist())) == sorted(cells)
+    # every target word has a gold link, so every word's rows carry a marker
+    assert {r for r, _ in cells} == {i for i, w in enumerate(piece_words(att.target_pieces)) if w is not None}
+    expected = sentence_aer(att.cross, att.source_pieces, att.target_pieces, gold.links)
+    text = next(m.value for m in at.markdown if m.value.startswith("**Alignment error rate**"))
+    assert f"**{100 * expected.heads[1][0]:.0f}%**" in text
+    grids = {f["layout"]["title"]["text"]: f for f in figures_of(at)[1:] if "text" in f["layout"].get("title", {})}
+    sentence_grid = plotly_array(grids["AER %, this sentence"]["data"][0]["z"])
+    assert np.allclose(sentence_grid[:, :-1], 100 * np.array(expected.heads))
+    assert np.allclose(sentence_grid[:, -1], 100 * np.array(expected.layer_mean))
+    split_grid = plotly_array(grids["AER %, test split"]["data"][0]["z"])
+    translator = Translator(ROOT / "checkpoints" / "en-fr-teaching")
+    examples = [AlignedExample(p.src, p.tgt, p.links) for p in build_teaching_corpus(0).test]
+    split = cross_attention_aer(translator.model, translator.tokenizer, examples)
+    assert np.allclose(split_grid, 100 * np.column_stack([split.heads, split.layer_mean]))
+    at.radio(key="tr_family").set_value("enc_self").run()
+    assert len(figures_of(at)[0]["data"]) == 1  # gold links belong to cross-attention only
+
+
+def test_sentences_outside_the_grammar_or_translated_differently_say_why_there_are_no_links(at):
+    translate_page(at, text="Colourless green ideas sleep furiously.")
+    assert any("outside the teaching grammar" in i.value for i in at.info)
+    assert all(f["data"][-1].get("name") != "gold link" for f in figures_of(at))
+
+
+def test_random_sentence_comes_from_the_test_split_and_the_lexicon_is_listed(at):
+    translate_page(at)
+    at.button(key="tr_text_random").click().run()
+    assert not at.exception
+    test_sources = {p.src for p in build_teaching_corpus(0).test}
+    assert at.session_state["tr_text"] in test_sources and at.session_state["tr_text"] != SENTENCE
+    assert at.session_state["tr_result"].source == at.session_state["tr_text"]
+    listed = "\n".join(m.value for m in at.markdown)
+    for category, pairs in vocabulary().items():
+        assert f"**{category}** ({len(pairs)})" in listed
+    assert "bicycle → vélo" in listed
+
+
+def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):
+    root = tmp_path / "runs" / "teaching"
+    root.mkdir(parents=True)
+    status = {"state": "finished", "pid": os.getpid(), "step": 500, "max_steps": 500, "updated": time.time()}
+    (root / "status.json").write_text(json.dumps(status))
+    records = [{"step": 250, "train_loss": 2.0, "lr": 1e-3, "tokens_per_s": 5000.0, "elapsed": 60.0},
+               {"step": 250, "elapsed": 61.0, "dev_loss": 1.9, "dev_bleu": 15.0, "dev_chrf": 43.0, "dev_exact": 1.0,
+                "dev_aer_best": 44.6, "dev_aer_best_head": "layer 1 head 0", "dev_aer_layer0": 60.0,
+                "dev_aer_layer1": 50.0},
+               {"step": 500, "elapsed": 130.0, "dev_loss": 0.2, "dev_bleu": 87.0, "dev_chrf": 94.0, "dev_exact": 69.0,
+                "dev_aer_best": 24.5, "dev_aer_best_head": "layer 1 head 3", "dev_aer_layer0": 40.0,
+                "dev_aer_layer1": 30.0}]
+    (root / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    at.run()
+    at.switch_page("pages/3_Train.py").run()
+    assert not at.exception, at.exception
+    figures = {f["layout"]["title"]["text"]: f for f in figures_of(at) if f["layout"].get("title")}
+    aer = figures["dev alignment error rate % (lower is better)"]["data"]
+    assert [t["name"] for t in aer] == ["dev_aer_best", "dev_aer_layer0", "dev_aer_layer1"]
+    assert plotly_array(aer[0]["y"]).tolist() == [44.6, 24.5] and plotly_array(aer[0]["x"]).tolist() == [250, 500]
+    exact = figures["dev exact-match sentences %"]["data"][0]
+    assert plotly_array(exact["y"]).tolist() == [1.0, 69.0]
+
+
+def test_training_probes_get_gold_cells_only_when_the_output_is_the_grammars_french():
+    from transformer.explain import format_links
+    from transformer.rundir import ProbeRecord
+    from transformer.tokenizer import Tokenizer
+    from ui.teaching import probe_gold_cells
+
+    gold = align(SENTENCE)
+    tokenizer = Tokenizer.load(ROOT / "checkpoints" / "en-fr-teaching" / "tokenizer.json")
+    src = tokenizer.source_pieces(tokenizer.encode_source(gold.src))
+    tgt = tokenizer.target_pieces(tokenizer.encode_target(gold.tgt)[1:])
+    record = ProbeRecord(gold.src, gold.tgt, src, tgt, tgt, format_links(gold.links))
+    cells = probe_gold_cells(record)
+    assert cells == link_cells(gold.links, piece_words(src), piece_words(tgt)) and len(cells) >= len(gold.links)
+    wrong = ProbeRecord(gold.src, "Le jeune homme achète un vélo.", src, tgt, tgt, format_links(gold.links))
+    assert probe_gold_cells(wrong) == [] and probe_gold_cells(ProbeRecord(gold.src, gold.tgt, src, tgt, tgt)) == []

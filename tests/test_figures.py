@@ -14,7 +14,7 @@ from transformer.decoding import SearchSettings
 from transformer.translate import TranslationError, Translator
 from ui import attention, figures
 from ui.attention import encoder_attention_steps
-from ui.translation import MAX_WORDS, follow_prefix, translate
+from ui.translation import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
 
 
 @pytest.fixture(scope="module")
@@ -192,8 +192,10 @@ def test_translate_gives_probabilities_attention_and_nbest(translator):
     assert 1 <= 1 + len(beam.alternatives) <= 3
     with pytest.raises(TranslationError, match="Type a sentence"):
         translate(translator, "   ", SearchSettings())
-    with pytest.raises(TranslationError, match=f"more than {MAX_WORDS} words"):
-        translate(translator, "the " * (MAX_WORDS + 1), SearchSettings())
+    with pytest.raises(TranslationError, match=f"the app reads at most {MAX_SOURCE_TOKENS}"):
+        translate(translator, "the " * MAX_SOURCE_TOKENS, SearchSettings())  # + </s>: one piece too many
+    with pytest.raises(TranslationError, match=f"translates at most {MAX_CHARS:,} at a time"):
+        translate(translator, "x" * (MAX_CHARS + 1), SearchSettings())
 
 
 def test_links_read_valid_values_and_explain_the_rest():

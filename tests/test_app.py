@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -31,6 +32,29 @@ def plotly_array(v):
 
 def figures_of(at):
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def altair_views(at) -> list[tuple[dict, dict]]:
+    """Each Altair chart's Vega-Lite spec and its datasets (name -> DataFrame)."""
+    return [(json.loads(el.proto.spec),
+             {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in el.proto.datasets})
+            for el in at.get("vega_lite_chart")]
+
+
+def curve_points(view: tuple[dict, dict], metric: str) -> list[tuple[int, float]]:
+    """(step, value) of one metric in the training-curves view."""
+    spec, data = view
+    frame = data[(spec.get("data") or spec["vconcat"][0]["layer"][0]["data"])["name"]]  # hoisted when shared
+    rows = frame[frame["metric"] == metric]
+    return list(zip(rows["step"].tolist(), rows["value"].tolist()))
+
+
+def curve_panels(view: tuple[dict, dict]) -> list[str]:
+    """The training-curves view's panel titles; asserts they share one step axis."""
+    spec, _ = view
+    assert spec["resolve"]["scale"]["x"] == "shared"
+    assert all(layer["encoding"]["x"]["field"] == "step" for panel in spec["vconcat"] for layer in panel["layer"])
+    return [panel["layer"][0]["encoding"]["y"]["title"] for panel in spec["vconcat"]]
 
 
 @pytest.fixture(scope="module")
@@ -174,9 +198,10 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     at.run()
     assert jobs.run_info(root).state == "running", jobs.log_tail(root)
     keys = {el.proto.id for el in at.get("plotly_chart")}
-    assert len(figures_of(at)) == 5, keys  # 4 curves + the probe's attention
-    loss = figures_of(at)[0]["data"][0]
-    assert loss["name"] == "train_loss" and len(plotly_array(loss["x"])) >= 1
+    assert len(figures_of(at)) == 2, keys  # tokens / s + the probe's attention
+    (curves,) = altair_views(at)  # loss, BLEU and learning rate, linked on one step axis
+    assert curve_panels(curves)[:2] == ["loss", "dev BLEU / chrF"] and "learning rate" in curve_panels(curves)
+    assert len(curve_points(curves, "train_loss")) >= 1 and len(curve_points(curves, "dev_bleu")) >= 1
     at.button(key="train_stop").click().run()
     deadline = time.monotonic() + 30
     while jobs.run_info(root).active and time.monotonic() < deadline:

@@ -8,13 +8,14 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
-from tests.test_app import APP, figures_of, plotly_array
+from tests.test_app import APP, altair_views, curve_panels, curve_points, figures_of, plotly_array
 from transformer.checkpoint import load_checkpoint
 from transformer.data import CorpusSpec, load_corpus
 from transformer.explain import FAMILIES, Intervention, cell_arithmetic, intervened_translator
 from transformer.rundir import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
 from transformer.tokenizer import BOS_ID
 from transformer.translate import Translator
+from ui import curves
 from ui.report import sentence_report
 
 PAGE = "pages/6_Explain_heads.py"
@@ -150,6 +151,15 @@ def test_head_importance_runs_in_the_background_and_opens_the_ablation(at, check
     assert at.session_state["ex_view"] == "ablate" and at.session_state["ex_off"] == [top_head]
 
 
+def cursor_step(view) -> int:
+    """The step of the red cursor rule in every panel of the training-curves view."""
+    spec, data = view
+    cursors = {data[layer["data"]["name"]]["step"].item() for panel in spec["vconcat"] for layer in panel["layer"]
+               if layer["mark"].get("color") == curves.CURSOR_COLOR}
+    assert len(cursors) == 1
+    return cursors.pop()
+
+
 def test_attention_across_training_with_curves_and_animation(at, tmp_path):
     run = RunFiles(tmp_path / "runs" / "demo")
     run.root.mkdir(parents=True)
@@ -160,12 +170,15 @@ def test_attention_across_training_with_curves_and_animation(at, tmp_path):
         append_metrics(run.metrics, {"step": step, "train_loss": 3.0 - step / 200, "dev_loss": 3.0, "dev_bleu": 1.0})
     write_status(run, "finished", step=300, max_steps=300)
     open_view(at, "training")
-    heat, loss, bleu, animation = figures_of(at)
+    heat, animation = figures_of(at)
     assert plotly_array(heat["data"][0]["z"]).shape == (3, 3)
-    assert loss["layout"]["shapes"][0]["x0"] == 300  # the cursor at the newest snapshot
+    (view,) = altair_views(at)  # the Train page's linked view, with a cursor at the snapshot
+    assert curve_panels(view) == ["loss", "dev BLEU / chrF"]  # no learning rate in these records
+    assert curve_points(view, "dev_bleu") == [(100, 1.0), (200, 1.0), (300, 1.0)]
+    assert cursor_step(view) == 300  # the newest snapshot
     assert [f["name"] for f in animation["frames"]] == ["100", "200", "300"]
     at.select_slider(key="ex_tr_step_3").set_value(200).run()
-    assert figures_of(at)[1]["layout"]["shapes"][0]["x0"] == 200
+    assert cursor_step(altair_views(at)[0]) == 200
 
 
 def test_compare_two_models_and_download_the_report(at):

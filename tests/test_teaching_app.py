@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import figures_of, plotly_array
+from tests.test_app import altair_views, curve_panels, curve_points, figures_of, plotly_array
 from transformer.corpora.teaching import align, build_teaching_corpus, vocabulary
 from transformer.explain import AlignedExample, cross_attention_aer, link_cells, piece_words, sentence_aer
 from transformer.translate import Translator
@@ -112,6 +112,10 @@ def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):
     assert plotly_array(aer[0]["y"]).tolist() == [44.6, 24.5] and plotly_array(aer[0]["x"]).tolist() == [250, 500]
     exact = figures["dev exact-match sentences %"]["data"][0]
     assert plotly_array(exact["y"]).tolist() == [1.0, 69.0]
+    (curves,) = altair_views(at)
+    assert curve_panels(curves) == ["loss", "dev BLEU / chrF", "learning rate"]
+    assert curve_points(curves, "dev_bleu") == [(250, 15.0), (500, 87.0)]
+    assert curve_points(curves, "train_loss") == [(250, 2.0)] and curve_points(curves, "lr") == [(250, 1e-3)]
 
 
 def test_training_probes_get_gold_cells_only_when_the_output_is_the_grammars_french():

@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,17 @@ import sacrebleu
 from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.data import CorpusError, CorpusSpec, load_corpus
 from transformer.decoding import SearchSettings
+from transformer.progress import Counter
 from transformer.translate import Translator
 
 log = logging.getLogger(__name__)
 
 
-def translate_texts(translator: Translator, sources: list[str], beam_size: int = 1) -> list[str]:
-    """Plain translations of many sentences (greedy when beam_size is 1)."""
+def translate_texts(translator: Translator, sources: list[str], beam_size: int = 1, *,
+                    progress: Callable[[int, int], None] | None = None) -> list[str]:
+    """Plain translations of many sentences (greedy when beam_size is 1); progress(done, total) after each batch."""
     settings = SearchSettings(beam_size=beam_size)
-    return [t.text for t in translator.translate_batch(sources, settings)]
+    return [t.text for t in translator.translate_batch(sources, settings, progress=progress)]
 
 
 def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, Any]:
@@ -44,7 +47,8 @@ def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, Any
 
 
 def evaluate_checkpoint(
-    path: str | Path, split: str = "test", *, beam_size: int = 1, limit: int | None = None, device: str = "cpu"
+    path: str | Path, split: str = "test", *, beam_size: int = 1, limit: int | None = None, device: str = "cpu",
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Translate `split` of the corpus the checkpoint was trained on and score it."""
     translator = Translator(load_checkpoint(path, device), batch_size=64)
@@ -53,7 +57,7 @@ def evaluate_checkpoint(
         raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on")
     pairs = load_corpus(CorpusSpec.from_dict(metadata["corpus"])).split(split)[:limit]
     started = time.perf_counter()
-    hypotheses = translate_texts(translator, [s for s, _ in pairs], beam_size)
+    hypotheses = translate_texts(translator, [s for s, _ in pairs], beam_size, progress=progress)
     scores = corpus_scores(hypotheses, [t for _, t in pairs])
     return {**scores, "split": split, "beam_size": beam_size, "seconds": round(time.perf_counter() - started, 1),
             "checkpoint": str(path), "samples": [
@@ -72,8 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        result = evaluate_checkpoint(args.checkpoint, args.split, beam_size=args.beam, limit=args.limit,
-                                     device=args.device)
+        with Counter(f"translating {args.split}", log) as counter:  # a bar on a terminal, else log lines
+            result = evaluate_checkpoint(args.checkpoint, args.split, beam_size=args.beam, limit=args.limit,
+                                         device=args.device, progress=counter)
     except (CheckpointError, CorpusError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ A run is a directory:
     trainer.lock      flock-ed by the live training process; the kernel frees it when that process dies
     checkpoints/      latest/, best/ and step-NNNNNNN/ (the last keep_last of them)
     probes/           step-NNNNNNN.safetensors + .json: probe translations and all their attention maps
+    tb/               TensorBoard event files (transformer.tensorboard_log): `tensorboard --logdir runs`
 
 Readers never fail on a file a writer was killed in the middle of: a torn last line of metrics.jsonl is
 skipped, a torn status.json reads as {} (it is written atomically, so that only happens to foreign files),
@@ -71,6 +72,10 @@ class RunFiles:
     @property
     def probes(self) -> Path:
         return self.root / "probes"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / "tb"
 
     def checkpoint(self, name: str) -> Path:
         return self.checkpoints / name

@@ -5,6 +5,8 @@
     torchrun --nproc_per_node=2 -m transformer.train ...      (DistributedDataParallel)
 
 SIGINT or SIGTERM saves the latest checkpoint and exits cleanly; --resume continues the same run.
+On a terminal a progress bar shows the steps (loss, tokens/s, ETA) with the evaluations above it; otherwise
+(CI, nohup, a redirected log) each log point is a plain line. train.log in the run always has every line.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import signal
 import sys
 from dataclasses import replace
 
+from tqdm import tqdm
+
 from transformer.checkpoint import CheckpointError
 from transformer.data import CorpusError, CorpusSpec
+from transformer.progress import PROGRESS, BarSafeHandler, is_terminal
 from transformer.tokenizer import TokenizerError
 from transformer.trainer import COLLECTIVE_TIMEOUT, START_TIMEOUT, RunSpec, Trainer, TrainingError, create_run
 from transformer.training import PRESETS, RunFiles, TokenizerSettings, TrainConfig
@@ -123,6 +128,27 @@ def format_record(record: dict, max_steps: int) -> str:
     return f"eval at step {record['step']}: {scores}{best_head}"
 
 
+class StepBar:
+    """The training steps as a tqdm bar with the loss and tokens/s; tqdm's rate gives the ETA."""
+
+    def __init__(self, max_steps: int):
+        self.max_steps, self.bar = max_steps, None
+
+    def update(self, record: dict) -> None:
+        if "train_loss" not in record:
+            return
+        if self.bar is None:  # from the first logged step, so that a resumed run's rate and ETA are its own
+            self.bar = tqdm(total=self.max_steps, initial=record["step"], desc="training", unit="step",
+                            file=sys.stderr, dynamic_ncols=True)
+        self.bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}",
+                             refresh=False)
+        self.bar.update(record["step"] - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if bool(args.out) == bool(args.resume):
@@ -141,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     handlers = [logging.FileHandler(RunFiles(trainer.files.root).log, encoding="utf-8")] if trainer.is_main else []
-    handlers.append(logging.StreamHandler(sys.stderr))
+    terminal = is_terminal() and trainer.is_main
+    handlers.append(BarSafeHandler() if terminal else logging.StreamHandler(sys.stderr))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", handlers=handlers, force=True)
 
     def stop(signum, frame):
@@ -151,16 +178,22 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     log.info("run %s: %s", root, replace(trainer.spec.train))
+    bar = StepBar(trainer.config.max_steps) if terminal else None
     try:
         for record in trainer.fit():
-            if trainer.is_main:
-                log.info(format_record(record, trainer.config.max_steps))
+            if trainer.is_main:  # on a terminal the bar shows the steps; train.log still gets each line
+                log.info(format_record(record, trainer.config.max_steps), extra={PROGRESS: "train_loss" in record})
+                if bar is not None:
+                    bar.update(record)
     except (TrainingError, CorpusError, TokenizerError, CheckpointError, ValueError) as e:
         log.error("error: %s", e)
         return 1
     except Exception:  # a bug, not a user error: keep the traceback in train.log
         log.exception("training crashed")
         return 1
+    finally:
+        if bar is not None:
+            bar.close()
     log.info("done: %s", root)
     return 0
 

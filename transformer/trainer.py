@@ -2,11 +2,12 @@
 
 `Trainer(run_dir).fit()` prepares data, tokenizer and model (or restores them from the run's latest
 checkpoint), then trains and yields one dict per log or eval point. It writes metrics.jsonl,
-status.json, checkpoints and probe attention maps itself (in the formats of `transformer.rundir`); it never
-prints. It holds the run's lock from construction to the end of fit (or close), so two trainings never
-write one run. A resume after a kill continues from the latest checkpoint and first drops the metrics and
-probes logged after it, so that each step is logged once. A failed write (disk full) stops the run with a
-TrainingError; the previous checkpoint stays intact.
+status.json, checkpoints and probe attention maps itself (in the formats of `transformer.rundir`), and the same
+metrics and probes as TensorBoard event files (transformer.tensorboard_log, best effort); it never prints.
+It holds the run's lock from construction to the end of fit (or close), so two trainings never write one run.
+A resume after a kill continues from the latest checkpoint and first drops the metrics and probes logged after
+it, so that each step is logged once. A failed write (disk full) stops the run with a TrainingError; the
+previous checkpoint stays intact.
 
 How the run computes is decided once at setup and recorded with reasons in status.json's `setup` (e.g.
 `setup.precision = {"value": "bf16", "reason": "this CPU has AVX-512 BF16"}`) and in the log: the precision
@@ -64,6 +65,7 @@ from transformer.rundir import (
     write_probes,
     write_status,
 )
+from transformer.tensorboard_log import RunBoard
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 from transformer.training import (
     TokenizerSettings,
@@ -153,6 +155,7 @@ class Trainer:
             raise
         self.config = self.spec.train
         self.stop_requested = False
+        self.board = RunBoard(None)  # opened by fit once the run's resume point is known
 
     def _write_status(self, state: str, **fields: Any) -> None:
         """status.json, with the run's setup decisions (precision and the rest, each with its reason) once known."""
@@ -162,6 +165,8 @@ class Trainer:
     def close(self) -> None:
         """Release the run (fit does this when it ends); the lock also goes when the process dies."""
         self.lock.release()
+        if hasattr(self, "board"):
+            self.board.close()
         if self.world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
 
@@ -305,6 +310,7 @@ class Trainer:
                 discard_probes_after(self.files, state["step"])
             if dropped:
                 log.info("dropped %d metric records logged after step %d", dropped, state["step"])
+            self.board = RunBoard(self.files.tensorboard, purge_step=state["step"])
         self.model, self.tokenizer, self.device = model, tokenizer, device
         self.loss_fn = TokenLoss(model)
         self.setup = self._decide_setup()
@@ -421,6 +427,7 @@ class Trainer:
             with self._writing(self.files.metrics):
                 append_metrics(self.files.metrics, record)
                 self._write_status("running", step=state["step"], max_steps=self.config.max_steps)
+            self.board.scalars(record)
         return record
 
     # ------------------------------------------------------------------------- eval, probes, checkpoints
@@ -455,6 +462,8 @@ class Trainer:
                 self._save_probes(state["step"])
             with self._writing(self.files.metrics):
                 append_metrics(self.files.metrics, record)
+            self.board.scalars(record)
+            self.board.flush()
             if state["best_bleu"] is None or record["dev_bleu"] > state["best_bleu"]:
                 state["best_bleu"] = record["dev_bleu"]
                 self._write_checkpoint("best", state)
@@ -486,6 +495,7 @@ class Trainer:
             records.append(ProbeRecord(sentence, translation.text, a.source_pieces, a.target_pieces,
                                        a.target_input_pieces, None if links is None else format_links(links)))
         write_probes(self.files, step, records, maps)
+        self.board.probes(step, [r.source for r in records], [r.translation for r in records], maps)
 
     def _write_checkpoint(self, name: str, state, optimizer=None) -> Path:
         metadata = {**self.meta, "step": state["step"], "epoch": state["epoch"], "elapsed": state["elapsed"],

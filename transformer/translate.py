@@ -18,7 +18,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from torch import Tensor
 from transformer.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
 from transformer.data import normalize_text
 from transformer.decoding import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
+from transformer.progress import Counter
 from transformer.session import DecodingSession
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -166,8 +167,12 @@ class Translator:
         return self.translate_batch([text], settings, attention=attention)[0]
 
     def translate_batch(self, texts: Sequence[str], settings: SearchSettings = DEFAULT_SETTINGS, *,
-                        attention: bool = False) -> list[Translation]:
-        """Translate in batches of sentences of similar length; results in input order."""
+                        attention: bool = False, progress: Callable[[int, int], None] | None = None,
+                        ) -> list[Translation]:
+        """Translate in batches of sentences of similar length; results in input order.
+
+        progress(done, total), when given, is called after each batch with the number of sentences translated.
+        """
         sources = []
         for i, text in enumerate(texts):
             try:
@@ -183,6 +188,8 @@ class Translator:
                 src[row, : len(sources[i].ids)] = torch.tensor(sources[i].ids)
             for i, decoded in zip(batch, search(self.model, src, dataclasses.replace(settings, record_steps=False))):
                 results[i] = self._translation(sources[i], decoded.hypotheses, attention)
+            if progress is not None:
+                progress(min(start + self.batch_size, len(order)), len(order))
         return results
 
     def _translation(self, source: Source, hypotheses: list[Hypothesis], attention: bool) -> Translation:
@@ -269,7 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = SearchSettings(beam_size=args.beam, nbest=args.nbest, alpha=args.alpha,
                                   length_penalty=args.length_penalty)
         translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
-        translations = translator.translate_batch(texts, settings)
+        # a file of more than one batch shows its progress on stderr (stdout is the translations)
+        log.setLevel(logging.INFO)
+        with Counter("translating", log) as counter:
+            progress = counter if len(texts) > args.batch_size else None
+            translations = translator.translate_batch(texts, settings, progress=progress)
     except (CheckpointError, ValueError) as e:  # TranslationError, bad settings, unreadable tokenizer
         print(f"error: {e}", file=sys.stderr)
         return 2

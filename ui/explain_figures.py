@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.figures import attention_heatmap, escape, metric_curves
+from ui.figures import attention_heatmap, escape
 
 DIVERGING = "RdBu_r"  # red: more in the first map (or the head helps), blue: less
 
@@ -100,13 +100,6 @@ def difference_heatmap(a: np.ndarray, b: np.ndarray, query_labels: Sequence[str]
                                       f"{escape(names[1])}: %{{z:+.3f}}<extra></extra>"))
     if divergence is not None and divergence < rows:
         fig.add_hline(y=divergence - 0.5, line=dict(color="black", dash="dash", width=2))
-    return fig
-
-
-def curves_with_cursor(records: Sequence[dict], keys: Sequence[str], step: int, *, title: str) -> go.Figure:
-    """Metric curves with a vertical line at step."""
-    fig = metric_curves(records, keys, title=title)
-    fig.add_vline(x=step, line=dict(color="#d62728", width=2))
     return fig
 
 

@@ -30,7 +30,7 @@ from transformer.explain.history import probe_labels
 from transformer.explain.interventions import Head
 from transformer.rundir import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from transformer.translate import Translator
-from ui import explain_figures, figures, jobs
+from ui import curves, explain_figures, figures, jobs
 from ui.attention import FAMILIES
 from ui.explain_views import NAMES, SHORT, head_name
 from ui.models import checkpoint_stamp, runs_dir
@@ -292,12 +292,8 @@ def training_view() -> None:
     chart(st, figures.attention_heatmap(frame.weights.numpy(), rows, cols, title=title, query_name=NAMES[family][0],
                                         key_name=NAMES[family][1]), key="ex_tr_map", filename=f"{title}-step-{step}",
           theme=None)
-    records = read_metrics(run.root)
-    c1, c2 = st.columns(2)
-    chart(c1, explain_figures.curves_with_cursor(records, ["train_loss", "dev_loss"], step, title="loss"),
-          key="ex_tr_loss", filename="loss")
-    chart(c2, explain_figures.curves_with_cursor(records, ["dev_bleu"], step, title="dev BLEU"), key="ex_tr_bleu",
-          filename="dev-bleu")
+    st.altair_chart(curves.training_curves(read_metrics(run.root), cursor=step), width="content", key="ex_tr_curves")
+    st.caption("The red rule is the snapshot above; hover a panel to read every curve at a step.")
     with st.expander("Play every snapshot as an animation"):
         animation = [(f.step, f.weights.numpy(), *probe_labels(f.record, family)) for f in frames]
         chart(st, explain_figures.training_animation(animation, title=title, query_name=NAMES[family][0],

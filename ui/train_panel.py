@@ -10,7 +10,7 @@ import streamlit as st
 from transformer.data import DEFAULT_BIBLE_TRANSLATION
 from transformer.rundir import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from transformer.training import PRESETS
-from ui import alignment, figures, jobs
+from ui import alignment, curves, figures, jobs
 from ui.teaching import probe_gold_cells
 from ui.text import code, plain
 from ui.widgets import chart, open_model
@@ -121,21 +121,18 @@ def model_args() -> list[str]:
 
 
 def _charts(records: list[dict]) -> None:
+    st.altair_chart(curves.training_curves(records), width="content", key="train_curves")
+    st.caption("Loss, dev BLEU / chrF and learning rate on one step axis: hover a panel to read every curve at "
+               "that step.")
     c1, c2 = st.columns(2)
-    chart(c1, figures.metric_curves(records, ["train_loss", "dev_loss"], title="loss"), key="train_loss_chart",
-          filename="loss")
-    chart(c2, figures.metric_curves(records, ["dev_bleu", "dev_chrf"], title="dev BLEU / chrF"),
-          key="train_bleu_chart", filename="dev-bleu-chrf")
-    chart(c1, figures.metric_curves(records, ["lr"], title="learning rate"), key="train_lr_chart",
-          filename="learning-rate")
-    chart(c2, figures.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
+    chart(c1, figures.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
           filename="tokens-per-second")
     aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
     if aer_keys:  # a corpus with gold word links (the teaching corpus)
-        chart(c1, figures.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
+        chart(c2, figures.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
                                         title="dev alignment error rate % (lower is better)"),
               key="train_aer_chart", filename="dev-aer")
-        chart(c2, figures.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
+        chart(c1, figures.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
               key="train_exact_chart", filename="dev-exact-match")
 
 

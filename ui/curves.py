@@ -1,0 +1,61 @@
+"""The training curves as one linked Altair view: panels stacked on a shared step axis. No streamlit.
+
+Hovering any panel draws a rule at the nearest logged step across all of them, with that step's values;
+`cursor` adds a fixed red rule (the step the attention-across-training scrubber shows). Heatmaps stay in
+plotly (ui/figures.py): Altair is here for what it does better, linked views of the same steps.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+# (panel title, metric keys): the Train page's loss, BLEU and learning-rate curves
+PANELS = (("loss", ("train_loss", "dev_loss")), ("dev BLEU / chrF", ("dev_bleu", "dev_chrf")),
+          ("learning rate", ("lr",)))
+CURSOR_COLOR = "#d62728"
+
+
+def long_form(records: Sequence[dict], panels: Sequence[tuple[str, Sequence[str]]] = PANELS) -> pd.DataFrame:
+    """One row per (step, metric, value, panel) that the records hold."""
+    rows = [{"step": r["step"], "metric": key, "value": float(r[key]), "panel": title}
+            for title, keys in panels for key in keys for r in records if r.get(key) is not None and "step" in r]
+    return pd.DataFrame(rows, columns=["step", "metric", "value", "panel"])
+
+
+def training_curves(records: Sequence[dict], *, cursor: int | None = None,
+                    panels: Sequence[tuple[str, Sequence[str]]] = PANELS, height: int = 150,
+                    width: int = 620) -> alt.VConcatChart:
+    """Loss, BLEU/chrF and learning rate against step, one panel each (those with values), linked by a hover rule."""
+    data = long_form(records, panels)
+    steps = data["step"] if len(data) else pd.Series([0, 1])
+    x = alt.X("step:Q", title="step", scale=alt.Scale(domain=[int(steps.min()), int(steps.max())], nice=False))
+    hover = alt.selection_point(name="hover", fields=["step"], nearest=True, on="pointerover", empty=False,
+                                clear="pointerout")
+    views = []
+    for title, _ in panels:
+        part = data[data["panel"] == title]
+        if part.empty:
+            continue
+        base = alt.Chart(data).transform_filter(alt.datum.panel == title).encode(x=x)
+        y = alt.Y("value:Q", title=title, scale=alt.Scale(zero=False))
+        color = alt.Color("metric:N", legend=alt.Legend(title=None, orient="top"))
+        lines = base.mark_line(point=part["step"].nunique() < 30).encode(y=y, color=color)
+        points = base.mark_point(filled=True, size=60).encode(
+            y=y, color=color, opacity=alt.condition(hover, alt.value(1.0), alt.value(0.0)),
+            tooltip=["step:Q", "metric:N", alt.Tooltip("value:Q", format=".4g")]).add_params(hover)
+        rule = base.mark_rule(color="#888888").encode(x="step:Q").transform_filter(hover)
+        layers = [lines, points, rule]
+        if cursor is not None:
+            layers.append(alt.Chart(pd.DataFrame({"step": [cursor]})).mark_rule(
+                color=CURSOR_COLOR, strokeWidth=2).encode(x="step:Q"))
+        views.append(alt.layer(*layers).properties(height=height, width=width))
+    if not views:
+        views.append(alt.Chart(pd.DataFrame({"text": ["no values yet"]})).mark_text(color="#888888", size=14)
+                     .encode(text="text:N").properties(height=height, width=width))
+    with warnings.catch_warnings():  # one hover parameter shared by every panel is the point here
+        warnings.filterwarnings("ignore", message="Automatically deduplicated selection parameter")
+        return alt.vconcat(*views).resolve_scale(x="shared", y="independent", color="independent")

@@ -62,7 +62,8 @@ def executed():
                             resources={"metadata": {"path": str(NOTEBOOK.parent)}})
     # One torch thread, as tests/conftest.py sets for the in-process tests: a tiny model trains no slower on one,
     # and several times slower with two threads fighting for two cores that other processes also use.
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # MPLBACKEND from another test or the shell (e.g. Agg) would make plt.show() draw nothing in the kernel.
+    env = {**{k: v for k, v in os.environ.items() if k != "MPLBACKEND"}, "OMP_NUM_THREADS": "1"}
     started = time.perf_counter()
     try:
         client.execute(env=env)

@@ -35,7 +35,11 @@ from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 log = logging.getLogger(__name__)
 
-CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+_ROOT = Path(__file__).resolve().parent.parent
+# A checkout keeps the shipped models in checkpoints/; `pip install .` puts them in attention_explorer/checkpoints
+# beside this package (see pyproject.toml).
+CHECKPOINTS_DIR = next((d for d in (_ROOT / "checkpoints", _ROOT / "attention_explorer" / "checkpoints") if d.is_dir()),
+                       _ROOT / "checkpoints")
 
 
 def find_checkpoint(root: Path = CHECKPOINTS_DIR) -> Path | None:

@@ -11,10 +11,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import altair_views, curve_panels, curve_points, figures_of, plotly_array
+from transformer.checkpoint import load_checkpoint
 from transformer.corpora.teaching import align, build_teaching_corpus, vocabulary
 from transformer.explain import AlignedExample, cross_attention_aer, link_cells, piece_words, sentence_aer
 from transformer.translate import Translator
-from ui.models import find_models
+from ui.models import describe, find_models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -41,6 +42,10 @@ def test_the_picker_says_what_each_shipped_model_is_for(at):
     assert summaries["en-fr-bible"].startswith("English → French: Bible verses")
     translate_page(at)
     assert any(c.value == summaries["en-fr-teaching"] for c in at.sidebar.caption)
+    shipped = load_checkpoint(ROOT / "checkpoints" / "en-fr-teaching")
+    facts = describe(shipped.config, shipped.metadata, shipped.tokenizer)  # the Home page's table
+    assert facts["best alignment head (test AER)"] == "layer 1, head 2: 13.4%"
+    assert facts["test exact-match sentences"] == "99.2%"
 
 
 def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_package(at):

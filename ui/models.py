@@ -137,4 +137,9 @@ def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
     if metadata.get("test_bleu") is not None:
         beam = f" (beam {metadata['test_beam']})" if metadata.get("test_beam") else ""
         facts["test BLEU" + beam] = f"{float(metadata['test_bleu']):.1f}"
+    if metadata.get("test_exact") is not None:
+        facts["test exact-match sentences"] = f"{float(metadata['test_exact']):.1f}%"
+    best = metadata.get("test_aer_best_head")
+    if isinstance(best, dict) and {"layer", "head", "aer"} <= best.keys():
+        facts["best alignment head (test AER)"] = f"layer {best['layer']}, head {best['head']}: {best['aer']}%"
     return facts

@@ -69,19 +69,28 @@ def _forms(t: list[str], i: int, kind: str) -> Iterator[tuple[str, int]]:
             yield lemma, i + 1 + (particle is not None)
 
 
+_BE_WILL = ("am", "is", "are", "was", "were", "will")
+
+
+def _be_or_will(aux: str, t: list[str], j: int, neg: bool) -> Iterator[VerbGroup]:
+    """Verb groups after a form of "be" or "will" at j: statements (aux before j) and questions alike."""
+    if aux in ("am", "is", "are"):
+        yield from ((lemma, "progressive", neg, k) for lemma, k in _forms(t, j, "ing"))
+        yield "be", "present", neg, j
+    elif aux in ("was", "were"):
+        yield "be", "past", neg, j
+    else:
+        if _at(t, j) == "be":
+            yield "be", "future", neg, j + 1
+        yield from ((lemma, "future", neg, k) for lemma, k in _forms(t, j, "base"))
+
+
 def _declarative_verb(t: list[str], i: int) -> Iterator[VerbGroup]:
     w = _at(t, i)
     neg = _at(t, i + 1) == "not"
     j = i + 1 + neg
-    if w in ("am", "is", "are"):
-        yield from ((lemma, "progressive", neg, k) for lemma, k in _forms(t, j, "ing"))
-        yield "be", "present", neg, j
-    elif w in ("was", "were"):
-        yield "be", "past", neg, j
-    elif w == "will":
-        if _at(t, j) == "be":
-            yield "be", "future", neg, j + 1
-        yield from ((lemma, "future", neg, k) for lemma, k in _forms(t, j, "base"))
+    if w in _BE_WILL:
+        yield from _be_or_will(w, t, j, neg)
     elif w in ("does", "do", "did") and neg:
         if w != "did" and t[j:j + 2] == ["want", "to"]:
             yield from ((lemma, "want", True, k) for lemma, k in _forms(t, j + 2, "base"))
@@ -95,15 +104,8 @@ def _declarative_verb(t: list[str], i: int) -> Iterator[VerbGroup]:
 
 
 def _question_verb(aux: str, t: list[str], j: int) -> Iterator[VerbGroup]:
-    if aux in ("am", "is", "are"):
-        yield from ((lemma, "progressive", False, k) for lemma, k in _forms(t, j, "ing"))
-        yield "be", "present", False, j
-    elif aux in ("was", "were"):
-        yield "be", "past", False, j
-    elif aux == "will":
-        if _at(t, j) == "be":
-            yield "be", "future", False, j + 1
-        yield from ((lemma, "future", False, k) for lemma, k in _forms(t, j, "base"))
+    if aux in _BE_WILL:
+        yield from _be_or_will(aux, t, j, False)
     elif aux in ("does", "do", "did", "can"):
         if aux in ("does", "do") and t[j:j + 2] == ["want", "to"]:
             yield from ((lemma, "want", False, k) for lemma, k in _forms(t, j + 2, "base"))

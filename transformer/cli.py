@@ -1,7 +1,7 @@
 """Entry points of the installed commands (`pip install .`), beside `python -m transformer.train` and the others.
 
     attention-explorer [STREAMLIT OPTIONS]    the app: `streamlit run app.py` with .streamlit/config.toml's settings
-    transformer-translate ...                 python -m transformer.translate ..., finding the shipped model
+    transformer-translate ...                 python -m transformer.translate ... (transformer.translate:main)
     transformer-train ...                     python -m transformer.train ...       (transformer.train:main)
     transformer-evaluate ...                  python -m transformer.evaluate ...    (transformer.evaluate:main)
 
@@ -91,23 +91,3 @@ def app(argv: Sequence[str] | None = None) -> int:
         return subprocess.call(command, env=env)
     except KeyboardInterrupt:  # the server got the same Ctrl-C and stops by itself
         return 130
-
-
-def translate(argv: Sequence[str] | None = None) -> int:
-    """`transformer-translate`: `python -m transformer.translate`, defaulting to the installed shipped model.
-
-    An installed `transformer.translate` looks for checkpoints in site-packages/checkpoints, where a wheel
-    puts none; without --checkpoint, this passes the first checkpoint shipped with the installed app.
-    """
-    from transformer import translate as translate_cli
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    named = any(a == "--checkpoint" or a.startswith("--checkpoint=") for a in args)
-    if not named and translate_cli.DEFAULT_CHECKPOINT_DIR is None:
-        try:
-            shipped = translate_cli.find_checkpoint(app_dir() / "checkpoints")
-        except FileNotFoundError:
-            shipped = None
-        if shipped is not None:
-            args = ["--checkpoint", str(shipped), *args]
-    return translate_cli.main(args)

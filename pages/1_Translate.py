@@ -6,11 +6,12 @@ import streamlit as st
 from transformer.decoding import SearchSettings
 from transformer.tokenizer import EOS_ID
 from transformer.translate import Translation, TranslationError
+from ui.bidi import is_rtl, isolate, piece_labels
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
-from ui.text import plain
+from ui.text import plain, rtl_html
 from ui.translation import translate
 from ui.widgets import (
     current_translator,
@@ -31,17 +32,23 @@ def _use_example() -> None:
 def result(translation: Translation) -> None:
     """The translation, each output token's probability and the n-best list."""
     st.subheader("Translation")
-    st.markdown(f"### {plain(translation.text) or '∅'}")
+    rtl = rtl_html(translation.text, "h3")
+    if rtl:
+        st.markdown(rtl, unsafe_allow_html=True)
+    else:
+        st.markdown(f"### {plain(translation.text) or '∅'}")
     for warning in translation.warnings:
         st.warning(plain(warning))
-    probs = pd.DataFrame([[f"{p:.3f}" for p in translation.token_probs]], index=["probability"],
-                         columns=unique_labels(translation.target_pieces))
-    st.dataframe(probs, key="tr_probs")
-    st.caption("The output's pieces, each with the probability the model gave it when it chose it.")
+    columns = piece_labels(unique_labels(translation.target_pieces))
+    probs = pd.DataFrame([[f"{p:.3f}" for p in translation.token_probs]], index=["probability"], columns=columns)
+    right_to_left = is_rtl(translation.text)
+    st.dataframe(probs[columns[::-1]] if right_to_left else probs, key="tr_probs")
+    st.caption("The output's pieces, each with the probability the model gave it when it chose it"
+               + (", first piece on the right." if right_to_left else "."))
     if translation.alternatives:
         nbest = [translation, *translation.alternatives]
         with st.expander(f"{len(nbest)} best hypotheses"):
-            st.dataframe(pd.DataFrame({"translation": [h.text for h in nbest],
+            st.dataframe(pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
                                        "normalised score": [h.normalized_score for h in nbest],
                                        "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}), key="tr_nbest")
 

@@ -5,6 +5,7 @@ import streamlit as st
 from transformer.session import DecodingSession
 from transformer.translate import TranslationError
 from ui import figures
+from ui.bidi import isolate
 from ui.explorer import attention_explorer
 from ui.models import source_language
 from ui.text import code, plain
@@ -47,13 +48,13 @@ def current_step(session, tok, src_pieces) -> None:
         st.session_state.step_hyp = prefixes[0]
     if len(prefixes) > 1:
         choice_box(st, "Hypothesis", prefixes, key="step_hyp", follow=lambda old, opts: follow_prefix(old, opts) or 0,
-                   format_func=lambda p: f"{prefixes.index(p)}: {' '.join(tok.target_pieces(p))}")
+                   format_func=lambda p: f"{prefixes.index(p)}: {isolate(' '.join(tok.target_pieces(p)))}")
     hyp = step.live[prefixes.index(st.session_state.step_hyp)] if st.session_state.get("step_hyp") in prefixes \
         else step.live[0]
     prefix = tok.target_pieces(hyp.prefix)
-    st.markdown(f"At step {session.n_steps} the decoder read **{plain(' '.join(prefix))}** (log-prob "
-                f"{hyp.score:.3f}); its newest token {code(prefix[-1])} is the query whose attention is shown. "
-                "Its candidates for the next token:")
+    st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-prob "
+                f"{hyp.score:.3f}); its newest token {code(isolate(prefix[-1]))} is the query whose attention is "
+                "shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
     chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
                                      title=f"top {len(hyp.candidates.tokens)} next tokens"),
@@ -103,7 +104,7 @@ def main() -> None:
                    width="stretch")
     live = [tok.decode_target(h.tokens) for h in session.live]
     st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(
-        code(t) if t else "∅" for t in live)))
+        code(isolate(t)) if t else "∅" for t in live)))
     current_step(session, tok, source.pieces)
     tokens_help()
     if settings.beam_size > 1 and session.history:
@@ -113,11 +114,12 @@ def main() -> None:
     finished = session.finished
     if finished:
         st.subheader("Finished hypotheses")
-        labels = [f"{plain(tok.decode_target(h.tokens)) or '∅'}  (score {h.normalized_score:.3f})" for h in finished]
+        labels = [f"{plain(isolate(tok.decode_target(h.tokens))) or '∅'}  (score {h.normalized_score:.3f})"
+                  for h in finished]
         pick = st.radio("Open a hypothesis to see its attention", range(len(labels)), format_func=labels.__getitem__,
                         key="step_pick")
         hyp = finished[min(pick, len(finished) - 1)]
-        st.markdown(f"**Result:** {plain(tok.decode_target(hyp.tokens))}")
+        st.markdown(f"**Result:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):
             maps = translator.attention_maps(source.ids, hyp.tokens)
         attention_explorer(maps, key="step_att")

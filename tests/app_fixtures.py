@@ -30,16 +30,22 @@ PAIRS = [
     ("the moon is bright .", "la lune est brillante ."),
 ]
 
+# The same sentences' Arabic side (Modern Standard Arabic, undotted like the Bible's Van Dyke text).
+ARABIC = ["القط ينام .", "الكلب ياكل .", "رجل يمشي .", "المراة تقرا كتابا .", "انا ارى البيت .", "نحن نحب البحر .",
+          "الطفل يلعب في الحديقة .", "ابي يعمل اليوم .", "الشمس حارة .", "هي تشرب الماء ."]
 
-def make_checkpoint(path: Path, seed: int = 0, src: str = "en") -> Path:
-    """Random weights (UI tests need shapes, not quality) with a real word-level tokenizer."""
-    tokenizer = train_tokenizer(PAIRS, kind="wordlevel", vocab_size=500, shared=False, min_frequency=1)
+
+def make_checkpoint(path: Path, seed: int = 0, src: str = "en", tgt: str = "fr") -> Path:
+    """Random weights (UI tests need shapes, not quality) with a real word-level tokenizer; tgt="ar" gives an
+    English -> Arabic vocabulary."""
+    pairs = PAIRS if tgt == "fr" else [(s, t) for (s, _), t in zip(PAIRS, ARABIC)]
+    tokenizer = train_tokenizer(pairs, kind="wordlevel", vocab_size=500, shared=False, min_frequency=1)
     torch.manual_seed(seed)
     config = ModelConfig(src_vocab_size=tokenizer.src_vocab_size, tgt_vocab_size=tokenizer.tgt_vocab_size, d_model=32,
                          n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=128)
     model = Transformer(config).eval()
-    metadata = {"description": "tiny test corpus (en -> fr)", "step": 0, "elapsed": 0.0, "best_dev_bleu": None,
-                "corpus": {"kind": "tsv", "src": src, "tgt": "fr"},
+    metadata = {"description": f"tiny test corpus (en -> {tgt})", "step": 0, "elapsed": 0.0, "best_dev_bleu": None,
+                "corpus": {"kind": "tsv", "src": src, "tgt": tgt},
                 "n_params": sum(p.numel() for p in model.parameters()), "test_bleu": 1.5}
     return save_checkpoint(path, model, tokenizer=tokenizer, metadata=metadata)
 

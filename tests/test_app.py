@@ -343,3 +343,10 @@ def test_train_run_box_shows_each_runs_current_state(at, tmp_path):
     at.run()
     assert selectbox(at, "Run").options == ["done (finished)"] and at.session_state["train_run"] == "done"
     assert (root / "status.json").stat().st_mode & 0o777 != 0o600
+
+
+def test_model_picker_names_each_models_language_pair(at):
+    at.run()
+    (picker,) = [b for b in at.sidebar.selectbox if b.label == "Model"]
+    assert picker.options == ["tiny · English → French", "tiny-ar · Arabic → French"]
+    assert at.sidebar.caption[0].value.startswith("English → French")

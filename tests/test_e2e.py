@@ -25,6 +25,7 @@ from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
+ARABIC_MODEL = "en-ar-bible"
 PLOT = '[data-testid="stPlotlyChart"]'
 EXCEPTION = '[data-testid="stException"]'
 
@@ -90,6 +91,7 @@ def server(tmp_path_factory):
     if find_checkpoint() is None:
         checkpoints = tmp_path_factory.mktemp("checkpoints")
         make_checkpoint(checkpoints / "tiny")
+        make_checkpoint(checkpoints / ARABIC_MODEL, tgt="ar")
         env["EXPLORER_CHECKPOINTS"] = str(checkpoints)
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
     for _ in range(3):  # a free port can be taken between probe and bind
@@ -307,3 +309,40 @@ def test_text_from_a_link_or_the_box_shows_as_typed_never_as_a_link_or_html(serv
     assert "[click](https://evil.example/x) <img src=x onerror=alert(1)> www.evil.example" in shown, shown
     assert page.locator('a[href*="evil.example"]').count() == 0 and page.locator('img[src="x"]').count() == 0
     assert not dialogs and page.locator(EXCEPTION).count() == 0
+
+
+# (first character's left edge, last character's left edge, CSS direction) of an element's first text node.
+_TEXT_ORDER_JS = """el => {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    const text = walker.nextNode();
+    const range = document.createRange();
+    const edge = i => {
+        range.setStart(text, i);
+        range.setEnd(text, i + 1);
+        return range.getBoundingClientRect().left;
+    };
+    return [edge(0), edge(text.length - 1), getComputedStyle(el).direction];
+}"""
+# For each y-axis tick label of the first chart: [its text, x of its first character, x of its last one].
+_TICK_ORDER_JS = """chart => [...chart.querySelectorAll('.ytick text')].map(t => {
+    const n = t.getNumberOfChars();
+    return [t.textContent, t.getExtentOfChar(0).x, t.getExtentOfChar(n - 1).x];
+})"""
+
+
+def test_arabic_reads_right_to_left_in_the_translation_and_the_heatmap(server, page, tmp_path):
+    text = "In the beginning God created the heaven and the earth." if find_checkpoint() else PAIRS[0][0]
+    page.goto(f"{server}/Translate?model={ARABIC_MODEL}&text=" + urllib.parse.quote(text))
+    heading = page.locator("h3.rtl-text")
+    expect(heading).to_be_visible(timeout=60_000)
+    first, last, direction = heading.evaluate(_TEXT_ORDER_JS)
+    assert direction == "rtl" and first > last  # the first letter stands right of the last one
+    expect(page.get_by_text("English → Arabic").first).to_be_visible()
+    chart = page.locator(PLOT).first
+    chart.locator(".heatmaplayer image").first.wait_for(timeout=30_000)
+    ticks = chart.evaluate(_TICK_ORDER_JS)  # cross-attention rows: the Arabic output pieces
+    arabic = [(label, a, b) for label, a, b in ticks if any("\u0600" <= ch <= "\u06ff" for ch in label)]
+    assert arabic and all(label.startswith("\u200f") for label, _, _ in arabic)
+    assert all(a > b for label, a, b in arabic if len(label.strip("\u200f\u200d\u200b")) > 1)
+    assert page.locator(EXCEPTION).count() == 0
+    _screenshot(page, "tour-arabic", tmp_path)

@@ -20,7 +20,7 @@ from transformer.explain import cell_arithmetic
 from transformer.model import Transformer
 from transformer.tokenizer import SPECIAL_TOKENS
 from transformer.translate import TranslationAttention
-from ui.figures import escape
+from ui.figures import label_text
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",
             "dec_self": "decoder self-attention"}
@@ -65,7 +65,7 @@ def row_notes(att: TranslationAttention, family: str, hide_special: bool = False
     """A hover line per decoder row of `matrix`: the token its query read."""
     if family == "enc_self":
         return None
-    return [f"<br>query read: {escape(att.target_input_pieces[i])}"
+    return [f"<br>query read: {label_text(att.target_input_pieces[i])}"
             for i in _kept(att.target_pieces, hide_special)]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.figures import attention_heatmap, escape
+from ui.figures import attention_heatmap, escape, label_texts
 
 DIVERGING = "RdBu_r"  # red: more in the first map (or the head helps), blue: less
 
@@ -115,8 +115,8 @@ def training_animation(frames: Sequence[tuple[int, np.ndarray, Sequence[str], Se
     fig.frames = [go.Frame(
         name=str(step),
         data=[go.Heatmap(z=np.asarray(w, dtype=np.float64), x=list(range(len(c))), y=list(range(len(r))))],
-        layout=dict(xaxis=dict(tickvals=list(range(len(c))), ticktext=[escape(t) for t in c]),
-                    yaxis=dict(tickvals=list(range(len(r))), ticktext=[escape(t) for t in r], autorange="reversed"),
+        layout=dict(xaxis=dict(tickvals=list(range(len(c))), ticktext=label_texts(c)),
+                    yaxis=dict(tickvals=list(range(len(r))), ticktext=label_texts(r), autorange="reversed"),
                     title=dict(text=f"{title}: step {step}")))
         for step, w, r, c in frames]
     slider_steps = [dict(method="animate", label=str(step), args=[[str(step)], dict(mode="immediate",

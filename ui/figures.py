@@ -16,21 +16,34 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ui import bidi
+
 COLORSCALE = "Blues"
 ZWSP = "\u200b"  # invisible, makes repeated tokens distinct categories
 PLOT_WIDTH = 700  # px of a heatmap's grid in the wide layout beside the sidebar (a 1280 px window)
 LINE_HEIGHT = 1.2  # a text line, in font sizes
 
 
-def _ticks(labels: Sequence[str], step: int = 1, **extra) -> dict:
-    """An axis of positions 0..n-1 labelled with the tokens (every step-th one)."""
+def _ticks(labels: Sequence[str], step: int = 1, *, sequence: bool = True, **extra) -> dict:
+    """An axis of positions 0..n-1 labelled with the tokens (every step-th one). A sequence's pieces of one Arabic
+    word are shown joined; `sequence=False` for labels that are alternatives (next-token candidates)."""
     shown = range(0, len(labels), step)
-    return dict(tickmode="array", tickvals=list(shown), ticktext=[escape(labels[i]) for i in shown], **extra)
+    texts = label_texts(labels) if sequence else [label_text(t) for t in labels]
+    return dict(tickmode="array", tickvals=list(shown), ticktext=[texts[i] for i in shown], **extra)
 
 
 def escape(label: str) -> str:
     """Plotly reads text as HTML: "<s>" would become a strikethrough tag and vanish."""
     return label.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def label_texts(pieces: Sequence[str]) -> list[str]:
+    """A sequence of pieces as plotly should draw them: escaped, right-to-left pieces marked and joined."""
+    return [escape(t) for t in bidi.piece_labels(pieces)]
+
+
+def label_text(piece: str) -> str:
+    return label_texts([piece])[0]
 
 
 def _longest(labels: Sequence[str]) -> int:
@@ -70,8 +83,8 @@ def attention_heatmap(
         raise ValueError(f"weights {weights.shape} do not match {len(query_labels)} x {len(key_labels)} labels")
     notes = list(row_notes) if row_notes is not None else [""] * len(query_labels)
     custom = np.empty((*weights.shape, 3), dtype=object)  # (Lq, Lk, [query, key, note])
-    custom[..., 0] = np.asarray([escape(t) for t in query_labels], dtype=object)[:, None]
-    custom[..., 1] = np.asarray([escape(t) for t in key_labels], dtype=object)[None, :]
+    custom[..., 0] = np.asarray(label_texts(query_labels), dtype=object)[:, None]
+    custom[..., 1] = np.asarray(label_texts(key_labels), dtype=object)[None, :]
     custom[..., 2] = np.asarray(notes, dtype=object)[:, None]
     trace = go.Heatmap(
         z=weights, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0.0, zmax=1.0,
@@ -162,10 +175,11 @@ def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -
 def candidates_bar(tokens: Sequence[str], probs: Sequence[float], *, title: str = "") -> go.Figure:
     """The top-k next-token candidates, most probable on top."""
     fig = go.Figure(go.Bar(x=list(probs), y=list(range(len(tokens))), orientation="h",
-                           customdata=[escape(t) for t in tokens], marker_color="#3b75af",
+                           customdata=[label_text(t) for t in tokens], marker_color="#3b75af",
                            hovertemplate="%{customdata}: %{x:.3f}<extra></extra>"))
     fig.update_layout(title=title or None, height=60 + 32 * len(tokens), margin=_margin(title),
-                      xaxis=dict(title="probability", range=[0, 1]), yaxis=_ticks(tokens, autorange="reversed"))
+                      xaxis=dict(title="probability", range=[0, 1]),
+                      yaxis=_ticks(tokens, sequence=False, autorange="reversed"))
     return fig
 
 
@@ -248,8 +262,8 @@ def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str]
             edge_y += [parent_y, y, None]
             xs.append(t + 1)
             ys.append(y)
-            texts.append(escape(node["label"]))
-            hovers.append(f"{escape(node['label'])}<br>score {node['score']:.3f}<br>{node['status']}")
+            texts.append(label_text(node["label"]))
+            hovers.append(f"{label_text(node['label'])}<br>score {node['score']:.3f}<br>{node['status']}")
             node_colours.append(colours.get(node["status"], "#888888"))
             if node["status"] == "live":
                 next_slot_y[node["slot"]] = y

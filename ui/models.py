@@ -65,8 +65,9 @@ def find_models() -> list[ModelChoice]:
     if root.is_dir():
         for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if _is_checkpoint(path):
-                choices.append(ModelChoice(path.name, str(path), path.name,
-                                           summary(read_json(path / METADATA_FILE))))
+                metadata = read_json(path / METADATA_FILE)
+                choices.append(ModelChoice(path.name + language_pair(metadata, " · "), str(path), path.name,
+                                           summary(metadata)))
     runs = runs_dir()
     if runs.is_dir():
         run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -75,8 +76,9 @@ def find_models() -> list[ModelChoice]:
             for name in ("best", "latest"):
                 path = RunFiles(run).checkpoint(name)
                 if _is_checkpoint(path):
-                    choices.append(ModelChoice(f"run {run.name} / {name} ({state})", str(path),
-                                               f"run/{run.name}/{name}", summary(read_json(path / METADATA_FILE))))
+                    metadata = read_json(path / METADATA_FILE)
+                    choices.append(ModelChoice(f"run {run.name} / {name} ({state})" + language_pair(metadata, " · "),
+                                               str(path), f"run/{run.name}/{name}", summary(metadata)))
     return choices
 
 
@@ -107,12 +109,18 @@ PURPOSES = {
 }
 
 
+def language_pair(metadata: dict[str, Any], prefix: str = "") -> str:
+    """prefix + "English → Arabic", or "" when the checkpoint does not record its languages."""
+    corpus = metadata.get("corpus") or {}
+    src, tgt = str(corpus.get("src") or ""), str(corpus.get("tgt") or "")
+    return f"{prefix}{LANGUAGES.get(src, src)} → {LANGUAGES.get(tgt, tgt)}" if src and tgt else ""
+
+
 def summary(metadata: dict[str, Any]) -> str:
     """One line for the model picker: "English → French: everyday sentences …"."""
     corpus = metadata.get("corpus") or {}
-    src, tgt = str(corpus.get("src") or "?"), str(corpus.get("tgt") or "?")
     purpose = PURPOSES.get(str(corpus.get("kind")), "")
-    return f"{LANGUAGES.get(src, src)} → {LANGUAGES.get(tgt, tgt)}" + (f": {purpose}" if purpose else "")
+    return (language_pair(metadata) or "? → ?") + (f": {purpose}" if purpose else "")
 
 
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:

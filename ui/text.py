@@ -8,7 +8,10 @@ output, a checkpoint's error) goes through `plain` or `code` first.
 
 from __future__ import annotations
 
+import html
 import re
+
+from ui.bidi import is_rtl
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark, and then is only itself.
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -31,3 +34,13 @@ def code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def rtl_html(text: object, tag: str = "div") -> str | None:
+    """Right-to-left text (an Arabic translation) as one escaped HTML element laid out right to left, for
+    st.markdown(..., unsafe_allow_html=True); None for other text, which `plain` shows. Escaped, the text cannot
+    become markup, and an HTML block is not read as Markdown."""
+    text = " ".join(str(text).split())
+    if not is_rtl(text):
+        return None
+    return f'<{tag} dir="rtl" class="rtl-text" style="text-align: right">{html.escape(text)}</{tag}>'

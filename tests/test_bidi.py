@@ -1,0 +1,87 @@
+"""Right-to-left text: direction, isolates, joined Arabic pieces, and where the app's figures and pages use them."""
+
+from ui import figures
+from ui.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
+from ui.text import rtl_html
+
+
+def test_direction_follows_the_majority_of_strong_letters():
+    assert is_rtl("في البدء خلق الله السموات والارض.")
+    assert is_rtl("שלום")
+    assert not is_rtl("In the beginning God created the heaven.")
+    assert not is_rtl("")
+    assert not is_rtl("123 . ,")
+    assert is_rtl("الله God الارض")  # 8 Arabic letters, 3 Latin
+    assert not is_rtl("Genesis الله")
+
+
+def test_isolate_wraps_only_right_to_left_text():
+    assert isolate("خلق الله.") == f"{RLI}خلق الله.{PDI}"
+    assert isolate("the cat") == "the cat"
+    assert isolate("") == ""
+
+
+def test_pieces_of_one_word_are_joined_at_the_cut():
+    # "▁ال" + "له": lam joins to the next letter, so both sides of the cut get a joiner; "▁" starts a new word.
+    labels = piece_labels(["▁ال", "له", "▁خلق", "."])
+    assert labels == [f"{RLM}▁ال{ZWJ}", f"{RLM}{ZWJ}له", f"{RLM}▁خلق", "."]
+
+
+def test_no_joiner_after_a_letter_that_joins_only_backwards_or_before_a_new_word():
+    # alef (U+0627) and waw never connect to the following letter; hamza connects to nothing.
+    assert piece_labels(["▁ما", "ء"]) == [f"{RLM}▁ما", f"{RLM}ء"]
+    assert piece_labels(["▁سو", "ف"]) == [f"{RLM}▁سو", f"{RLM}ف"]
+    assert piece_labels(["▁بي", "▁ت"]) == [f"{RLM}▁بي", f"{RLM}▁ت"]
+    assert piece_labels(["▁بي", "ء"]) == [f"{RLM}▁بي", f"{RLM}ء"]
+
+
+def test_latin_special_and_marked_pieces():
+    assert piece_labels(["▁the", "▁cat", "s", "</s>"]) == ["▁the", "▁cat", "s", "</s>"]
+    # a harakah (a mark) after the last letter does not stop the join; a duplicate's zero-width space stays last
+    labels = piece_labels(["▁بَ", "يت\u200b"])
+    assert labels == [f"{RLM}▁بَ{ZWJ}", f"{RLM}{ZWJ}يت\u200b"]
+    assert piece_labels([]) == []
+
+
+def test_heatmap_ticks_and_hover_show_arabic_pieces_marked_and_joined():
+    import numpy as np
+
+    rows = ["▁ال", "له", "</s>"]
+    fig = figures.attention_heatmap(np.full((3, 2), 0.5), rows, ["▁God", "</s>"])
+    assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال{ZWJ}", f"{RLM}{ZWJ}له", "&lt;/s&gt;"]
+    assert list(fig.layout.xaxis.ticktext) == ["▁God", "&lt;/s&gt;"]
+    assert fig.data[0].customdata[1, 0, 0] == f"{RLM}{ZWJ}له"
+
+
+def test_candidates_are_alternatives_not_a_word():
+    fig = figures.candidates_bar(["▁ال", "له"], [0.6, 0.3])
+    assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال", f"{RLM}له"]
+
+
+def test_rtl_html_escapes_and_lays_out_right_to_left():
+    assert rtl_html("the cat") is None
+    html = rtl_html("في البدء خلق <b>x</b> [y](e.com) *الله*", "h3")
+    assert html == '<h3 dir="rtl" class="rtl-text" style="text-align: right">في البدء خلق &lt;b&gt;x&lt;/b&gt; [y](e.com) *الله*</h3>'
+    assert rtl_html("خلق\n\nالله") == '<div dir="rtl" class="rtl-text" style="text-align: right">خلق الله</div>'  # no blank line ends the block
+
+
+def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app_fixtures import PAIRS, make_checkpoint
+    from tests.test_app import APP, figures_of
+
+    make_checkpoint(tmp_path / "ckpts" / "en-ar", tgt="ar")
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("pages/1_Translate.py").run()
+    at.text_input(key="tr_text").input(PAIRS[0][0]).run()
+    assert not at.exception, at.exception
+    translation = at.session_state["tr_result"]
+    assert is_rtl(translation.text)
+    assert [m.value for m in at.markdown if "rtl-text" in m.value] == [rtl_html(translation.text, "h3")]
+    columns = list(at.dataframe[0].value.columns)  # reading order: the first piece on the right
+    assert columns == piece_labels(figures.unique_labels(translation.target_pieces))[::-1]
+    rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]  # cross-attention rows: the Arabic pieces
+    assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))

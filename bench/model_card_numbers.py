@@ -33,6 +33,17 @@ EVERYDAY = [
     "My brother bought a new car yesterday.",
     "The king sent his servants to the city.",
     "Love your neighbour as yourself.",
+    # Ten more, written on 2026-11-30 before the modern-text (Debian) models were trained; none is in any corpus.
+    "Click the button to save the document.",
+    "The file could not be opened.",
+    "Do you want to close this window?",
+    "Please enter your password.",
+    "The weather is nice today.",
+    "We are going to the market this evening.",
+    "Select a cell and type a number.",
+    "This game has three levels.",
+    "My sister reads a book every night.",
+    "The printer is not connected.",
 ]
 
 

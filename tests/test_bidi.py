@@ -61,8 +61,9 @@ def test_candidates_are_alternatives_not_a_word():
 def test_rtl_html_escapes_and_lays_out_right_to_left():
     assert rtl_html("the cat") is None
     html = rtl_html("في البدء خلق <b>x</b> [y](e.com) *الله*", "h3")
-    assert html == '<h3 dir="rtl" class="rtl-text" style="text-align: right">في البدء خلق &lt;b&gt;x&lt;/b&gt; [y](e.com) *الله*</h3>'
-    assert rtl_html("خلق\n\nالله") == '<div dir="rtl" class="rtl-text" style="text-align: right">خلق الله</div>'  # no blank line ends the block
+    opening = 'dir="rtl" class="rtl-text" style="text-align: right">'
+    assert html == f'<h3 {opening}في البدء خلق &lt;b&gt;x&lt;/b&gt; [y](e.com) *الله*</h3>'
+    assert rtl_html("خلق\n\nالله") == f"<div {opening}خلق الله</div>"  # no blank line that would end the block
 
 
 def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monkeypatch):

@@ -16,6 +16,7 @@ from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.tokenizer import TokenizerError
 from transformer.translate import Translator
 from ui import figures, links
+from ui.memory import start_trimming
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.text import code, plain
 from ui.translation import DECODE_THREADS, OnWait
@@ -51,6 +52,7 @@ def page_setup(page: str) -> None:
     afterwards the page writes its state into them, so that the address bar is always a shareable link.
     """
     st.set_page_config(page_title="Attention Explorer", page_icon=str(ICON), layout="wide")
+    start_trimming()
     opened = st.session_state.setdefault("_opened_pages", set())
     st.session_state[LINK_KEY] = {} if page in opened else {k: st.query_params[k] for k in st.query_params}
     opened.add(page)

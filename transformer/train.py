@@ -1,6 +1,9 @@
-"""Train a translation model from the command line (also what the app's Train page runs).
+r"""Train a translation model from the command line (also what the app's Train page runs).
 
     python -m transformer.train --corpus bible --src en --tgt fr --preset small --out runs/NAME
+    python -m transformer.train --src-translation k,2,3,4 --tgt-translation l,o,5 --out runs/NAME
+    python -m transformer.train --mix bible:k,2,3,4/l,o,5=1 --mix debian:data/debian-en-fr/pairs.tsv=2 \
+        --mix teaching=1 --out runs/NAME             (corpora mixed with weights: see --mix)
     python -m transformer.train --resume runs/NAME [--max-steps 20000]
     torchrun --nproc_per_node=2 -m transformer.train ...      (DistributedDataParallel)
 
@@ -21,7 +24,8 @@ from dataclasses import replace
 from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError
-from transformer.data import CorpusError, CorpusSpec
+from transformer.corpora.mix import MixArg, parse_mix_arg, split_bible_value
+from transformer.data import CorpusError, CorpusSpec, MixPart
 from transformer.progress import PROGRESS, BarSafeHandler, is_terminal
 from transformer.tokenizer import TokenizerError
 from transformer.trainer import COLLECTIVE_TIMEOUT, START_TIMEOUT, RunSpec, Trainer, TrainingError, create_run
@@ -49,19 +53,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN", help="continue the run in this directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     data = p.add_argument_group("corpus")
-    data.add_argument("--corpus", default="bible", choices=["bible", "teaching", "tsv", "hf"],
-                      help="teaching: generated everyday English -> French sentences with gold word alignments")
+    data.add_argument("--corpus", choices=["bible", "teaching", "tsv", "hf", "debian"],
+                      help="bible (default): offline; teaching: generated everyday English -> French sentences "
+                           "with gold word alignments; debian: a file of the Debian corpus (--path)")
     data.add_argument("--src", default="en")
     data.add_argument("--tgt", default="fr")
-    data.add_argument("--src-translation", help="Bible translation code, e.g. k")
-    data.add_argument("--tgt-translation", help="Bible translation code, e.g. l")
-    data.add_argument("--path", help="tsv file, or a local file / saved dataset for --corpus hf")
+    data.add_argument("--src-translation", metavar="CODES",
+                      help="Bible translation code(s), e.g. k or k,2,3,4: train pairs every listed source version "
+                           "with every target version of a verse; dev and test use the first of each")
+    data.add_argument("--tgt-translation", metavar="CODES", help="Bible translation code(s), e.g. l or l,o,5")
+    data.add_argument("--path", help="tsv or debian file, or a local file / saved dataset for --corpus hf")
     data.add_argument("--hf-name", help="Hugging Face dataset name, e.g. opus_books")
     data.add_argument("--hf-config", help="e.g. en-fr")
     data.add_argument("--src-field")
     data.add_argument("--tgt-field")
     data.add_argument("--max-words", type=int, default=100)
     data.add_argument("--dedup", action="store_true")
+    data.add_argument("--mix", action="append", metavar="KIND[:VALUE][=WEIGHT]",
+                      help="one part of a mix of corpora (repeat the flag; instead of --corpus). KIND: bible "
+                           "(--src/--tgt-translation, or bible:k,2/l,o), teaching, tsv:PATH, debian:PATH or hf:NAME "
+                           "(with --hf-config, --src-field, --tgt-field). WEIGHT (default 1): the part's share of the "
+                           "training pairs, repeating or leaving out pairs; every part has the run's --src, --tgt, "
+                           "--max-words and --dedup. Dev: up to 1,000 pairs from all parts; test: each part's "
+                           "(transformer.evaluate --part)")
     model = p.add_argument_group("model and tokenizer (override the preset)")
     for name, kind in (("d_model", int), ("n_heads", int), ("layers", int), ("d_ff", int), ("dropout", float),
                        ("max_len", int), ("vocab_size", int)):
@@ -103,12 +117,40 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     layers = sections["model"].pop("layers", None)
     if layers is not None:
         sections["model"] |= {"n_encoder_layers": layers, "n_decoder_layers": layers}
-    corpus = CorpusSpec(kind=args.corpus, src=args.src, tgt=args.tgt, src_translation=args.src_translation,
-                        tgt_translation=args.tgt_translation, path=args.path, hf_name=args.hf_name,
-                        hf_config=args.hf_config, src_field=args.src_field, tgt_field=args.tgt_field,
-                        max_words=args.max_words, dedup=args.dedup)
-    return RunSpec(corpus, TokenizerSettings(**sections["tokenizer"]), sections["model"],
+    return RunSpec(corpus_from_args(args), TokenizerSettings(**sections["tokenizer"]), sections["model"],
                    TrainConfig(**sections["train"]), preset=args.preset)
+
+
+def corpus_from_args(args: argparse.Namespace) -> CorpusSpec:
+    if not args.mix:
+        return CorpusSpec(kind=args.corpus or "bible", src=args.src, tgt=args.tgt,
+                          src_translation=args.src_translation, tgt_translation=args.tgt_translation,
+                          path=args.path, hf_name=args.hf_name, hf_config=args.hf_config, src_field=args.src_field,
+                          tgt_field=args.tgt_field, max_words=args.max_words, dedup=args.dedup)
+    if args.corpus or args.path or args.hf_name:
+        raise CorpusError("--mix names each part itself: drop --corpus, --path and --hf-name "
+                          "(e.g. --mix tsv:PATH=1 --mix hf:NAME=1)")
+    return CorpusSpec.mix([mix_part(parse_mix_arg(text), args) for text in args.mix])
+
+
+def mix_part(arg: MixArg, args: argparse.Namespace) -> MixPart:
+    """One --mix part as a corpus spec: the run's languages and filters, and the part's own source."""
+    common = dict(src=args.src, tgt=args.tgt, max_words=args.max_words, dedup=args.dedup)
+    if arg.kind == "bible":
+        src_translation, tgt_translation = (split_bible_value(arg.value) if arg.value
+                                            else (args.src_translation, args.tgt_translation))
+        spec = CorpusSpec(kind="bible", src_translation=src_translation, tgt_translation=tgt_translation, **common)
+    elif arg.kind in ("tsv", "debian"):
+        spec = CorpusSpec(kind=arg.kind, path=arg.value, **common)
+    elif arg.kind == "hf":
+        spec = CorpusSpec(kind="hf", hf_name=arg.value, hf_config=args.hf_config, src_field=args.src_field,
+                          tgt_field=args.tgt_field, **common)
+    elif arg.kind == "teaching" and not arg.value:
+        spec = CorpusSpec(kind="teaching", **common)
+    else:
+        raise CorpusError(f"--mix {arg.kind}{':' + arg.value if arg.value else ''}: expected bible[:SRC/TGT], "
+                          "teaching, tsv:PATH, debian:PATH or hf:NAME")
+    return MixPart(spec, arg.weight)
 
 
 def resume_overrides(args: argparse.Namespace) -> dict:

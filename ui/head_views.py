@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer.data import LOCAL_KINDS
 from transformer.explain import (
     STATISTICS,
     HeadImportance,
@@ -55,7 +56,7 @@ def _corpus_pairs(corpus: str) -> list[tuple[str, str]]:
 def dev_pairs(translator: Translator, n: int) -> list[tuple[str, str]]:
     """The first n dev (then test) pairs of the corpus the model was trained on; [] when it cannot be loaded."""
     corpus = translator.checkpoint.metadata.get("corpus")
-    if not isinstance(corpus, dict) or corpus.get("kind") not in ("bible", "teaching", "tsv"):
+    if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS:
         return []
     return _corpus_pairs(json.dumps(corpus, sort_keys=True))[:n]
 

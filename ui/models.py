@@ -104,6 +104,8 @@ def source_language(metadata: dict[str, Any]) -> str:
 PURPOSES = {
     "teaching": "everyday sentences from a generated grammar, with gold word alignments: for class",
     "bible": "Bible verses: real text, biblical style",
+    "debian": "modern text: software help and messages from Debian's archive",
+    "mix": "a mix of corpora",
     "tsv": "trained on a TSV file",
     "hf": "trained on a Hugging Face dataset",
 }

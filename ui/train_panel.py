@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.data import DEFAULT_BIBLE_TRANSLATION
+from transformer.corpora.mix import format_mix_arg
+from transformer.data import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION, tsv_kind
 from transformer.rundir import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from transformer.training import PRESETS
 from ui import alignment, curves, figures, jobs
@@ -16,6 +17,7 @@ from ui.text import code, plain
 from ui.widgets import chart, open_model
 
 TEACHING = "Teaching (generated, en → fr)"
+MIX = "Mix of corpora"
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,14 @@ def _checked(check, *values: str) -> bool:
     return True
 
 
+def _file_args(path) -> list[str]:
+    """--corpus and --path for a file: the Debian corpus's four columns, or source<TAB>target."""
+    return ["--corpus", tsv_kind(path), "--path", str(path)]
+
+
 def _tsv(src: str, tgt: str) -> Corpus | None:
     """An upload, a file of the data folder, or (EXPLORER_ANY_TSV_PATH=1 only) any path on this machine."""
-    base = ["--corpus", "tsv", "--src", src, "--tgt", tgt]
+    base = ["--src", src, "--tgt", tgt]
     upload = st.file_uploader("Sentence pairs, one `source<TAB>target` per line (UTF-8)", type=["tsv", "txt"],
                               key="train_upload", help=f"At most {jobs.MAX_TSV_BYTES // 2**20} MB and "
                               f"{jobs.MAX_TSV_LINES:,} lines; checked before anything is written.")
@@ -45,35 +52,104 @@ def _tsv(src: str, tgt: str) -> Corpus | None:
         if not _checked(jobs.check_tsv, data):
             return None
         st.caption(f"{jobs.check_tsv(data):,} sentence pairs; saved into the run when it starts.")
-        return Corpus(base, data)
+        return Corpus(["--corpus", "tsv", *base], data)
     files = jobs.data_files()
     if files:
         name = st.selectbox(f"…or a file of the data folder {code(jobs.data_dir())}", ["", *files],
                             key="train_data_file", format_func=lambda f: f or "—")
         if name:
-            return Corpus([*base, "--path", str(jobs.data_file(name))])
+            return Corpus([*base, *_file_args(jobs.data_file(name))])
     else:
         st.caption(f"Files put into {code(jobs.data_dir())} (.tsv or .txt) can be picked here too.")
     if jobs.any_tsv_path():  # a trusted single user: see README, "Limits and security"
         path = st.text_input("…or a TSV path on this machine", key="train_tsv_path")
         if path:
-            return Corpus([*base, "--path", path])
+            return Corpus([*base, "--corpus", "tsv", "--path", path])
     return None
+
+
+def _languages(key: str) -> tuple[str, str]:
+    langs = sorted(DEFAULT_BIBLE_TRANSLATION)
+    c1, c2 = st.columns(2)
+    return (c1.selectbox("Source language", langs, index=langs.index("en"), key=f"{key}_src"),
+            c2.selectbox("Target language", langs, index=langs.index("fr"), key=f"{key}_tgt"))
+
+
+def _translations(container, lang: str, side: str, key: str) -> str | None:
+    """The chosen Bible translations of `lang`, comma-separated ("k,2"), or None when none is chosen."""
+    codes = [c for c, (language, _) in BIBLE_TRANSLATIONS.items() if language == lang]
+    chosen = container.multiselect(f"{side} translations", codes, default=[DEFAULT_BIBLE_TRANSLATION[lang]],
+                                   key=f"{key}_{lang}", format_func=lambda c: BIBLE_TRANSLATIONS[c][1],
+                                   help="Train pairs every chosen source version with every chosen target version "
+                                   "of a verse; dev and test use the first of each, in the order chosen.")
+    return ",".join(chosen) or None
+
+
+def _bible(src: str, tgt: str, key: str) -> tuple[str, str] | None:
+    """The chosen (source, target) Bible translation codes, or None after a warning when a side has none."""
+    c1, c2 = st.columns(2)
+    codes = _translations(c1, src, "Source", f"{key}_src"), _translations(c2, tgt, "Target", f"{key}_tgt")
+    if None in codes:
+        st.warning("Choose at least one Bible translation on each side.")
+        return None
+    return codes
+
+
+def _weighted(label: str, key: str, value: bool = True) -> float | None:
+    """A part of the mix: a checkbox and its weight; the weight, or None when the part is left out."""
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    if not c1.checkbox(label, value=value, key=f"{key}_on"):
+        return None
+    return c2.number_input(f"Weight of {label}", 0.1, 100.0, 1.0, step=0.5, key=f"{key}_weight")
+
+
+def _mix() -> Corpus | None:
+    """Corpora of one language pair, each with a weight: its share of every epoch's training pairs."""
+    src, tgt = _languages("train_mix")
+    parts: list[tuple[str, str, float]] = []  # (shown name, --mix argument, weight)
+    weight = _weighted("Bible", "train_mix_bible")
+    codes = _bible(src, tgt, "train_mix_bible") if weight else None
+    if weight and codes:
+        parts.append(("Bible", format_mix_arg("bible", "/".join(codes), weight), weight))
+    if (src, tgt) == ("en", "fr"):
+        weight = _weighted("Teaching corpus", "train_mix_teaching", value=False)
+        if weight:
+            parts.append(("teaching", format_mix_arg("teaching", weight=weight), weight))
+    files = jobs.data_files()
+    chosen = st.multiselect(f"Files of the data folder {code(jobs.data_dir())}", files, key="train_mix_files",
+                            help="source<TAB>target files, or the Debian corpus's (its own dev and test)") \
+        if files else []
+    for name in chosen:
+        path = jobs.data_file(name)
+        weight = st.number_input(f"Weight of {name}", 0.1, 100.0, 1.0, step=0.5, key=f"train_mix_file_{name}")
+        parts.append((name, format_mix_arg(tsv_kind(path), str(path), weight), weight))
+    if not parts:
+        st.warning("Choose at least one part of the mix.")
+        return None
+    total = sum(w for _, _, w in parts)
+    st.caption("Shares of each epoch's training pairs: " + ", ".join(f"{plain(name)} {w / total:.0%}"
+                                                                    for name, _, w in parts) +
+               ". Dev mixes up to 1,000 pairs of all parts; each part's test is scored apart "
+               "(`python -m transformer.evaluate --part`).")
+    return Corpus(["--src", src, "--tgt", tgt, *(a for _, arg, _ in parts for a in ("--mix", arg))])
 
 
 def corpus_args() -> Corpus | None:
     """Corpus widgets; the CLI flags for the choice, or None (after a message where one is due) when incomplete."""
-    kind = st.radio("Corpus", [TEACHING, "Bible", "TSV file", "Hugging Face dataset"], horizontal=True,
+    kind = st.radio("Corpus", [TEACHING, "Bible", MIX, "TSV file", "Hugging Face dataset"], horizontal=True,
                     key="train_corpus", help="Teaching: everyday English -> French sentences from a generated grammar "
-                    "with gold word alignments, so the charts show how well each head aligns (AER).")
+                    "with gold word alignments, so the charts show how well each head aligns (AER). Mix: several "
+                    "corpora of one language pair, each with a weight.")
     if kind == TEACHING:
         return Corpus(["--corpus", "teaching"])
-    langs = sorted(DEFAULT_BIBLE_TRANSLATION)
-    c1, c2, c3 = st.columns(3)
     if kind == "Bible":
-        src = c1.selectbox("Source language", langs, index=langs.index("en"), key="train_bible_src")
-        tgt = c2.selectbox("Target language", langs, index=langs.index("fr"), key="train_bible_tgt")
-        return Corpus(["--corpus", "bible", "--src", src, "--tgt", tgt])
+        src, tgt = _languages("train_bible")
+        codes = _bible(src, tgt, "train_bible")
+        return None if codes is None else Corpus(["--corpus", "bible", "--src", src, "--tgt", tgt,
+                                                  "--src-translation", codes[0], "--tgt-translation", codes[1]])
+    if kind == MIX:
+        return _mix()
+    c1, c2, c3 = st.columns(3)
     src = c1.text_input("Source language code", "en", key="train_src")
     tgt = c2.text_input("Target language code", "fr", key="train_tgt")
     if not (_checked(jobs.check_language_code, src) and _checked(jobs.check_language_code, tgt)):

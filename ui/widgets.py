@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.data import LOCAL_KINDS
 from transformer.tokenizer import TokenizerError
 from transformer.translate import Translator
 from ui import figures, links
@@ -242,7 +243,7 @@ def example_sentences(metadata: dict) -> list[str]:
     import json
 
     corpus = metadata.get("corpus")
-    if not isinstance(corpus, dict) or corpus.get("kind") not in ("bible", "teaching", "tsv"):
+    if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS:
         return []
     return _examples(json.dumps(corpus, sort_keys=True))
 

@@ -1,1 +1,4 @@
-"""Generated corpora with known structure: the English -> French teaching corpus and its gold word alignments."""
+"""Corpus loaders, one per source (bible, tsv, hf, debian, teaching), and mixes of them with weights (mix).
+
+Each returns a `base.ParallelCorpus`; `transformer.data` chooses one from a `CorpusSpec`.
+"""

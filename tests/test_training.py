@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import math
 import os
@@ -214,3 +215,35 @@ def test_a_run_whose_corpus_fails_records_the_error(tmp_path):
         list(Trainer(root).fit())
     status = read_status(root / "status.json")
     assert status["state"] == "failed" and "gone.tsv" in status["error"]
+
+
+def test_a_run_can_start_from_a_trained_checkpoint(tmp_path, corpus_file):
+    base = tmp_path / "base"
+    create_run(base, tiny_spec(corpus_file, max_steps=6))
+    list(Trainer(base).fit())
+    trained = load_checkpoint(base / "checkpoints" / "latest")
+    tuned = tmp_path / "tuned"
+    spec = tiny_spec(corpus_file, max_steps=3, lr=1e-9, warmup_steps=1)  # a learning rate too small to move much
+    create_run(tuned, dataclasses.replace(spec, init_from=str(base / "checkpoints" / "latest")))
+    trainer = Trainer(tuned)
+    records = list(trainer.fit())
+    assert (tuned / "tokenizer.json").read_text() == (base / "tokenizer.json").read_text()
+    after = load_checkpoint(tuned / "checkpoints" / "latest")
+    assert after.config == trained.config and after.metadata["step"] == 3
+    for name, weight in trained.model.state_dict().items():
+        assert torch.allclose(after.model.state_dict()[name], weight, atol=1e-4), name
+    first = next(r["train_loss"] for r in records if "train_loss" in r)
+    assert first < train_losses(base)[0] - 0.3  # it starts where the base run ended, not from random weights
+    assert json.loads((tuned / "run.json").read_text())["init_from"] == str(base / "checkpoints" / "latest")
+    list(Trainer(tuned, overrides={"max_steps": 4}).fit())  # a resume continues from its own latest checkpoint
+    assert load_checkpoint(tuned / "checkpoints" / "latest").metadata["step"] == 4
+
+
+def test_init_from_refuses_architecture_flags_and_missing_checkpoints(tmp_path, capsys):
+    from transformer import train
+
+    assert train.main(["--out", str(tmp_path / "a"), "--init-from", str(tmp_path), "--d-model", "64"]) == 2
+    assert "--init-from keeps the checkpoint's architecture and vocabulary: drop --d-model" in capsys.readouterr().err
+    assert train.main(["--out", str(tmp_path / "b"), "--init-from", str(tmp_path / "nothing")]) == 2
+    assert "not a checkpoint directory (no config.json)" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

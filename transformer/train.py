@@ -20,10 +20,11 @@ import os
 import signal
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from tqdm import tqdm
 
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoint import CONFIG_FILE, CheckpointError
 from transformer.corpora.mix import MixArg, parse_mix_arg, split_bible_value
 from transformer.data import CorpusError, CorpusSpec, MixPart
 from transformer.progress import PROGRESS, BarSafeHandler, is_terminal
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="new run directory")
     p.add_argument("--resume", metavar="RUN", help="continue the run in this directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    p.add_argument("--init-from", metavar="CHECKPOINT",
+                   help="fine-tune: start from this checkpoint's weights, architecture and vocabulary (e.g. "
+                   "checkpoints/en-fr-bible); model and tokenizer flags are then refused")
     data = p.add_argument_group("corpus")
     data.add_argument("--corpus", choices=["bible", "teaching", "tsv", "hf", "debian"],
                       help="bible (default): offline; teaching: generated everyday English -> French sentences "
@@ -117,8 +121,16 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     layers = sections["model"].pop("layers", None)
     if layers is not None:
         sections["model"] |= {"n_encoder_layers": layers, "n_decoder_layers": layers}
+    if args.init_from:
+        given = [flag for flag, (section, _) in OVERRIDES.items()
+                 if section in ("model", "tokenizer") and getattr(args, flag) is not None]
+        if given:
+            raise ValueError(f"--init-from keeps the checkpoint's architecture and vocabulary: drop "
+                             f"{', '.join('--' + f.replace('_', '-') for f in given)}")
+        if not (Path(args.init_from) / CONFIG_FILE).is_file():
+            raise ValueError(f"--init-from {args.init_from}: not a checkpoint directory (no {CONFIG_FILE})")
     return RunSpec(corpus_from_args(args), TokenizerSettings(**sections["tokenizer"]), sections["model"],
-                   TrainConfig(**sections["train"]), preset=args.preset)
+                   TrainConfig(**sections["train"]), preset=args.preset, init_from=args.init_from)
 
 
 def corpus_from_args(args: argparse.Namespace) -> CorpusSpec:

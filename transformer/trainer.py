@@ -97,15 +97,20 @@ class RunSpec:
     model: dict[str, Any]  # ModelConfig fields except vocabulary sizes (set from the tokenizer)
     train: TrainConfig
     preset: str | None = None
+    # A trained checkpoint to start from (fine-tuning): its weights, architecture and vocabulary replace
+    # `model` and `tokenizer`, which then only record what the run was asked for.
+    init_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"corpus": self.corpus.to_dict(), "tokenizer": dataclasses.asdict(self.tokenizer),
+        data = {"corpus": self.corpus.to_dict(), "tokenizer": dataclasses.asdict(self.tokenizer),
                 "model": dict(self.model), "train": dataclasses.asdict(self.train), "preset": self.preset}
+        return data | ({"init_from": self.init_from} if self.init_from else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         return cls(CorpusSpec.from_dict(data["corpus"]), strict_from_dict(TokenizerSettings, data["tokenizer"]),
-                   data["model"], strict_from_dict(TrainConfig, data["train"]), data.get("preset"))
+                   data["model"], strict_from_dict(TrainConfig, data["train"]), data.get("preset"),
+                   data.get("init_from"))
 
 
 def create_run(root: str | Path, spec: RunSpec) -> Path:
@@ -217,7 +222,14 @@ class Trainer:
     def _tokenizer(self, corpus) -> Tokenizer:
         # Rank 0 alone decides whether to train: another rank that saw the file rank 0 had just written would
         # skip the barrier below and hang the run (seen under load).
-        if self.is_main and not self.files.tokenizer.is_file():
+        if self.is_main and not self.files.tokenizer.is_file() and self.spec.init_from:
+            tokenizer = load_checkpoint(self.spec.init_from).tokenizer
+            if tokenizer is None:
+                raise TrainingError(f"--init-from {self.spec.init_from}: the checkpoint has no tokenizer.json")
+            log.info("vocabulary of %s: %s, %d tokens", self.spec.init_from, tokenizer.kind, tokenizer.src_vocab_size)
+            with self._writing(self.files.tokenizer):
+                tokenizer.save(self.files.tokenizer)
+        elif self.is_main and not self.files.tokenizer.is_file():
             s = self.spec.tokenizer
             log.info("training a %s tokenizer (%d tokens) on %d pairs", s.kind, s.vocab_size, len(corpus.train))
             tokenizer = train_tokenizer(corpus.train, kind=s.kind, vocab_size=s.vocab_size, shared=s.shared,
@@ -288,9 +300,12 @@ class Trainer:
         corpus = load_corpus(self.spec.corpus)
         tokenizer = self._tokenizer(corpus)
         latest = self.files.checkpoint("latest")
-        if latest.is_dir():
-            checkpoint = load_checkpoint(latest, device)
+        if latest.is_dir() or self.spec.init_from:
+            checkpoint = load_checkpoint(latest if latest.is_dir() else self.spec.init_from, device)
             model, model_config = checkpoint.model, checkpoint.config
+            if not latest.is_dir():
+                log.info("starting from the weights of %s (%s)", self.spec.init_from,
+                         checkpoint.metadata.get("description", "no description"))
         else:
             model_config = self._model_config(tokenizer)
             model = Transformer(model_config).to(device)

@@ -17,7 +17,7 @@ def start_form() -> None:
     with st.expander("Start a new run", expanded=not jobs.list_runs(runs_dir())):
         name = st.text_input("Run name", key="train_name")
         corpus = corpus_args()
-        args = model_args()
+        args = model_args(corpus)
         if st.button("Start training", key="train_start", type="primary"):
             if corpus is None:
                 st.error("Choose the corpus first (see above).")

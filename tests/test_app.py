@@ -350,3 +350,32 @@ def test_model_picker_names_each_models_language_pair(at):
     (picker,) = [b for b in at.sidebar.selectbox if b.label == "Model"]
     assert picker.options == ["tiny · English → French", "tiny-ar · Arabic → French"]
     assert at.sidebar.caption[0].value.startswith("English → French")
+
+
+def test_train_page_fine_tunes_a_trained_model(at, checkpoints, tmp_path, monkeypatch):
+    from transformer import train
+
+    monkeypatch.setenv("EXPLORER_DATA", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    write_tsv(tmp_path / "data" / "pairs.tsv", copies=2)
+    launched: list[list[str]] = []
+    monkeypatch.setattr(jobs, "_launch", lambda root, args: launched.append(args) or jobs.run_info(root))
+    page(at, "pages/3_Train.py")
+    at.radio(key="train_corpus").set_value("TSV file").run()
+    at.selectbox(key="train_data_file").set_value("pairs.tsv")
+    at.selectbox(key="train_init").set_value(str(checkpoints / "tiny-ar")).run()
+    (warning,) = at.warning
+    assert warning.value.endswith("translates ar → fr, the corpus en → fr: its vocabulary was not made for that pair.")
+    at.selectbox(key="train_init").set_value(str(checkpoints / "tiny")).run()
+    assert not at.warning and at.number_input(key="train_d_tiny").proto.disabled
+    at.number_input(key="train_steps_tiny").set_value(2)
+    at.text_input(key="train_name").input("tuned")
+    at.button(key="train_start").click().run()
+    assert not at.exception and not at.error
+    (args,) = launched
+    assert args[args.index("--init-from") + 1] == str(checkpoints / "tiny")
+    assert not {"--d-model", "--layers", "--vocab-size"} & set(args)
+    # the flags the page built start a real fine-tuning run from the tiny checkpoint
+    assert train.main([*args[:args.index("--out")], "--threads", "1", "--out", str(tmp_path / "real")]) == 0
+    tuned = json.loads((tmp_path / "real" / "checkpoints" / "latest" / "config.json").read_text())
+    assert tuned == json.loads((checkpoints / "tiny" / "config.json").read_text())

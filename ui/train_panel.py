@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
+from transformer.checkpoint import METADATA_FILE
 from transformer.corpora.mix import format_mix_arg
 from transformer.data import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION, tsv_kind
 from transformer.rundir import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from transformer.training import PRESETS
 from ui import alignment, curves, figures, jobs
+from ui.models import ModelChoice, find_models, read_json
 from ui.teaching import probe_gold_cells
 from ui.text import code, plain
 from ui.widgets import chart, open_model
@@ -24,6 +27,12 @@ MIX = "Mix of corpora"
 class Corpus:
     args: list[str]  # the training CLI's corpus flags
     upload: bytes | None = None  # an uploaded TSV (checked): jobs.start_run saves it into the run and adds --path
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        """(source, target) codes the flags ask for (the CLI's defaults: en, fr)."""
+        flags = dict(zip(self.args, self.args[1:]))
+        return flags.get("--src", "en"), flags.get("--tgt", "fr")
 
 
 def _checked(check, *values: str) -> bool:
@@ -165,8 +174,26 @@ def corpus_args() -> Corpus | None:
         ["--hf-config", hf_config] if hf_config else []))
 
 
-def model_args() -> list[str]:
-    """Preset and main hyperparameters; each preset keeps its own widget values (its defaults differ)."""
+def _start_from(corpus: Corpus | None) -> ModelChoice | None:
+    """A trained model to fine-tune (--init-from), or None for a new one with random weights."""
+    choices = {c.path: c for c in find_models()}
+    path = st.selectbox("Start from", ["", *choices], key="train_init",
+                        format_func=lambda p: choices[p].label if p else "a new model (random weights)",
+                        help="Fine-tune a trained model on the corpus above: it keeps its weights, architecture "
+                        "and vocabulary, so only the training settings below apply.")
+    if not path:
+        return None
+    pair = tuple((read_json(Path(path) / METADATA_FILE).get("corpus") or {}).get(k) for k in ("src", "tgt"))
+    if corpus is not None and None not in pair and pair != corpus.languages:
+        st.warning(f"{plain(choices[path].label)} translates {pair[0]} → {pair[1]}, the corpus "
+                   f"{corpus.languages[0]} → {corpus.languages[1]}: its vocabulary was not made for that pair.")
+    return choices[path]
+
+
+def model_args(corpus: Corpus | None = None) -> list[str]:
+    """Start from (a new model or a trained one), preset and main hyperparameters; each preset keeps its own widget
+    values (its defaults differ). A fine-tuned model keeps its architecture and vocabulary: no fields for them."""
+    start = _start_from(corpus)
     preset = st.selectbox("Preset", list(PRESETS), key="train_preset",
                           help="tiny: minutes on a CPU; small: the shipped model; base: the paper's base model.")
     p = PRESETS[preset]
@@ -175,11 +202,12 @@ def model_args() -> list[str]:
         "--max-steps": c1.number_input("Steps", 1, 1_000_000, p["train"]["max_steps"], key=f"train_steps_{preset}"),
         "--lr": c2.number_input("Peak learning rate", 1e-5, 1e-1, p["train"]["lr"], format="%.4f",
                                 key=f"train_lr_{preset}"),
-        "--d-model": c3.number_input("d_model", 16, 2048, p["model"]["d_model"], step=16, key=f"train_d_{preset}"),
+        "--d-model": c3.number_input("d_model", 16, 2048, p["model"]["d_model"], step=16, key=f"train_d_{preset}",
+                                     disabled=start is not None),
         "--layers": c4.number_input("Layers (each stack)", 1, 12, p["model"]["n_encoder_layers"],
-                                    key=f"train_l_{preset}"),
+                                    key=f"train_l_{preset}", disabled=start is not None),
         "--vocab-size": c1.number_input("Vocabulary size", 100, 64_000, p["tokenizer"]["vocab_size"],
-                                        key=f"train_v_{preset}"),
+                                        key=f"train_v_{preset}", disabled=start is not None),
         "--max-tokens": c2.number_input("Tokens per batch", 64, 100_000, p["train"]["max_tokens"],
                                         key=f"train_t_{preset}"),
         "--eval-every": c3.number_input("Evaluate every (steps)", 1, 100_000, p["train"]["eval_every"],
@@ -190,6 +218,10 @@ def model_args() -> list[str]:
     values["--save-every"] = values["--eval-every"]
     values["--log-every"] = max(1, min(p["train"]["log_every"], values["--eval-every"]))
     args = ["--preset", preset, "--device", device]
+    if start is not None:
+        args += ["--init-from", start.path]
+        for flag in ("--d-model", "--layers", "--vocab-size"):
+            del values[flag]
     for flag, value in values.items():
         args += [flag, str(value)]
     threads = st.number_input("CPU threads (0: all)", 0, 256, 0, key="train_threads")

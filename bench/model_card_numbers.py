@@ -2,7 +2,7 @@
 for a corpus with gold word alignments (the teaching corpus) also exact-match accuracy and the AER of every
 cross-attention head and layer mean on the test split.
 
-    python bench/model_card_numbers.py checkpoints/en-fr-bible [--beam 4] [--out numbers.json]
+    python bench/model_card_numbers.py checkpoints/en-fr-bible [--beam 4] [--out numbers.json] [--part bible]
 
 Prints Markdown to paste into the card and writes every number to --out. Samples are ten test verses:
 the five best and the five worst by sentence chrF, so that the card shows the bad ones too.
@@ -68,9 +68,12 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--limit", type=int, default=None, help="only the first N verses of each split")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--part", default=None, help="a model trained on a mix: the figures of this part (index or "
+                        "kind, e.g. bible or debian), as `transformer.evaluate --part`")
     args = parser.parse_args()
     translator = Translator(args.checkpoint, batch_size=64)
-    corpus = load_corpus(CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"]))
+    spec = CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"])
+    corpus = load_corpus(spec if args.part is None else spec.parts[spec.part_index(args.part)].spec)
     numbers: dict = {}
     outputs: dict[str, list[str]] = {}
     for split in ("dev", "test"):

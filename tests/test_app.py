@@ -379,3 +379,24 @@ def test_train_page_fine_tunes_a_trained_model(at, checkpoints, tmp_path, monkey
     assert train.main([*args[:args.index("--out")], "--threads", "1", "--out", str(tmp_path / "real")]) == 0
     tuned = json.loads((tmp_path / "real" / "checkpoints" / "latest" / "config.json").read_text())
     assert tuned == json.loads((checkpoints / "tiny" / "config.json").read_text())
+
+
+def test_example_sentences_follow_the_chosen_model(tmp_path, monkeypatch):
+    from transformer.data import CorpusSpec, load_corpus
+
+    corpora = {"bible-ar": CorpusSpec(kind="bible", src="en", tgt="ar"),
+               "tsv-own": CorpusSpec(kind="tsv", path=str(write_tsv(tmp_path / "own.tsv")), test_fraction=0.2)}
+    for name, spec in corpora.items():
+        path = make_checkpoint(tmp_path / "ckpts" / name, tgt=spec.tgt)
+        metadata = json.loads((path / "metadata.json").read_text())
+        (path / "metadata.json").write_text(json.dumps(metadata | {"corpus": spec.to_dict()}))
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    for name, spec in corpora.items():
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["model"] = name
+        at.switch_page("pages/1_Translate.py").run()
+        assert not at.exception, at.exception
+        expected = [s for s, _ in load_corpus(spec).test][:300]
+        assert at.selectbox(key="tr_example").options[1:] == expected, name
+        assert at.text_input(key="tr_text").value == expected[0]

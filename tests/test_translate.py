@@ -140,3 +140,16 @@ def test_cli_errors_are_one_line_and_exit_2(checkpoint, tmp_path):
         done = run_cli(*args, stdin=stdin)
         assert done.returncode == 2 and done.stdout == ""
         assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_default_model_comes_first_whatever_ships_beside_it(tmp_path):
+    from transformer.translate import DEFAULT_MODEL, find_checkpoint
+
+    for name in ("en-ar-bible", DEFAULT_MODEL, "zz", "aa-no-config"):
+        (tmp_path / name).mkdir()
+        if name != "aa-no-config":
+            (tmp_path / name / "config.json").write_text("{}")
+    assert find_checkpoint(tmp_path) == tmp_path / DEFAULT_MODEL
+    (tmp_path / DEFAULT_MODEL / "config.json").unlink()
+    assert find_checkpoint(tmp_path) == tmp_path / "en-ar-bible"
+    assert find_checkpoint(tmp_path / "missing") is None

@@ -3,12 +3,13 @@
     python -m transformer.translate "In the beginning God created the heaven and the earth."
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
 
-Without --checkpoint, the first checkpoint directory (by name) under the repository's checkpoints/
-is used. Input is normalised as the training corpora are (`data.normalize_text`), then by the
-tokenizer. Empty input, and text that is not valid Unicode (a lone surrogate such as "\\ud800", which is
-what undecodable bytes become), raise `TranslationError`. A source longer than the model's max_len tokens
-is cut to its first max_len - 1 pieces plus </s>: the result's `warnings` says so, as it says when
-the output hit the length limit without </s> or when source pieces are unknown to the vocabulary.
+Without --checkpoint, checkpoints/en-fr-bible (DEFAULT_MODEL) is used, or else the first checkpoint
+directory by name under the repository's checkpoints/. Input is normalised as the training corpora are
+(`data.normalize_text`), then by the tokenizer. Empty input, and text that is not valid Unicode (a lone
+surrogate such as "\\ud800", which is what undecodable bytes become), raise `TranslationError`.
+A source longer than the model's max_len tokens is cut to its first max_len - 1 pieces plus </s>: the
+result's `warnings` says so, as it says when the output hit the length limit without </s> or when source
+pieces are unknown to the vocabulary.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,19 @@ CHECKPOINTS_DIR = next((d for d in (_ROOT / "checkpoints", _ROOT / "attention_ex
                        _ROOT / "checkpoints")
 
 
+DEFAULT_MODEL = "en-fr-bible"  # the model used when none is named, wherever others ship beside it
+
+
+def checkpoint_order(paths: Iterable[Path]) -> list[Path]:
+    """DEFAULT_MODEL first, then the others by name."""
+    return sorted(paths, key=lambda p: (p.name != DEFAULT_MODEL, p.name))
+
+
 def find_checkpoint(root: Path = CHECKPOINTS_DIR) -> Path | None:
-    """The first directory under root, by name, that holds a config.json."""
+    """DEFAULT_MODEL under root, or else the first directory by name that holds a config.json."""
     if not root.is_dir():
         return None
-    return next((p for p in sorted(root.iterdir()) if (p / CONFIG_FILE).is_file()), None)
+    return next((p for p in checkpoint_order(root.iterdir()) if (p / CONFIG_FILE).is_file()), None)
 
 
 DEFAULT_CHECKPOINT_DIR = find_checkpoint()

@@ -14,6 +14,7 @@ from typing import Any
 
 from transformer.checkpoint import CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE
 from transformer.rundir import RunFiles, read_status
+from transformer.translate import checkpoint_order
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,11 +60,12 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def find_models() -> list[ModelChoice]:
-    """Shipped checkpoints first, then the best/latest checkpoints of runs (newest run first)."""
+    """Shipped checkpoints first (the default model, then by name), then the best/latest checkpoints of runs (newest
+    run first)."""
     choices = []
     root = checkpoints_dir()
     if root.is_dir():
-        for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for path in checkpoint_order(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if _is_checkpoint(path):
                 metadata = read_json(path / METADATA_FILE)
                 choices.append(ModelChoice(path.name + language_pair(metadata, " · "), str(path), path.name,

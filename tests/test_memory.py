@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -39,4 +40,4 @@ def test_the_trimming_thread_starts_once():
     started = memory.start_trimming(every=3600)
     assert memory.start_trimming(every=3600) is False
     assert started or memory._started.is_set()
-    assert any(t.name == "malloc-trim" and t.daemon for t in __import__("threading").enumerate())
+    assert any(t.name == "malloc-trim" and t.daemon for t in threading.enumerate())

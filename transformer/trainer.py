@@ -38,6 +38,7 @@ import torch.distributed as dist
 
 from transformer.batching import Batch, collate, make_batches
 from transformer.checkpoint import (
+    TOKENIZER_FILE,
     Checkpoint,
     copy_checkpoint,
     load_checkpoint,
@@ -223,9 +224,10 @@ class Trainer:
         # Rank 0 alone decides whether to train: another rank that saw the file rank 0 had just written would
         # skip the barrier below and hang the run (seen under load).
         if self.is_main and not self.files.tokenizer.is_file() and self.spec.init_from:
-            tokenizer = load_checkpoint(self.spec.init_from).tokenizer
-            if tokenizer is None:
-                raise TrainingError(f"--init-from {self.spec.init_from}: the checkpoint has no tokenizer.json")
+            source = Path(self.spec.init_from) / TOKENIZER_FILE
+            if not source.is_file():
+                raise TrainingError(f"--init-from {self.spec.init_from}: the checkpoint has no {TOKENIZER_FILE}")
+            tokenizer = Tokenizer.load(source)  # the weights are loaded once, by _prepare
             log.info("vocabulary of %s: %s, %d tokens", self.spec.init_from, tokenizer.kind, tokenizer.src_vocab_size)
             with self._writing(self.files.tokenizer):
                 tokenizer.save(self.files.tokenizer)

@@ -25,6 +25,7 @@ _RIGHT_JOINING = frozenset(
     "\u0688\u0689\u068a\u068b\u068c\u068d\u068e\u068f\u0690\u0691\u0692\u0693\u0694\u0695\u0696\u0697\u0698"
     "\u0699\u06c0\u06c3\u06c4\u06c5\u06c6\u06c7\u06c8\u06c9\u06ca\u06cb\u06cd\u06cf\u06d2\u06d3\u06ee\u06ef")
 _NON_JOINING = frozenset("\u0621")
+_ENDS_A_GROUP = _RIGHT_JOINING | _NON_JOINING  # letters after which the next one starts anew
 _FORMAT = "\u200b\u200d"  # zero-width space (what `unique_labels` appends) and joiner
 
 
@@ -61,7 +62,7 @@ def _joined(left: str, right: str) -> bool:
     if i is None or j is None:
         return False
     a, b = left[i], right[j]
-    return (_is_arabic_letter(a) and _is_arabic_letter(b) and a not in _RIGHT_JOINING | _NON_JOINING
+    return (_is_arabic_letter(a) and _is_arabic_letter(b) and a not in _ENDS_A_GROUP
             and b not in _NON_JOINING)
 
 

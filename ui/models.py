@@ -33,6 +33,7 @@ class ModelChoice:
     path: str  # checkpoint directory, as a string so that it is hashable and JSON-friendly
     key: str  # its name in a link: the directory name of a shipped model, run/NAME/best of a run's
     summary: str = ""  # one line: the language pair and what the model is for
+    languages: tuple[str, str] | None = None  # (source, target) codes its metadata records, if it does
 
 
 def _is_checkpoint(path: Path) -> bool:
@@ -69,7 +70,7 @@ def find_models() -> list[ModelChoice]:
             if _is_checkpoint(path):
                 metadata = read_json(path / METADATA_FILE)
                 choices.append(ModelChoice(path.name + language_pair(metadata, " · "), str(path), path.name,
-                                           summary(metadata)))
+                                           summary(metadata), languages(metadata)))
     runs = runs_dir()
     if runs.is_dir():
         run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -80,7 +81,8 @@ def find_models() -> list[ModelChoice]:
                 if _is_checkpoint(path):
                     metadata = read_json(path / METADATA_FILE)
                     choices.append(ModelChoice(f"run {run.name} / {name} ({state})" + language_pair(metadata, " · "),
-                                               str(path), f"run/{run.name}/{name}", summary(metadata)))
+                                               str(path), f"run/{run.name}/{name}", summary(metadata),
+                                               languages(metadata)))
     return choices
 
 
@@ -113,11 +115,17 @@ PURPOSES = {
 }
 
 
-def language_pair(metadata: dict[str, Any], prefix: str = "") -> str:
-    """prefix + "English → Arabic", or "" when the checkpoint does not record its languages."""
+def languages(metadata: dict[str, Any]) -> tuple[str, str] | None:
+    """The (source, target) codes a checkpoint's metadata records, or None."""
     corpus = metadata.get("corpus") or {}
     src, tgt = str(corpus.get("src") or ""), str(corpus.get("tgt") or "")
-    return f"{prefix}{LANGUAGES.get(src, src)} → {LANGUAGES.get(tgt, tgt)}" if src and tgt else ""
+    return (src, tgt) if src and tgt else None
+
+
+def language_pair(metadata: dict[str, Any], prefix: str = "") -> str:
+    """prefix + "English → Arabic", or "" when the checkpoint does not record its languages."""
+    pair = languages(metadata)
+    return f"{prefix}{LANGUAGES.get(pair[0], pair[0])} → {LANGUAGES.get(pair[1], pair[1])}" if pair else ""
 
 
 def summary(metadata: dict[str, Any]) -> str:

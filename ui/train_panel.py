@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import streamlit as st
 
-from transformer.checkpoint import METADATA_FILE
 from transformer.corpora.mix import format_mix_arg
 from transformer.data import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION, tsv_kind
 from transformer.rundir import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from transformer.training import PRESETS
 from ui import alignment, curves, figures, jobs
-from ui.models import ModelChoice, find_models, read_json
+from ui.models import ModelChoice, find_models
 from ui.teaching import probe_gold_cells
 from ui.text import code, plain
 from ui.widgets import chart, open_model
@@ -183,8 +181,8 @@ def _start_from(corpus: Corpus | None) -> ModelChoice | None:
                         "and vocabulary, so only the training settings below apply.")
     if not path:
         return None
-    pair = tuple((read_json(Path(path) / METADATA_FILE).get("corpus") or {}).get(k) for k in ("src", "tgt"))
-    if corpus is not None and None not in pair and pair != corpus.languages:
+    pair = choices[path].languages
+    if corpus is not None and pair is not None and pair != corpus.languages:
         st.warning(f"{plain(choices[path].label)} translates {pair[0]} → {pair[1]}, the corpus "
                    f"{corpus.languages[0]} → {corpus.languages[1]}: its vocabulary was not made for that pair.")
     return choices[path]

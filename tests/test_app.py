@@ -137,6 +137,21 @@ def test_translate_shows_translation_and_a_stochastic_heatmap(at):
     assert not at.exception and at.info
 
 
+def test_model_view_is_built_only_while_its_expander_is_open(at):
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[3][0]).run()
+    assert len(figures_of(at)) == 1  # closed: the one heatmap, no grid of every layer and head
+    at.session_state["tr_model_view_open"] = True
+    at.run()
+    assert not at.exception
+    heatmap, grid = figures_of(at)
+    cross = at.session_state["tr_result"].attention.cross  # n_layers x (H, T, S)
+    assert sum(trace["type"] == "heatmap" for trace in grid["data"]) == len(cross) * cross[0].shape[0]
+    at.session_state["tr_model_view_open"] = False
+    at.run()
+    assert len(figures_of(at)) == 1
+
+
 def test_beam_translate_lists_nbest(at):
     page(at, "pages/1_Translate.py")
     at.text_input(key="tr_text").input(PAIRS[0][0])

@@ -170,6 +170,9 @@ def test_attention_across_training_with_curves_and_animation(at, tmp_path):
         append_metrics(run.metrics, {"step": step, "train_loss": 3.0 - step / 200, "dev_loss": 3.0, "dev_bleu": 1.0})
     write_status(run, "finished", step=300, max_steps=300)
     open_view(at, "training")
+    (heat,) = figures_of(at)  # the animation is built only once its expander opens
+    at.session_state["ex_tr_animation_open"] = True
+    at.run()
     heat, animation = figures_of(at)
     assert plotly_array(heat["data"][0]["z"]).shape == (3, 3)
     (view,) = altair_views(at)  # the Train page's linked view, with a cursor at the snapshot

@@ -87,13 +87,16 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
                  if gold is not None and family == "cross" else "")
     st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}.{gold_note} The camera icon of the chart's "
                "toolbar saves the picture (PNG or SVG: see the sidebar).")
-    with st.expander("Model view: every layer and head"):
-        grid, _, _ = attention.every_head(att, family, hide_special=hide)
-        chart(st, figures.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",
-              theme=None, on_select=partial(_picked_in_model_view, key, n_heads), selection_mode=("points", "box"))
-        st.caption("Click a small map to open that layer and head above (or choose *Box select* in the chart's "
-                   "toolbar and drag over one). Heads of one layer often specialise: one looks at the previous "
-                   "token, one at the next, one at the word being translated.")
+    # tracked, so that the grid is built and drawn only while the expander is open
+    model_view = st.expander("Model view: every layer and head", key=f"{key}_model_view_open", on_change="rerun")
+    with model_view:
+        if model_view.open:
+            grid, _, _ = attention.every_head(att, family, hide_special=hide)
+            chart(st, figures.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",
+                  theme=None, on_select=partial(_picked_in_model_view, key, n_heads), selection_mode=("points", "box"))
+            st.caption("Click a small map to open that layer and head above (or choose *Box select* in the chart's "
+                       "toolbar and drag over one). Heads of one layer often specialise: one looks at the previous "
+                       "token, one at the next, one at the word being translated.")
     c1, c2, c3 = st.columns(3)
     c1.download_button("Download all maps (.npz)", lambda: attention.to_npz(att), "attention.npz",
                        "application/octet-stream", key=f"{key}_npz", on_click="ignore")

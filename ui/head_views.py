@@ -295,10 +295,12 @@ def training_view() -> None:
           theme=None)
     st.altair_chart(curves.training_curves(read_metrics(run.root), cursor=step), width="content", key="ex_tr_curves")
     st.caption("The red rule is the snapshot above; hover a panel to read every curve at a step.")
-    with st.expander("Play every snapshot as an animation"):
-        animation = [(f.step, f.weights.numpy(), *probe_labels(f.record, family)) for f in frames]
-        chart(st, explain_figures.training_animation(animation, title=title, query_name=NAMES[family][0],
-                                                     key_name=NAMES[family][1]),
-              key="ex_tr_animation", filename=f"{title}-animation", theme=None)
+    player = st.expander("Play every snapshot as an animation", key="ex_tr_animation_open", on_change="rerun")
+    with player:
+        if player.open:  # built and drawn only while open
+            animation = [(f.step, f.weights.numpy(), *probe_labels(f.record, family)) for f in frames]
+            chart(st, explain_figures.training_animation(animation, title=title, query_name=NAMES[family][0],
+                                                         key_name=NAMES[family][1]),
+                  key="ex_tr_animation", filename=f"{title}-animation", theme=None)
     st.caption(f"Run {code(run.name)}: {run.state}, {len(frames)} snapshots, one per evaluation."
                + (" It is still training: Refresh picks up new snapshots." if run.active else ""))

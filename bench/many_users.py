@@ -98,7 +98,7 @@ def start_server(runs: Path, log: Path) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    env = {**os.environ, "EXPLORER_RUNS": str(runs), "PYTHONUNBUFFERED": "1"}
+    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "EXPLORER_RUNS": str(runs), "PYTHONUNBUFFERED": "1"}  # README
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

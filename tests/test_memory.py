@@ -1,5 +1,6 @@
-"""The server gives freed heap pages back to the OS (glibc's malloc_trim)."""
+"""The server gives freed heap pages back to the OS (glibc's malloc_trim) and keeps few malloc arenas."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -7,6 +8,7 @@ import threading
 
 import pytest
 
+from transformer.cli import app_environment
 from ui import memory
 
 pytestmark = pytest.mark.skipif(memory._MALLOC_TRIM is None, reason="no glibc malloc_trim here")
@@ -34,6 +36,44 @@ def test_trim_returns_freed_pages_to_the_os():
                          cwd=memory.__file__.rsplit("/ui/", 1)[0]).stdout
     before, after, _ = map(float, out.split())
     assert before - after > 100, (before, after)  # MiB given back
+
+
+# Eight threads allocate at the same time (blocks over pymalloc's 512 bytes go to malloc), then glibc's
+# malloc_info lists one <heap> per arena in use.
+ARENAS_SCRIPT = textwrap.dedent("""
+    import ctypes, ctypes.util, sys, threading
+
+    together = threading.Barrier(8)
+
+    def work():
+        blocks = [bytearray(4096) for _ in range(500)]
+        together.wait()
+        return blocks
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.fopen.restype = ctypes.c_void_p
+    stream = ctypes.c_void_p(libc.fopen(sys.argv[2].encode(), b"w"))
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    print(open(sys.argv[2]).read().count("<heap nr="))
+""")
+
+
+def arenas_in_use(env: dict, tmp_path) -> int:
+    environment = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | env
+    out = subprocess.run([sys.executable, "-c", ARENAS_SCRIPT, "x", str(tmp_path / "malloc.xml")], env=environment,
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return int(out)
+
+
+def test_the_servers_arena_limit_keeps_eight_threads_in_two_arenas(tmp_path):
+    assert arenas_in_use({}, tmp_path) > 2  # glibc's default: an arena per thread, up to 8 per core
+    assert arenas_in_use(app_environment(), tmp_path) <= 2  # what attention-explorer gives the server
 
 
 def test_the_trimming_thread_starts_once():

@@ -64,6 +64,18 @@ def app_command(streamlit_args: Sequence[str] = ()) -> list[str]:
             *streamlit_flags(root / ".streamlit" / "config.toml"), *streamlit_args]
 
 
+def app_environment() -> dict[str, str]:
+    """The server's environment: this one, plus defaults the user has not set."""
+    env = dict(os.environ)
+    if app_dir() != Path(__file__).resolve().parent.parent:
+        # An installed app would otherwise keep its runs inside site-packages (ui.models.runs_dir).
+        env.setdefault("EXPLORER_RUNS", str(Path.cwd() / "runs"))
+    # glibc: at most 2 malloc arenas, however many threads Streamlit starts, so that freed memory is given back
+    # (ui/memory.py); it must be set before the server's first thread, hence here. Other C libraries ignore it.
+    env.setdefault("MALLOC_ARENA_MAX", "2")
+    return env
+
+
 def app(argv: Sequence[str] | None = None) -> int:
     """`attention-explorer`: start the Streamlit app on http://127.0.0.1:8501 (Ctrl-C stops it)."""
     parser = argparse.ArgumentParser(
@@ -81,10 +93,7 @@ def app(argv: Sequence[str] | None = None) -> int:
     if args.print_command:
         print(" ".join(command))
         return 0
-    env = dict(os.environ)
-    if app_dir() != Path(__file__).resolve().parent.parent:
-        # An installed app would otherwise keep its runs inside site-packages (ui.models.runs_dir).
-        env.setdefault("EXPLORER_RUNS", str(Path.cwd() / "runs"))
+    env = app_environment()
     if os.name == "posix":  # become the server, so that Ctrl-C and SIGTERM reach it directly
         os.execve(sys.executable, command, env)
     try:

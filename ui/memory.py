@@ -5,6 +5,12 @@ glibc's malloc keeps the pages of freed blocks inside its heaps: after four user
 server's resident size stayed about 90 MiB above its idle level although the objects were gone. `malloc_trim(0)`
 hands every whole free page back. A daemon thread does that every TRIM_EVERY seconds, after a garbage
 collection, once per process. Elsewhere than glibc (musl, macOS, a preloaded jemalloc) it is a no-op.
+
+Trimming cannot undo the other cause: Streamlit runs every script run in a new thread, and glibc gives threads
+arenas of their own (up to 8 per core, 18 in a server four users had used), each keeping its own free pages. The
+limit has to be set before the server starts its first thread, so it is the environment's: the README's start
+command and `attention-explorer` set MALLOC_ARENA_MAX=2 (3 arenas then, and back below the idle size after four
+users left: BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ label-smoothed loss and Adam step. They alternate batch by batch in one process,
 hits all of them; each round times forward + backward + optimizer step over --batches batches. For each
 precision (bf16: autocast for all of them) it prints tokens/s and the ratios against the reference of
   ours:       the trainer's step (transformer.loss.TokenLoss: output projection and loss on real tokens,
-              fused backward; cheap dropout masks; fused self-attention QKV);
-  ours-plain: the same model the plain way: logits of every position, F.cross_entropy, torch's dropout;
+              fused backward; cheap dropout masks; fused self-attention QKV; the fused Adam kernel);
+  ours-plain: the same model the plain way: logits of every position, F.cross_entropy, torch's dropout and
+              torch's default Adam (a loop over the parameters), as the reference;
   ours+attention (with --attention): ours-plain returning every attention map (the explorer's mode).
 """
 
@@ -36,6 +37,7 @@ from transformer.dropout import use_cheap_dropout  # noqa: E402
 from transformer.loss import TokenLoss  # noqa: E402
 from transformer.model import Transformer, sinusoidal_encoding  # noqa: E402
 from transformer.precision import autocast, cpu_bf16_support  # noqa: E402
+from transformer.training import TrainConfig, make_optimizer  # noqa: E402
 
 
 class Reference(nn.Module):
@@ -128,9 +130,12 @@ def main() -> None:
     def adam(model):
         return torch.optim.Adam(model.parameters(), betas=(0.9, 0.98))
 
+    def ours_adam(model):  # the trainer's: one fused kernel for every parameter
+        return make_optimizer(model, TrainConfig(lr=1e-3))
+
     # name -> (loss of a batch, optimizer, what to switch before each batch: ours is one model run two ways)
     runs = {
-        "ours": (lambda b: token_loss(b.src, b.tgt_in, b.tgt_out, 0.1), adam(ours),
+        "ours": (lambda b: token_loss(b.src, b.tgt_in, b.tgt_out, 0.1), ours_adam(ours),
                  lambda: use_cheap_dropout(ours, True)),
         "ours-plain": (plain_loss(lambda s, t: ours(s, t).logits), adam(ours), lambda: use_cheap_dropout(ours, False)),
         "reference": (plain_loss(reference), adam(reference), None),

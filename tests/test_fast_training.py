@@ -1,5 +1,6 @@
 """Each training optimisation equals the plain fp32 path: fused QKV, loss on real tokens with its fused
-backward, cheap dropout masks (in distribution), bf16 autocast (within a stated tolerance), bf16 detection."""
+backward, the fused Adam kernel, cheap dropout masks (in distribution), bf16 autocast (within a stated tolerance),
+bf16 detection."""
 
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from transformer.dropout import Dropout, cheap_dropout, drop_mask, use_cheap_dro
 from transformer.loss import TokenLoss, smoothed_cross_entropy_sum
 from transformer.model import padding_mask
 from transformer.precision import autocast, cpu_bf16_support, cpu_flags, resolve_precision
+from transformer.training import TrainConfig, make_optimizer
 
 CPU = torch.device("cpu")
 # bf16 keeps 8 bits of mantissa: a tiny model's loss moves by well under 1% over a few steps, attention weights by
@@ -119,8 +121,8 @@ def test_token_loss_equals_full_logits_loss_and_gradients(smoothing):
         torch.testing.assert_close(grad, expected[name], atol=1e-5, rtol=1e-4, msg=name)
 
 
-def train_steps(model, loss_fn, steps=4, precision="fp32"):
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
+def train_steps(model, loss_fn, steps=4, precision="fp32", optimizer=None):
+    optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     losses = []
     for step in range(steps):
         src, tgt_in, tgt_out = batch(model.config, seed=step)
@@ -142,6 +144,29 @@ def test_optimised_fp32_training_follows_the_plain_loss_curve():
     fast = train_steps(fast_model, lambda s, ti, to: TokenLoss(fast_model)(s, ti, to, 0.1))
     assert fast == pytest.approx(plain, rel=1e-5)
     assert len(set(plain)) == len(plain)  # it trains
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_the_trainers_fused_optimizer_follows_torchs_default_loop(kind):
+    torch.manual_seed(0)
+    loop_model, fused_model = Transformer(tiny_config()), Transformer(tiny_config())
+    fused_model.load_state_dict(loop_model.state_dict())
+    config = TrainConfig(optimizer=kind, lr=1e-3, weight_decay=0.01 if kind == "adamw" else 0.0)
+    fused = make_optimizer(fused_model, config)
+    assert fused.defaults["fused"] is True
+    assert isinstance(fused, torch.optim.AdamW if kind == "adamw" else torch.optim.Adam)
+    loop = type(fused)(loop_model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9,
+                       weight_decay=config.weight_decay)
+    loss = TokenLoss(loop_model), TokenLoss(fused_model)
+    by_loop = train_steps(loop_model, lambda s, ti, to: loss[0](s, ti, to, 0.1), steps=6, optimizer=loop)
+    by_fused = train_steps(fused_model, lambda s, ti, to: loss[1](s, ti, to, 0.1), steps=6, optimizer=fused)
+    assert by_fused == pytest.approx(by_loop, rel=1e-5)
+    for (name, a), b in zip(loop_model.named_parameters(), fused_model.parameters()):
+        if name.endswith("w_kv.bias"):
+            # the key bias adds one constant to a query's every score, which softmax ignores: its gradient is
+            # rounding noise, and Adam turns noise into full-size steps. The value bias must agree.
+            a, b = a[a.numel() // 2:], b[b.numel() // 2:]
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=1e-5, msg=name)
 
 
 def test_bf16_training_stays_within_tolerance_of_fp32():

@@ -1,6 +1,6 @@
 """Training throughput: our training step against torch.nn.Transformer at the same configuration.
 
-    python bench/train_throughput.py [--rounds 3] [--batches 6] [--threads 1] [--precision fp32 bf16]
+    python bench/train_throughput.py [--preset small] [--rounds 3] [--batches 6] [--threads 1] [--precision fp32 bf16]
 
 Every model gets the same batches (about --target-tokens target tokens each, Bible-like lengths,
 length-bucketed as in training), the same embedding, sinusoidal positions, tied output projection,
@@ -37,7 +37,7 @@ from transformer.dropout import use_cheap_dropout  # noqa: E402
 from transformer.loss import TokenLoss  # noqa: E402
 from transformer.model import Transformer, sinusoidal_encoding  # noqa: E402
 from transformer.precision import autocast, cpu_bf16_support  # noqa: E402
-from transformer.training import TrainConfig, make_optimizer  # noqa: E402
+from transformer.training import PRESETS, TrainConfig, make_optimizer  # noqa: E402
 
 
 class Reference(nn.Module):
@@ -111,7 +111,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, default=6, help="batches per round")
-    parser.add_argument("--target-tokens", type=int, default=3000)
+    parser.add_argument("--preset", default="small", choices=["tiny", "small"], help="the training preset's model")
+    parser.add_argument("--target-tokens", type=int, default=None,
+                        help="target tokens per batch (default: half the preset's max_tokens, as in training)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--attention", action="store_true", help="also time ours returning every attention map")
@@ -119,10 +121,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    c = ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, n_heads=4, n_encoder_layers=3,
-                    n_decoder_layers=3, d_ff=1024, dropout=0.1, max_len=160, norm_first=not args.post_ln,
-                    share_embeddings=True, tie_output=True)
-    batches = make_data(c, args.target_tokens, args.batches, seed=0)
+    preset = PRESETS[args.preset]
+    vocab = preset["tokenizer"]["vocab_size"]
+    c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
+                    norm_first=not args.post_ln, share_embeddings=True, tie_output=True)
+    batches = make_data(c, args.target_tokens or preset["train"]["max_tokens"] // 2, args.batches, seed=0)
     torch.manual_seed(0)
     ours, reference = Transformer(c).train(), Reference(c).train()
     token_loss = TokenLoss(ours)
@@ -145,7 +148,8 @@ def main() -> None:
                                   lambda: use_cheap_dropout(ours, False))
     cpu = platform.processor() or platform.machine()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu}; bf16: {cpu_bf16_support().reason}")
-    print(f"d_model {c.d_model}, {c.n_heads} heads, {c.n_encoder_layers}+{c.n_decoder_layers} layers, d_ff {c.d_ff}, "
+    print(f"preset {args.preset}: d_model {c.d_model}, {c.n_heads} heads, {c.n_encoder_layers}+{c.n_decoder_layers} "
+          f"layers, d_ff {c.d_ff}, "
           f"vocab {c.tgt_vocab_size} shared, {'pre' if c.norm_first else 'post'}-LN; {len(batches)} batches of "
           f"{statistics.mean(b.n_tokens for b in batches):.0f} target tokens on average")
     for precision in args.precision:

@@ -18,6 +18,7 @@ from transformer.decoding import SearchSettings, search
 from transformer.rundir import probe_steps
 from ui import jobs
 from ui.figures import escape
+from ui.text import plain
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -217,6 +218,12 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     (curves,) = altair_views(at)  # loss, BLEU and learning rate, linked on one step axis
     assert curve_panels(curves)[:2] == ["loss", "dev BLEU / chrF"] and "learning rate" in curve_panels(curves)
     assert len(curve_points(curves, "train_loss")) >= 1 and len(curve_points(curves, "dev_bleu")) >= 1
+    setup = {c.name: c for c in jobs.run_info(root).setup}  # how the run computes, as the trainer decided
+    precision, optimizer = setup["precision"], setup["optimizer"]
+    assert any(c.value == f"Precision **{plain(precision.value)}**: {plain(precision.reason)}." for c in at.caption)
+    (listing,) = [m.value for m in at.markdown if m.value.startswith("- **device**")]
+    assert f"- **optimizer**: {plain(optimizer.value)} ({plain(optimizer.reason)})" in listing.split("\n")
+    assert len(listing.split("\n")) == len(setup) == 7
     at.button(key="train_stop").click().run()
     deadline = time.monotonic() + 30
     while jobs.run_info(root).active and time.monotonic() < deadline:
@@ -226,6 +233,14 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     assert any("stopped" in m.value for m in at.markdown)
     at.button(key="train_open").click().run()
     assert not at.exception and at.session_state["model_path"].startswith(str(root))
+
+
+def test_setup_choices_read_status_json_and_skip_what_is_malformed():
+    setup = {"precision": {"value": "bf16", "reason": "this CPU has AVX-512 BF16"}, "torn": {"value": "x"},
+             "compile": {"value": False, "reason": "off by default"}}
+    assert jobs.setup_choices(setup) == (jobs.SetupChoice("precision", "bf16", "this CPU has AVX-512 BF16"),
+                                         jobs.SetupChoice("compile", "False", "off by default"))
+    assert jobs.setup_choices(None) == () and jobs.setup_choices(["precision"]) == ()
 
 
 def test_train_page_shows_a_crashed_run(at, tmp_path):

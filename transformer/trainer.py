@@ -69,6 +69,7 @@ from transformer.rundir import (
 from transformer.tensorboard_log import RunBoard
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 from transformer.training import (
+    FUSED_OPTIMIZER_DEVICES,
     TokenizerSettings,
     TrainConfig,
     learning_rate,
@@ -357,6 +358,9 @@ class Trainer:
                              "one fused backward for the label-smoothed cross-entropy"),
             "dropout": Decision("cheap masks", "16 random bits per element instead of a Bernoulli draw"),
             "self_attention": Decision("fused QKV", "queries, keys and values in one matrix product"),
+            "optimizer": (Decision(f"{self.config.optimizer}, fused", "one kernel updates every parameter")
+                          if self.device.type in FUSED_OPTIMIZER_DEVICES else
+                          Decision(self.config.optimizer, f"torch has no fused kernel on {self.device.type}")),
             "compile": Decision(self.config.compile, compile_reason),
         }
         return {name: d.to_dict() for name, d in decisions.items()}

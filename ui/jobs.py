@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from transformer.rundir import RunFiles, read_status
 from ui.models import REPO, read_json
@@ -52,6 +52,14 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
+class SetupChoice(NamedTuple):
+    """One of the trainer's decisions on how a run computes (status.json's `setup`), with its reason."""
+
+    name: str  # device, precision, loss, dropout, self_attention, optimizer, compile
+    value: str
+    reason: str
+
+
 @dataclass
 class RunInfo:
     root: Path
@@ -60,6 +68,7 @@ class RunInfo:
     max_steps: int | None
     pid: int | None
     error: str | None
+    setup: tuple[SetupChoice, ...] = ()
 
     @property
     def name(self) -> str:
@@ -86,7 +95,16 @@ def run_info(root: str | Path) -> RunInfo:
     elif state in ACTIVE and not alive:
         state = "crashed"
         error = error or f"the training process (pid {pid}) died without saving its state; see the log below"
-    return RunInfo(root, state, int(status.get("step", 0)), status.get("max_steps"), pid, error)
+    return RunInfo(root, state, int(status.get("step", 0)), status.get("max_steps"), pid, error,
+                   setup_choices(status.get("setup")))
+
+
+def setup_choices(setup: object) -> tuple[SetupChoice, ...]:
+    """status.json's `setup` as typed choices; anything malformed (an old or torn file) is left out."""
+    if not isinstance(setup, dict):
+        return ()
+    return tuple(SetupChoice(name, str(d["value"]), str(d["reason"])) for name, d in setup.items()
+                 if isinstance(d, dict) and "value" in d and "reason" in d)
 
 
 def list_runs(runs_dir: Path) -> list[RunInfo]:

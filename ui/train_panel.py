@@ -289,6 +289,22 @@ def _controls(info: jobs.RunInfo) -> None:
         st.switch_page("pages/1_Translate.py")
 
 
+SETUP_NAMES = {"self_attention": "self-attention"}
+
+
+def _setup(choices: tuple[jobs.SetupChoice, ...]) -> None:
+    """How the run computes: its precision in one line, every decision with its reason in an expander."""
+    if not choices:
+        return
+    by_name = {c.name: c for c in choices}
+    if "precision" in by_name:
+        precision = by_name["precision"]
+        st.caption(f"Precision **{plain(precision.value)}**: {plain(precision.reason)}.")
+    with st.expander("How this run computes, and why"):
+        st.markdown("\n".join(f"- **{SETUP_NAMES.get(c.name, c.name)}**: {plain(c.value)} ({plain(c.reason)})"
+                               for c in choices))
+
+
 @st.fragment(run_every=2)
 def live_run(root) -> None:
     """Status, progress, curves and probe attention of one run, redrawn every 2 s."""
@@ -309,6 +325,7 @@ def live_run(root) -> None:
         st.progress(min(info.step / info.max_steps, 1.0), text=text)
     elif info.state == "starting":
         st.progress(0.0, text="starting: loading the corpus and training the tokenizer…")
+    _setup(info.setup)
     _controls(info)
     if records:
         _charts(records)

@@ -239,7 +239,7 @@ def test_setup_choices_read_status_json_and_skip_what_is_malformed():
     setup = {"precision": {"value": "bf16", "reason": "this CPU has AVX-512 BF16"}, "torn": {"value": "x"},
              "compile": {"value": False, "reason": "off by default"}}
     assert jobs.setup_choices(setup) == (jobs.SetupChoice("precision", "bf16", "this CPU has AVX-512 BF16"),
-                                         jobs.SetupChoice("compile", "False", "off by default"))
+                                         jobs.SetupChoice("compile", "off", "off by default"))
     assert jobs.setup_choices(None) == () and jobs.setup_choices(["precision"]) == ()
 
 

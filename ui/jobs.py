@@ -103,7 +103,10 @@ def setup_choices(setup: object) -> tuple[SetupChoice, ...]:
     """status.json's `setup` as typed choices; anything malformed (an old or torn file) is left out."""
     if not isinstance(setup, dict):
         return ()
-    return tuple(SetupChoice(name, str(d["value"]), str(d["reason"])) for name, d in setup.items()
+    def text(value: object) -> str:
+        return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+    return tuple(SetupChoice(name, text(d["value"]), str(d["reason"])) for name, d in setup.items()
                  if isinstance(d, dict) and "value" in d and "reason" in d)
 
 

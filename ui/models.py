@@ -109,10 +109,20 @@ PURPOSES = {
     "teaching": "everyday sentences from a generated grammar, with gold word alignments: for class",
     "bible": "Bible verses: real text, biblical style",
     "debian": "modern text: software help and messages from Debian's archive",
-    "mix": "a mix of corpora",
     "tsv": "trained on a TSV file",
     "hf": "trained on a Hugging Face dataset",
 }
+MIX_PARTS = {"teaching": "teaching grammar", "bible": "Bible verses", "debian": "modern software text",
+             "tsv": "a TSV file", "hf": "a Hugging Face dataset"}
+
+
+def purpose(corpus: dict[str, Any]) -> str:
+    """What a model's corpus is, in a few words; a mix names its parts ("a mix: Bible verses + modern …")."""
+    if corpus.get("kind") != "mix":
+        return PURPOSES.get(str(corpus.get("kind")), "")
+    kinds = [str((part.get("corpus") or {}).get("kind")) for part in corpus.get("parts") or []
+             if isinstance(part, dict)]
+    return "a mix: " + " + ".join(MIX_PARTS.get(kind, kind) for kind in kinds) if kinds else "a mix of corpora"
 
 
 def languages(metadata: dict[str, Any]) -> tuple[str, str] | None:
@@ -130,9 +140,8 @@ def language_pair(metadata: dict[str, Any], prefix: str = "") -> str:
 
 def summary(metadata: dict[str, Any]) -> str:
     """One line for the model picker: "English → French: everyday sentences …"."""
-    corpus = metadata.get("corpus") or {}
-    purpose = PURPOSES.get(str(corpus.get("kind")), "")
-    return (language_pair(metadata) or "? → ?") + (f": {purpose}" if purpose else "")
+    what = purpose(metadata.get("corpus") or {})
+    return (language_pair(metadata) or "? → ?") + (f": {what}" if what else "")
 
 
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:

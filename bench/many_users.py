@@ -2,6 +2,7 @@
 
     python bench/many_users.py                # starts the server, a tiny training run and 4 Playwright pages
     python bench/many_users.py --no-train     # without the training run
+    python bench/many_users.py --train-threads 2 --train-nice 0   # a 2-thread run at full priority
 
 Needs Debian's chromium (see tests/test_e2e.py). Not a test: it takes minutes and its numbers depend on the
 machine; BENCHMARKS.md quotes its output. What it does, all users at the same time (asyncio, one browser):
@@ -178,7 +179,8 @@ async def run(args) -> None:
     trainer = None
     if args.train:
         trainer = subprocess.Popen([sys.executable, "-m", "transformer.train", "--corpus", "teaching", "--preset",
-                                    "tiny", "--out", str(runs / "load"), "--threads", "1", "--max-steps", "100000"],
+                                    "tiny", "--out", str(runs / "load"), "--threads", str(args.train_threads),
+                                    "--max-steps", "100000", "--nice", str(args.train_nice)],
                                    cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    start_new_session=True)
     server, url = start_server(runs, work / "server.log")
@@ -226,7 +228,8 @@ async def run(args) -> None:
         if trainer is not None:
             os.killpg(trainer.pid, signal.SIGTERM)
             trainer.wait(timeout=60)
-    print(f"{args.users} users, training run {'on' if args.train else 'off'}, {os.cpu_count()} cores; "
+    training = f"on ({args.train_threads} threads, nice {args.train_nice})" if args.train else "off"
+    print(f"{args.users} users, training run {training}, {os.cpu_count()} cores; "
           f"load average at the end {os.getloadavg()[0]:.1f}")
     print(f"translate, {len(short[0].split())}-60 words, greedy: {len(tr_times)} requests, p50 "
           f"{statistics.median(tr_times):.2f} s, p90 {pct(tr_times, 0.9):.2f} s, max {max(tr_times):.2f} s")
@@ -246,6 +249,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--no-train", dest="train", action="store_false")
+    parser.add_argument("--train-threads", type=int, default=1, help="threads of the training run")
+    parser.add_argument("--train-nice", type=int, default=10,
+                        help="the training run's nice increment: 10 as the Train page starts it, 0 for full priority")
     parser.add_argument("--after", type=float, default=45.0, help="seconds to watch memory after the users left")
     asyncio.run(run(parser.parse_args()))
 

@@ -235,3 +235,23 @@ def test_an_upload_with_a_bad_run_name_writes_nothing(tmp_path, name):
     with pytest.raises(ValueError, match="A run name uses letters"):
         jobs.start_run(runs, name, ["--corpus", "tsv"], corpus_tsv=b"a\tb\n" * 20)
     assert not (tmp_path / "runs").exists() and list(tmp_path.iterdir()) == [] or not any(tmp_path.rglob("*.tsv"))
+
+
+def test_a_run_started_by_the_app_yields_the_cores_to_the_server(tmp_path, monkeypatch):
+    started = []
+
+    class Started:
+        pid = 4242
+
+        def __init__(self, command, **kwargs):
+            started.append(command)
+
+        def poll(self) -> int:  # exited at once
+            return 0
+
+    monkeypatch.setattr(jobs.subprocess, "Popen", Started)
+    jobs.start_run(tmp_path / "runs", "low", ["--corpus", "teaching"])
+    (tmp_path / "runs" / "low" / "checkpoints" / "latest").mkdir(parents=True)
+    jobs.resume_run(tmp_path / "runs" / "low", max_steps=10)
+    assert [c[c.index("--nice") + 1] for c in started] == ["10", "10"]
+    assert started[1][-4:] == ["--max-steps", "10", "--nice", "10"]

@@ -161,13 +161,18 @@ def test_cli_end_to_end_and_sigterm_saves_a_checkpoint(tmp_path, corpus_file):
 
     root = tmp_path / "stopped"
     proc = run_cli("--out", str(root), *tiny_cli_args(corpus_file), "--max-steps", "100000", "--log-every", "1",
-                   "--eval-every", "100000", "--save-every", "100000")
+                   "--eval-every", "100000", "--save-every", "100000", "--nice", "3")
     deadline = time.time() + 60
     while len(read_metrics(root / "metrics.jsonl")) < 3 and time.time() < deadline:
         time.sleep(0.2)
+    if Path(f"/proc/{proc.pid}/task").is_dir():  # --nice lowers every thread, torch's included (Linux: per thread)
+        threads = [int(stat.read_text().rsplit(")", 1)[1].split()[16]) for stat in
+                   Path(f"/proc/{proc.pid}/task").glob("*/stat")]
+        assert len(threads) > 1 and set(threads) == {os.nice(0) + 3}, threads
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, output
+    assert f"priority: nice {os.nice(0) + 3}" in output
     status = read_status(root / "status.json")
     assert status["state"] == "stopped" and status["step"] >= 3
     assert load_checkpoint(root / "checkpoints" / "latest").metadata["step"] == status["step"]

@@ -15,6 +15,7 @@ On a terminal a progress bar shows the steps (loss, tokens/s, ETA) with the eval
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -103,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "else fp32; the log and status.json say which and why")
     train.add_argument("--compile", action=argparse.BooleanOptionalAction,
                        help="torch.compile the training step (off by default: slow to compile on a CPU)")
+    p.add_argument("--nice", type=int, default=0, metavar="N",
+                   help="lower this process's CPU priority by N (Unix nice), so that programs beside it, such as "
+                        "the app's translations, get the cores first; the Train page starts runs at 10")
     ddp = p.add_argument_group("distributed (torchrun)")
     ddp.add_argument("--start-timeout", type=float, default=START_TIMEOUT, metavar="SECONDS",
                      help="fail, naming the missing ranks, when not all ranks have joined after this long")
@@ -203,8 +207,25 @@ class StepBar:
             self.bar.close()
 
 
+def lower_priority(increment: int) -> str:
+    """Lower this process's CPU priority by `increment`, before the training threads start (they inherit it).
+    Returns what to log: the new nice value, or why it is unchanged."""
+    if increment <= 0:
+        return "priority: unchanged"
+    if not hasattr(os, "nice"):  # Windows
+        return "priority: unchanged (this system has no nice)"
+    niceness = os.nice(increment)
+    tasks = Path("/proc/self/task")
+    if tasks.is_dir():  # Linux keeps a nice value per thread: the threads importing torch started stay behind
+        for task in tasks.iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
+    return f"priority: nice {niceness} (programs beside this run get the cores first)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    priority = lower_priority(args.nice)
     if bool(args.out) == bool(args.resume):
         print("error: give exactly one of --out (new run) or --resume (existing run)", file=sys.stderr)
         return 2
@@ -232,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     log.info("run %s: %s", root, replace(trainer.spec.train))
+    log.info(priority)
     bar = StepBar(trainer.config.max_steps) if terminal else None
     try:
         for record in trainer.fit():

@@ -1,7 +1,8 @@
 """Training runs as background processes of the training CLI: start, stop, resume, list. No streamlit.
 
 A run is started in its own session (start_new_session) so it outlives page reloads and browser
-disconnects; the app finds it again from the run directory alone. The trainer's own files are read through
+disconnects, and at a lower CPU priority (`--nice 10`) so that the server's translations get the cores first; the
+app finds it again from the run directory alone. The trainer's own files are read through
 `transformer.rundir`, which writes them. Besides those the app writes `launch.json` (pid, command, time),
 `process.log` (the process's stdout and stderr), which is all there is to show when a process dies before it
 writes status.json, and `corpus.tsv` (an uploaded corpus, checked by `check_tsv` before anything is written).
@@ -31,6 +32,7 @@ from ui.models import REPO, read_json
 LAUNCH_FILE, PROCESS_LOG = "launch.json", "process.log"
 ACTIVE = ("starting", "running")
 _PROCESSES: dict[int, subprocess.Popen] = {}  # children of this server, polled so that they are reaped
+TRAIN_NICE = 10  # a run started here yields the cores to the server, so that translating stays quick meanwhile
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -217,7 +219,7 @@ def data_file(name: str) -> Path:
 
 
 def _launch(root: Path, args: list[str]) -> RunInfo:
-    command = [sys.executable, "-m", "transformer.train", *args]
+    command = [sys.executable, "-m", "transformer.train", *args, "--nice", str(TRAIN_NICE)]
     with open(root / PROCESS_LOG, "ab") as log:
         proc = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

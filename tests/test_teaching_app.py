@@ -40,6 +40,7 @@ def test_the_picker_says_what_each_shipped_model_is_for(at):
     summaries = {c.key: c.summary for c in find_models()}
     assert summaries["en-fr-teaching"].startswith("English → French: everyday sentences")
     assert summaries["en-fr-bible"].startswith("English → French: Bible verses")
+    assert summaries["en-fr-bible-debian"] == "English → French: a mix: Bible verses + modern software text"
     translate_page(at)
     assert any(c.value == summaries["en-fr-teaching"] for c in at.sidebar.caption)
     shipped = load_checkpoint(ROOT / "checkpoints" / "en-fr-teaching")

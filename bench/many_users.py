@@ -7,8 +7,9 @@
 Needs Debian's chromium (see tests/test_e2e.py). Not a test: it takes minutes and its numbers depend on the
 machine; BENCHMARKS.md quotes its output. What it does, all users at the same time (asyncio, one browser):
 
-1. each opens Translate and translates 5 test-split sentences of up to 60 words (greedy), timed from Enter to
-   the new translation on screen;
+1. each opens Translate and translates 5 (--sentences) test-split sentences of 10 to 60 words (greedy), the
+   last 4 timed from Enter to the new translation on screen; the CPU the server, the browsers and the training
+   run used meanwhile is printed (the browsers share this machine's cores, a class's do not);
 2. each opens Decode step by step with a 66-word sentence and beam 4, presses Next 3 times and Run to end,
    each click timed until the page is idle again;
 3. each pastes a sentence at the app's limit (MAX_SOURCE_TOKENS pieces) with beam 8: timed, and whether the
@@ -79,15 +80,34 @@ class Sampler(threading.Thread):
         return self.samples[-1][1]
 
 
-def sentences() -> tuple[list[str], str, str]:
-    """Test-split verses of up to 60 words, one of about 66 words, and one at the app's source limit."""
+def cpu_seconds(server: int, trainer: int | None) -> dict[str, float]:
+    """CPU seconds used so far by the server, the browsers (on this machine too, unlike a class's) and the
+    training run, from /proc: who took the cores while the users waited."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {"server": 0.0, "browsers": 0.0, "training": 0.0}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        pid, pgid, seconds = int(proc.name), int(fields[2]), (int(fields[11]) + int(fields[12])) / ticks
+        group = ("server" if pid == server else "training" if trainer is not None and pgid == trainer
+                 else "browsers" if b"chrom" in command or b"headless_shell" in command else None)
+        if group:
+            used[group] += seconds
+    return used
+
+
+def sentences(count: int) -> tuple[list[str], str, str]:
+    """`count` test-split verses of 10 to 60 words, one of about 66 words, and one at the app's source limit."""
     from transformer.data import CorpusSpec, load_corpus
     from transformer.translate import Translator
     from ui.translation import MAX_SOURCE_TOKENS
 
     translator = Translator()
     verses = [s for s, _ in load_corpus(CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"])).test]
-    short = [v for v in verses if 10 <= len(v.split()) <= 60][:20]
+    short = [v for v in verses if 10 <= len(v.split()) <= 60][:count]
     long66 = " ".join(" ".join(verses[:10]).split()[:66])
     words = " ".join(verses[:40]).split()
     n = max(k for k in range(1, 200) if len(translator.prepare(" ".join(words[:k])).ids) <= MAX_SOURCE_TOKENS)
@@ -172,7 +192,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run(args) -> None:
-    short, long66, at_limit = sentences()
+    n = args.sentences
+    short, long66, at_limit = sentences(args.users * n)
     work = Path(tempfile.mkdtemp(prefix="many-users-"))
     runs = work / "runs"
     runs.mkdir()
@@ -203,8 +224,11 @@ async def run(args) -> None:
             sampler.mark("idle")
             idle = sampler.now()
             tr_times: list[float] = []
-            await asyncio.gather(*(translate_user(pg, url, short[i * 5:(i + 1) * 5] or short[:5], tr_times)
+            cpu_before, wall = cpu_seconds(server.pid, trainer and trainer.pid), time.monotonic()
+            await asyncio.gather(*(translate_user(pg, url, short[i * n:(i + 1) * n] or short[:n], tr_times)
                                    for i, pg in enumerate(pages)))
+            wall = time.monotonic() - wall
+            cpu = {k: v - cpu_before[k] for k, v in cpu_seconds(server.pid, trainer and trainer.pid).items()}
             sampler.mark("translated")
             step_times: list[float] = []
             await asyncio.gather(*(step_user(pg, url, long66, step_times) for pg in pages))
@@ -233,6 +257,8 @@ async def run(args) -> None:
           f"load average at the end {os.getloadavg()[0]:.1f}")
     print(f"translate, {len(short[0].split())}-60 words, greedy: {len(tr_times)} requests, p50 "
           f"{statistics.median(tr_times):.2f} s, p90 {pct(tr_times, 0.9):.2f} s, max {max(tr_times):.2f} s")
+    print(f"  CPU seconds over those {wall:.0f} s (of {wall * os.cpu_count():.0f} core-seconds): "
+          + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items()))
     print(f"step by step, 66 words, beam 4: {len(step_times)} clicks, p50 {statistics.median(step_times):.2f} s, "
           f"p90 {pct(step_times, 0.9):.2f} s, max {max(step_times):.2f} s")
     print(f"at the limit ({len(at_limit.split())} words), beam 8, all at once: "
@@ -249,6 +275,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--no-train", dest="train", action="store_false")
+    parser.add_argument("--sentences", type=int, default=5,
+                        help="sentences each user translates (the first loads the page, the others are timed)")
     parser.add_argument("--train-threads", type=int, default=1, help="threads of the training run")
     parser.add_argument("--train-nice", type=int, default=10,
                         help="the training run's nice increment: 10 as the Train page starts it, 0 for full priority")

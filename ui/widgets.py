@@ -238,13 +238,15 @@ def _examples(corpus: str) -> list[str]:
 
     from transformer.data import CorpusError, CorpusSpec, load_corpus
 
-    spec = json.loads(corpus)
-    parts = [part["corpus"] for part in spec.get("parts") or []] if spec.get("kind") == "mix" else [spec]
+    try:
+        spec = CorpusSpec.from_dict(json.loads(corpus))
+    except (CorpusError, ValueError):
+        return []
     sources = []
-    for part in parts:
+    for part in [part.spec for part in spec.parts] or [spec]:
         try:
-            sources.append([src for src, _ in load_corpus(CorpusSpec.from_dict(part)).test][:EXAMPLES])
-        except (CorpusError, OSError, ValueError, ImportError, KeyError, TypeError):
+            sources.append([src for src, _ in load_corpus(part).test][:EXAMPLES])
+        except (CorpusError, OSError, ValueError, ImportError):
             continue
     interleaved = chain.from_iterable(zip_longest(*sources))
     return [src for src in interleaved if src is not None][:EXAMPLES]

@@ -144,6 +144,11 @@ def run_cli(*args: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
+def autogroups_enabled() -> bool:
+    setting = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    return setting.exists() and setting.read_text().strip() == "1" and Path("/proc/self/autogroup").exists()
+
+
 def tiny_cli_args(corpus_file: Path) -> list[str]:
     return ["--corpus", "tsv", "--path", str(corpus_file), "--tokenizer", "wordlevel", "--vocab-size", "64",
             "--d-model", "32", "--n-heads", "2", "--layers", "1", "--d-ff", "64", "--max-len", "32",
@@ -152,16 +157,18 @@ def tiny_cli_args(corpus_file: Path) -> list[str]:
 
 def test_cli_end_to_end_and_sigterm_saves_a_checkpoint(tmp_path, corpus_file):
     done = run_cli("--out", str(tmp_path / "cli"), *tiny_cli_args(corpus_file), "--max-steps", "6",
-                   "--log-every", "2", "--eval-every", "6")
+                   "--log-every", "2", "--eval-every", "6", "--nice", "1")
     output, _ = done.communicate(timeout=120)
     assert done.returncode == 0, output
+    # started from a terminal's session, not one of its own: where Linux groups sessions, the run says nice is local
+    assert ("within this terminal's session" in output) == autogroups_enabled(), output
     assert "eval at step 6" in output and "ETA" in output
     assert "precision: " in output  # the run says which precision it uses, and why
     assert read_status(tmp_path / "cli" / "status.json")["state"] == "finished"
 
     root = tmp_path / "stopped"
     proc = run_cli("--out", str(root), *tiny_cli_args(corpus_file), "--max-steps", "100000", "--log-every", "1",
-                   "--eval-every", "100000", "--save-every", "100000", "--nice", "3")
+                   "--eval-every", "100000", "--save-every", "100000", "--nice", "3", start_new_session=True)
     deadline = time.time() + 60
     while len(read_metrics(root / "metrics.jsonl")) < 3 and time.time() < deadline:
         time.sleep(0.2)
@@ -169,10 +176,13 @@ def test_cli_end_to_end_and_sigterm_saves_a_checkpoint(tmp_path, corpus_file):
         threads = [int(stat.read_text().rsplit(")", 1)[1].split()[16]) for stat in
                    Path(f"/proc/{proc.pid}/task").glob("*/stat")]
         assert len(threads) > 1 and set(threads) == {os.nice(0) + 3}, threads
+    if autogroups_enabled():  # in a session of its own (as the app starts it), the session's group yields too
+        assert Path(f"/proc/{proc.pid}/autogroup").read_text().split()[-1] == str(os.nice(0) + 3)
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, output
     assert f"priority: nice {os.nice(0) + 3}" in output
+    assert ("its session's scheduling group too" in output) == autogroups_enabled(), output
     status = read_status(root / "status.json")
     assert status["state"] == "stopped" and status["step"] >= 3
     assert load_checkpoint(root / "checkpoints" / "latest").metadata["step"] == status["step"]

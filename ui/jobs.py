@@ -1,7 +1,8 @@
 """Training runs as background processes of the training CLI: start, stop, resume, list. No streamlit.
 
 A run is started in its own session (start_new_session) so it outlives page reloads and browser
-disconnects, and at a lower CPU priority (`--nice 10`) so that the server's translations get the cores first; the
+disconnects, and at a lower CPU priority (`--nice 10`, its session's scheduling group included: see
+`transformer.train.lower_priority`) so that the server's translations get the cores first; the
 app finds it again from the run directory alone. The trainer's own files are read through
 `transformer.rundir`, which writes them. Besides those the app writes `launch.json` (pid, command, time),
 `process.log` (the process's stdout and stderr), which is all there is to show when a process dies before it

@@ -255,3 +255,20 @@ def test_a_run_started_by_the_app_yields_the_cores_to_the_server(tmp_path, monke
     jobs.resume_run(tmp_path / "runs" / "low", max_steps=10)
     assert [c[c.index("--nice") + 1] for c in started] == ["10", "10"]
     assert started[1][-4:] == ["--max-steps", "10", "--nice", "10"]
+
+
+def test_the_server_defaults_take_effect_through_streamlits_own_config_parser(monkeypatch):
+    """.streamlit/config.toml as `streamlit run` reads it: a misspelt option would be ignored with a warning, and the
+    server would listen on every interface, report usage, take 200 MB uploads or collect garbage after every run."""
+    from streamlit import config
+
+    monkeypatch.chdir(Path(APP).parent)
+    config.get_config_options(force_reparse=True)
+    try:
+        assert config.get_option("server.address") == "127.0.0.1"
+        assert config.get_option("browser.gatherUsageStats") is False
+        assert config.get_option("server.maxUploadSize") * 2**20 == jobs.MAX_TSV_BYTES
+        assert config.get_option("server.disconnectedSessionTTL") == 30
+        assert config.get_option("runner.postScriptGC") is False  # ui/memory.py collects instead, every 30 s
+    finally:
+        config.get_config_options(force_reparse=True)

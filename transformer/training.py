@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,18 @@ def resolve_device(name: str) -> torch.device:
 # ----------------------------------------------------------------------------- optimizer state, no pickle
 
 
-def save_training_state(directory: Path, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+@dataclass
+class TrainState:
+    """Where a run stands: saved beside the optimizer in every checkpoint, restored on resume."""
+
+    step: int = 0
+    epoch: int = 0
+    batch: int = 0  # the next batch of the epoch's shuffled order
+    elapsed: float = 0.0  # seconds of training, over every resume
+    best_bleu: float | None = None
+
+
+def save_training_state(directory: Path, optimizer: torch.optim.Optimizer, state: TrainState) -> None:
     """Optimizer tensors to safetensors, everything else (step, epoch, position, RNG) to JSON."""
     opt = optimizer.state_dict()
     tensors, scalars = {}, {}
@@ -142,11 +153,11 @@ def save_training_state(directory: Path, optimizer: torch.optim.Optimizer, state
                 scalars[f"{index}.{key}"] = value
     tensors["rng.torch"] = torch.get_rng_state()
     save_file(tensors, str(directory / OPTIMIZER_FILE))
-    state = {**state, "param_groups": opt["param_groups"], "scalars": scalars}
-    (directory / TRAINER_STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
+    saved = {**asdict(state), "param_groups": opt["param_groups"], "scalars": scalars}
+    (directory / TRAINER_STATE_FILE).write_text(json.dumps(saved, indent=2), encoding="utf-8")
 
 
-def load_training_state(directory: Path, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+def load_training_state(directory: Path, optimizer: torch.optim.Optimizer) -> TrainState:
     """Restore the optimizer and torch's RNG; returns the trainer state saved beside them."""
     state_file = inside_checkpoint(directory, directory / TRAINER_STATE_FILE)
     tensor_file = inside_checkpoint(directory, directory / OPTIMIZER_FILE)
@@ -163,4 +174,4 @@ def load_training_state(directory: Path, optimizer: torch.optim.Optimizer) -> di
         index, name = key.split(".", 1)
         per_param.setdefault(int(index), {})[name] = value
     optimizer.load_state_dict({"state": per_param, "param_groups": state.pop("param_groups")})
-    return state
+    return TrainState(**{f.name: state[f.name] for f in fields(TrainState) if f.name in state})

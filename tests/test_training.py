@@ -15,9 +15,11 @@ import torch
 
 from transformer import evaluate, loss
 from transformer.checkpoint import load_checkpoint
+from transformer.config import ModelConfig
 from transformer.data import CorpusSpec
 from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
 from transformer.training import (
+    PRESETS,
     TokenizerSettings,
     TrainConfig,
     learning_rate,
@@ -66,6 +68,18 @@ def test_learning_rate_schedules():
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="fp8")
     assert TrainConfig().precision == "auto" and not TrainConfig().compile
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_makes_valid_configs_and_evaluates_several_times_in_its_run(name):
+    """A preset's sections are what the CLI turns into its configs (a misspelt key fails here, not in a user's run);
+    a run of the preset's length evaluates at least 4 times, so that the Train page draws a curve."""
+    preset = PRESETS[name]
+    ModelConfig(**preset["model"], src_vocab_size=preset["tokenizer"]["vocab_size"], tgt_vocab_size=1)
+    TokenizerSettings(**preset["tokenizer"])
+    train = TrainConfig(**preset["train"])
+    assert learning_rate(train.warmup_steps, train) == pytest.approx(train.lr)
+    assert train.max_steps // train.eval_every >= 4
 
 
 def test_run_writes_metrics_checkpoints_and_probes(tmp_path, corpus_file):

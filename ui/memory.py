@@ -5,7 +5,8 @@ glibc's malloc keeps the pages of freed blocks inside its heaps: after four user
 server's resident size stayed about 90 MiB above its idle level although the objects were gone. `malloc_trim(0)`
 hands every whole free page back. A daemon thread does that every TRIM_EVERY seconds, after a garbage
 collection, once per process. That collection is also the server's only forced one: Streamlit's own after every
-script run (0.13 s of a translation's CPU, the interpreter held meanwhile) is off in .streamlit/config.toml. Elsewhere than glibc (musl, macOS, a preloaded jemalloc) it is a no-op.
+script run (0.13 s of a translation's CPU, the interpreter held meanwhile) is off in .streamlit/config.toml.
+Elsewhere than glibc (musl, macOS, a preloaded jemalloc) trimming is a no-op.
 
 Trimming cannot undo the other cause: Streamlit runs every script run in a new thread, and glibc gives threads
 arenas of their own (up to 8 per core, 18 in a server four users had used), each keeping its own free pages. The

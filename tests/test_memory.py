@@ -1,4 +1,5 @@
-"""The server gives freed heap pages back to the OS (glibc's malloc_trim) and keeps few malloc arenas."""
+"""The server and the trainer give freed heap pages back to the OS (glibc's malloc_trim); the server keeps few
+malloc arenas."""
 
 import os
 import subprocess
@@ -8,8 +9,8 @@ import threading
 
 import pytest
 
+from transformer import memory
 from transformer.cli import app_environment
-from ui import memory
 
 pytestmark = pytest.mark.skipif(memory._MALLOC_TRIM is None, reason="no glibc malloc_trim here")
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.skipif(memory._MALLOC_TRIM is None, reason="no glibc ma
 # then print the resident size before and after trim().
 SCRIPT = textwrap.dedent("""
     import sys
-    from ui import memory
+    from transformer import memory
 
     def rss():
         return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")) / 1024
@@ -33,7 +34,7 @@ SCRIPT = textwrap.dedent("""
 
 def test_trim_returns_freed_pages_to_the_os():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=True,
-                         cwd=memory.__file__.rsplit("/ui/", 1)[0]).stdout
+                         cwd=memory.__file__.rsplit("/transformer/", 1)[0]).stdout
     before, after, _ = map(float, out.split())
     assert before - after > 100, (before, after)  # MiB given back
 
@@ -81,3 +82,39 @@ def test_the_trimming_thread_starts_once():
     assert memory.start_trimming(every=3600) is False
     assert started or memory._started.is_set()
     assert any(t.name == "malloc-trim" and t.daemon for t in threading.enumerate())
+
+
+# A fresh process trains a tiny run, with malloc_trim counted (a wrapper around the ctypes function), and the
+# trimming thread's period shortened: what it prints is whether the thread ran and what collect it was given.
+TRAINING_SCRIPT = textwrap.dedent("""
+    import sys, threading, time
+    from transformer import memory
+    from transformer.trainer import Trainer
+
+    calls = []
+    real = memory._MALLOC_TRIM
+    memory._MALLOC_TRIM = lambda pad: calls.append(pad) or real(pad)
+    memory.TRAINING_TRIM_EVERY = 0.05
+    collected = []  # full collections run by the trimming thread
+    real_collect = memory.gc.collect
+    memory.gc.collect = lambda *a: (threading.current_thread().name == "malloc-trim" and collected.append(a)) \
+        or real_collect(*a)
+    list(Trainer(sys.argv[1]).fit())
+    time.sleep(0.3)
+    names = [t.name for t in threading.enumerate() if t.daemon]
+    print(len(calls) > 0, "malloc-trim" in names, len(collected))
+""")
+
+
+def test_a_training_run_trims_its_heap_without_collecting(tmp_path):
+    from tests.test_training import WORDS, tiny_spec  # the tiny corpus and run of those tests
+    from transformer.trainer import create_run
+
+    corpus = tmp_path / "tiny.tsv"
+    corpus.write_text("\n".join(f"the {en} {en}\tle {fr} {fr}" for en, fr in WORDS.items()) * 30, encoding="utf-8")
+    root = create_run(tmp_path / "run", tiny_spec(corpus, max_steps=3, eval_every=3))
+    out = subprocess.run([sys.executable, "-c", TRAINING_SCRIPT, str(root)], capture_output=True, text=True,
+                         timeout=120, check=True, cwd=memory.__file__.rsplit("/transformer/", 1)[0]).stdout
+    trimmed, thread, collections = out.split()
+    assert trimmed == "True" and thread == "True"
+    assert collections == "0"  # the trainer's thread never runs a full garbage collection

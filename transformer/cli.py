@@ -71,7 +71,7 @@ def app_environment() -> dict[str, str]:
         # An installed app would otherwise keep its runs inside site-packages (ui.models.runs_dir).
         env.setdefault("EXPLORER_RUNS", str(Path.cwd() / "runs"))
     # glibc: at most 2 malloc arenas, however many threads Streamlit starts, so that freed memory is given back
-    # (ui/memory.py); it must be set before the server's first thread, hence here. Other C libraries ignore it.
+    # (transformer/memory.py); it must be set before the server's first thread, hence here. Other C libraries ignore it.
     env.setdefault("MALLOC_ARENA_MAX", "2")
     return env
 

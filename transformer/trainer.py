@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from transformer import distributed
+from transformer import distributed, memory
 from transformer.batching import collate, make_batches
 from transformer.checkpoint import (
     TOKENIZER_FILE,
@@ -318,6 +318,7 @@ class Trainer:
                 with writing(self.files, self.files.status):
                     write_status(self.files, "starting", step=read_status(self.files.status).get("step", 0),
                                  max_steps=c.max_steps)
+            memory.start_trimming(memory.TRAINING_TRIM_EVERY, collect=False)  # glibc's heap grows otherwise
             run = prepare_run(self.files, self.spec, self.world_size, self.is_main)
             state = run.state
             ddp = self._prepare(run)

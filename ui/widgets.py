@@ -14,10 +14,10 @@ import torch
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.data import LOCAL_KINDS
+from transformer.memory import start_trimming
 from transformer.tokenizer import TokenizerError
 from transformer.translate import Translator
 from ui import figures, links
-from ui.memory import start_trimming
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.text import code, plain
 from ui.translation import DECODE_THREADS, OnWait

@@ -84,8 +84,9 @@ def test_the_trimming_thread_starts_once():
     assert any(t.name == "malloc-trim" and t.daemon for t in threading.enumerate())
 
 
-# A fresh process trains a tiny run, with malloc_trim counted (a wrapper around the ctypes function), and the
-# trimming thread's period shortened: what it prints is whether the thread ran and what collect it was given.
+# A fresh process trains a tiny run, with malloc_trim counted (a wrapper around the ctypes function) and the
+# trimming thread's period shortened; it prints whether malloc_trim ran, whether the thread lives, and how many full
+# collections that thread ran.
 TRAINING_SCRIPT = textwrap.dedent("""
     import sys, threading, time
     from transformer import memory

@@ -195,6 +195,7 @@ class Prepared:
     device: torch.device
     tokenizer: Tokenizer
     model: Transformer
+    loss_fn: TokenLoss  # the model's loss on real tokens, what a training step calls
     optimizer: torch.optim.Optimizer
     train: Pairs
     state: TrainState
@@ -252,12 +253,13 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
     if latest.is_dir():
         state = load_training_state(latest, optimizer)
         log.info("resumed from %s at step %d", latest, state.step)
+    loss_fn = TokenLoss(model)
     translator = Translator(Checkpoint(files.root, model_config, model, tokenizer), batch_size=64)
-    evaluator = DevEvaluator(corpus, dev, translator, TokenLoss(model), max_tokens=c.max_tokens,
-                             n_sentences=c.eval_sentences)
+    evaluator = DevEvaluator(corpus, dev, translator, loss_fn, max_tokens=c.max_tokens, n_sentences=c.eval_sentences)
     meta = {"corpus": spec.corpus.to_dict(), "description": corpus.description,
             "n_params": sum(p.numel() for p in model.parameters())}
-    return Prepared(device, tokenizer, model, optimizer, train, state, evaluator, setup_decisions(c, device), meta)
+    return Prepared(device, tokenizer, model, loss_fn, optimizer, train, state, evaluator, setup_decisions(c, device),
+                    meta)
 
 
 class Trainer:
@@ -340,8 +342,7 @@ class Trainer:
 
     def _prepare(self, run: Prepared):
         """Take over a prepared run; drop what a killed run logged after its checkpoint; the step to train with."""
-        self.device, self.model, self.evaluator = run.device, run.model, run.evaluator
-        self.loss_fn = run.evaluator.loss_fn
+        self.device, self.model, self.loss_fn, self.evaluator = run.device, run.model, run.loss_fn, run.evaluator
         self.checkpoints = RunCheckpoints(self.files, run, self.config.keep_last)
         if self.is_main:  # what a killed run logged after its latest checkpoint is logged again from here
             with writing(self.files, self.files.metrics):

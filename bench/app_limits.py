@@ -25,10 +25,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fuzz_inputs import fuzz_inputs  # noqa: E402
-from transformer.data import CorpusSpec, load_corpus  # noqa: E402
-from transformer.decoding import SearchSettings  # noqa: E402
-from transformer.session import DecodingSession  # noqa: E402
-from transformer.translate import TranslationError, Translator  # noqa: E402
+from transformer.data.load import load_corpus  # noqa: E402
+from transformer.data.spec import CorpusSpec  # noqa: E402
+from transformer.decoding.search import SearchSettings  # noqa: E402
+from transformer.decoding.session import DecodingSession  # noqa: E402
+from transformer.decoding.translate import TranslationError, Translator  # noqa: E402
 from ui import translation  # noqa: E402
 from ui.translation import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, bounded  # noqa: E402
 

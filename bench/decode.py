@@ -26,9 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from transformer.data import CorpusSpec, load_corpus  # noqa: E402
-from transformer.decoding import SearchSettings, greedy_decode  # noqa: E402
-from transformer.translate import Translator  # noqa: E402
+from transformer.data.load import load_corpus  # noqa: E402
+from transformer.data.spec import CorpusSpec  # noqa: E402
+from transformer.decoding.search import SearchSettings, greedy_decode  # noqa: E402
+from transformer.decoding.translate import Translator  # noqa: E402
 
 log = logging.getLogger("bench.decode")
 

@@ -24,8 +24,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from transformer.checkpoint import load_checkpoint  # noqa: E402
-from transformer.data import CorpusSpec, load_corpus  # noqa: E402
+from transformer.data.load import load_corpus  # noqa: E402
+from transformer.data.spec import CorpusSpec  # noqa: E402
 from transformer.explain import (  # noqa: E402
     Intervention,
     head_importance,
@@ -33,6 +33,7 @@ from transformer.explain import (  # noqa: E402
     head_statistics,
     intervened_translator,
 )
+from transformer.model.checkpoint import load_checkpoint  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from transformer.translate import Translator
+    from transformer.decoding.translate import Translator
 
     checkpoint = load_checkpoint(args.checkpoint)
     translator = Translator(checkpoint)

@@ -125,8 +125,9 @@ def cpu_seconds(server: int, trainer: int | None) -> dict[str, float]:
 
 def sentences(count: int) -> tuple[list[str], str, str]:
     """`count` test-split verses of 10 to 60 words, one of about 66 words, and one at the app's source limit."""
-    from transformer.data import CorpusSpec, load_corpus
-    from transformer.translate import Translator
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec
+    from transformer.decoding.translate import Translator
     from ui.translation import MAX_SOURCE_TOKENS
 
     translator = Translator()

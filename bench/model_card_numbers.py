@@ -20,11 +20,12 @@ import sacrebleu
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from transformer.data import CorpusSpec, load_corpus  # noqa: E402
-from transformer.decoding import SearchSettings  # noqa: E402
-from transformer.evaluate import corpus_scores  # noqa: E402
+from transformer.data.load import load_corpus  # noqa: E402
+from transformer.data.spec import CorpusSpec  # noqa: E402
+from transformer.decoding.evaluate import corpus_scores  # noqa: E402
+from transformer.decoding.search import SearchSettings  # noqa: E402
+from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain import AlignedExample, cross_attention_aer  # noqa: E402
-from transformer.translate import Translator  # noqa: E402
 
 EVERYDAY = [
     "Where is the train station?",

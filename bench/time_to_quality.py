@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
-from transformer.training import read_metrics, read_status  # noqa: E402
+from transformer.runs import read_metrics, read_status  # noqa: E402
 
 
 def train_for(run: Path, preset: str, minutes: float, extra: list[str], corpus: str = "bible") -> None:

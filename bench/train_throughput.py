@@ -7,7 +7,7 @@ length-bucketed as in training), the same embedding, sinusoidal positions, tied 
 label-smoothed loss and Adam step. They alternate batch by batch in one process, so that machine noise
 hits all of them; each round times forward + backward + optimizer step over --batches batches. For each
 precision (bf16: autocast for all of them) it prints tokens/s and the ratios against the reference of
-  ours:       the trainer's step (transformer.loss.TokenLoss: output projection and loss on real tokens,
+  ours:       the trainer's step (transformer.model.loss.TokenLoss: output projection and loss on real tokens,
               fused backward; cheap dropout masks; fused self-attention QKV; the fused Adam kernel);
   ours-plain: the same model the plain way: logits of every position, F.cross_entropy, torch's dropout and
               torch's default Adam (a loop over the parameters), as the reference;
@@ -31,13 +31,13 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from transformer.batching import collate, make_batches  # noqa: E402
-from transformer.config import ModelConfig  # noqa: E402
-from transformer.dropout import use_cheap_dropout  # noqa: E402
-from transformer.loss import TokenLoss  # noqa: E402
-from transformer.model import Transformer, sinusoidal_encoding  # noqa: E402
-from transformer.precision import autocast, cpu_bf16_support  # noqa: E402
-from transformer.training import PRESETS, TrainConfig, make_optimizer  # noqa: E402
+from transformer.model.config import ModelConfig  # noqa: E402
+from transformer.model.dropout import use_cheap_dropout  # noqa: E402
+from transformer.model.layers import Transformer, sinusoidal_encoding  # noqa: E402
+from transformer.model.loss import TokenLoss  # noqa: E402
+from transformer.training.batching import collate, make_batches  # noqa: E402
+from transformer.training.precision import autocast, cpu_bf16_support  # noqa: E402
+from transformer.training.recipe import PRESETS, TrainConfig, make_optimizer  # noqa: E402
 
 
 class Reference(nn.Module):

@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from transformer.decoding import SearchSettings
-from transformer.tokenizer import EOS_ID
-from transformer.translate import Translation, TranslationError
+from transformer.data.tokenizer import EOS_ID
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translation, TranslationError
 from ui.bidi import is_rtl, isolate, piece_labels
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels

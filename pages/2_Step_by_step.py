@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from transformer.session import DecodingSession
-from transformer.translate import TranslationError
+from transformer.decoding.session import DecodingSession
+from transformer.decoding.translate import TranslationError
 from ui import figures
 from ui.bidi import isolate
 from ui.explorer import attention_explorer

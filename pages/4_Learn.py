@@ -5,10 +5,10 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.decoding import SearchSettings
-from transformer.model import padding_mask, sinusoidal_encoding, subsequent_mask
-from transformer.tokenizer import PAD_ID
-from transformer.translate import TranslationError
+from transformer.data.tokenizer import PAD_ID
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import TranslationError
+from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
 from ui import figures
 from ui.attention import encoder_attention_steps
 from ui.translation import MAX_SOURCE_TOKENS, translate

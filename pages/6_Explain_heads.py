@@ -3,7 +3,7 @@ compare searches and models, measure every head over a dev sample, and watch a h
 
 import streamlit as st
 
-from transformer.translate import Translation
+from transformer.decoding.translate import Translation
 from ui import explain_views, head_views
 from ui.text import plain
 from ui.widgets import current_translator, link, page_setup, search_settings, sentence_input, share

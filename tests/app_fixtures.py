@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import save_checkpoint
-from transformer.config import ModelConfig
-from transformer.model import Transformer
-from transformer.tokenizer import train_tokenizer
+from transformer.data.tokenizer import train_tokenizer
+from transformer.model.checkpoint import save_checkpoint
+from transformer.model.config import ModelConfig
+from transformer.model.layers import Transformer
 
 PAIRS = [
     ("the cat sleeps .", "le chat dort ."), ("the dog eats .", "le chien mange ."),

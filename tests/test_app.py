@@ -14,8 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
-from transformer.decoding import SearchSettings, search
-from transformer.rundir import probe_steps
+from transformer.decoding.search import SearchSettings, search
+from transformer.runs import probe_steps
 from ui import jobs
 from ui.figures import escape
 from ui.text import plain
@@ -383,7 +383,7 @@ def test_model_picker_names_each_models_language_pair(at):
 
 
 def test_train_page_fine_tunes_a_trained_model(at, checkpoints, tmp_path, monkeypatch):
-    from transformer import train
+    from transformer.training import cli as train
 
     monkeypatch.setenv("EXPLORER_DATA", str(tmp_path / "data"))
     (tmp_path / "data").mkdir()
@@ -412,7 +412,8 @@ def test_train_page_fine_tunes_a_trained_model(at, checkpoints, tmp_path, monkey
 
 
 def test_example_sentences_follow_the_chosen_model(tmp_path, monkeypatch):
-    from transformer.data import CorpusSpec, MixPart, load_corpus
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec, MixPart
 
     own = CorpusSpec(kind="tsv", path=str(write_tsv(tmp_path / "own.tsv")), test_fraction=0.2)
     corpora = {"bible-ar": CorpusSpec(kind="bible", src="en", tgt="ar"), "tsv-own": own,

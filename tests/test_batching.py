@@ -3,7 +3,7 @@ import random
 import pytest
 import torch
 
-from transformer.batching import collate, make_batches
+from transformer.training.batching import collate, make_batches
 
 
 def realistic_lengths(n: int, seed: int = 0) -> list[tuple[int, int]]:

@@ -8,7 +8,8 @@ from safetensors.torch import load_file, save_file
 
 from tests.conftest import random_batch, tiny_config
 from transformer import Transformer
-from transformer.checkpoint import (
+from transformer.data.tokenizer import train_tokenizer
+from transformer.model.checkpoint import (
     CheckpointError,
     average_checkpoints,
     copy_checkpoint,
@@ -16,7 +17,6 @@ from transformer.checkpoint import (
     recover_interrupted_saves,
     save_checkpoint,
 )
-from transformer.tokenizer import train_tokenizer
 
 
 @pytest.fixture

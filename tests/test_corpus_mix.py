@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.app_fixtures import make_checkpoint
-from transformer import evaluate
-from transformer.corpora.base import ParallelCorpus
-from transformer.corpora.mix import MIX_DEV_PAIRS, MixArg, format_mix_arg, mix_corpora, parse_mix_arg
-from transformer.data import CorpusError, CorpusSpec, MixPart, load_corpus, tsv_kind
-from transformer.train import build_parser, spec_from_args
-from transformer.trainer import create_run, load_run_spec
+from transformer.data.corpora.base import CorpusError, ParallelCorpus
+from transformer.data.corpora.mix import MIX_DEV_PAIRS, MixArg, format_mix_arg, mix_corpora, parse_mix_arg
+from transformer.data.corpora.tsv import tsv_kind
+from transformer.data.load import load_corpus
+from transformer.data.spec import CorpusSpec, MixPart
+from transformer.decoding import evaluate
+from transformer.training.cli import build_parser, spec_from_args
+from transformer.training.run import create_run, load_run_spec
 
 
 def write_pairs(path: Path, tag: str, n: int) -> Path:
@@ -168,7 +170,7 @@ def test_cli_mix_errors(flags, message):
 
 
 def test_train_cli_reports_a_bad_mix_before_creating_the_run(tmp_path, capsys):
-    from transformer import train
+    from transformer.training import cli as train
 
     assert train.main(["--out", str(tmp_path / "run"), "--mix", "bible:k/s"]) == 2
     assert "Schlachter" in capsys.readouterr().err and not (tmp_path / "run").exists()
@@ -196,7 +198,7 @@ def test_debian_kind_reads_through_the_debian_module(tmp_path, monkeypatch):
         return ParallelCorpus(src, tgt, [("Open", "Ouvrir")] * 3, [("Save", "Enregistrer")], [("Quit", "Quitter")],
                               description="Debian (stand-in)")
 
-    monkeypatch.setitem(sys.modules, "transformer.corpora.debian",
+    monkeypatch.setitem(sys.modules, "transformer.data.corpora.debian",
                         types.SimpleNamespace(read_debian_corpus=read_debian_corpus))
     debian = CorpusSpec(kind="debian", path=str(tmp_path / "pairs.tsv"))
     mixed = load_corpus(CorpusSpec.mix([MixPart(debian, 2), MixPart(CorpusSpec(kind="teaching"))]))
@@ -207,7 +209,7 @@ def test_debian_kind_reads_through_the_debian_module(tmp_path, monkeypatch):
 
 
 def test_debian_file_in_a_mix(tmp_path):
-    pytest.importorskip("transformer.corpora.debian")
+    pytest.importorskip("transformer.data.corpora.debian")
     path = tmp_path / "pairs.tsv"
     path.write_text(DEBIAN_ROWS, encoding="utf-8")
     assert tsv_kind(path) == "debian" and tsv_kind(write_pairs(tmp_path / "plain.tsv", "a", 3)) == "tsv"
@@ -242,8 +244,9 @@ def test_evaluate_scores_each_part_and_reproduces_the_bible_test(tmp_path, two_f
 
 def test_a_mixed_run_trains_and_scores_each_part(two_files, tmp_path):
     from tests.test_training import TINY_MODEL
-    from transformer.trainer import RunSpec, Trainer
-    from transformer.training import TokenizerSettings, TrainConfig
+    from transformer.training.loop import Trainer
+    from transformer.training.recipe import TokenizerSettings, TrainConfig
+    from transformer.training.run import RunSpec
 
     big, small = two_files
     spec = RunSpec(CorpusSpec.mix([MixPart(tsv_spec(big)), MixPart(tsv_spec(small), 2)]),

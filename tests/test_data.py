@@ -4,19 +4,18 @@ import sqlite3
 
 import pytest
 
-from transformer.data import (
+from transformer.data.corpora.base import CorpusError
+from transformer.data.corpora.bible import (
     BIBLE_EN_FR_COUNTS,
     BIBLE_TRANSLATIONS,
     DEFAULT_BIBLE_TRANSLATION,
-    CorpusError,
-    CorpusSpec,
     bible_db_path,
     clean_bible_verse,
-    filter_corpus,
     load_bible,
-    load_corpus,
-    load_tsv,
 )
+from transformer.data.corpora.tsv import load_tsv
+from transformer.data.load import filter_corpus, load_corpus
+from transformer.data.spec import CorpusSpec
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from transformer.corpora import debian
-from transformer.corpora.base import CorpusError
-from transformer.corpora.debian import (
+from transformer.data.corpora import debian
+from transformer.data.corpora.base import CorpusError
+from transformer.data.corpora.debian import (
     Manifest,
     PackageInfo,
     build_debian_corpus,
@@ -31,8 +31,8 @@ from transformer.corpora.debian import (
     split_of,
     split_sentences,
 )
-from transformer.corpora.debian_clean import DEV_FRACTION, TEST_FRACTION, align_sentences
-from transformer.corpora.debian_fetch import download, licences
+from transformer.data.corpora.debian_clean import DEV_FRACTION, TEST_FRACTION, align_sentences
+from transformer.data.corpora.debian_fetch import download, licences
 
 # --- fixture writers ---------------------------------------------------------------------------
 
@@ -403,7 +403,7 @@ def test_a_failed_build_leaves_the_previous_corpus(tmp_path, offline_build, monk
 
 
 def test_read_errors_are_clear(tmp_path):
-    with pytest.raises(CorpusError, match="Debian corpus not found.*python -m transformer.corpora.debian"):
+    with pytest.raises(CorpusError, match="Debian corpus not found.*python -m transformer.data.corpora.debian"):
         read_debian_corpus(tmp_path / "missing")
     bad = tmp_path / "pairs.tsv"
     bad.write_text("train\tgramps\tOpen the file now.\tOuvrez le fichier.\ntrain\tgramps\tonly three\n",

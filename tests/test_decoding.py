@@ -5,16 +5,10 @@ import torch
 
 from tests.conftest import random_batch, tiny_config
 from transformer import Transformer
-from transformer.decoding import (
-    SearchSettings,
-    beam_search,
-    greedy_decode,
-    length_penalty,
-    search,
-)
-from transformer.model import DecoderCache, EncoderOutput, StepOutput, padding_mask
-from transformer.session import DecodingSession
-from transformer.tokenizer import BOS_ID, EOS_ID
+from transformer.data.tokenizer import BOS_ID, EOS_ID
+from transformer.decoding.search import SearchSettings, beam_search, greedy_decode, length_penalty, search
+from transformer.decoding.session import DecodingSession
+from transformer.model.layers import DecoderCache, EncoderOutput, StepOutput, padding_mask
 
 A = 4  # the one real token of ScriptedModel
 

@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from tests.app_fixtures import PAIRS, make_checkpoint
-from transformer.translate import find_checkpoint
+from transformer.decoding.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"

@@ -7,7 +7,8 @@ import torch
 
 from tests.conftest import tiny_config
 from transformer import Transformer
-from transformer.checkpoint import Checkpoint
+from transformer.data.tokenizer import train_tokenizer
+from transformer.decoding.translate import Translator
 from transformer.explain import (
     AlignedExample,
     AlignmentCounts,
@@ -23,8 +24,7 @@ from transformer.explain import (
     word_attention,
     words,
 )
-from transformer.tokenizer import train_tokenizer
-from transformer.translate import Translator
+from transformer.model.checkpoint import Checkpoint
 
 PAIRS = [("The cat eats bread.", "Le chat mange du pain."),
          ("The old man went to the market.", "Le vieil homme est allé au marché."),

@@ -9,12 +9,13 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from tests.test_app import APP, altair_views, curve_panels, curve_points, figures_of, plotly_array
-from transformer.checkpoint import load_checkpoint
-from transformer.data import CorpusSpec, load_corpus
+from transformer.data.load import load_corpus
+from transformer.data.spec import CorpusSpec
+from transformer.data.tokenizer import BOS_ID
+from transformer.decoding.translate import Translator
 from transformer.explain import FAMILIES, Intervention, cell_arithmetic, intervened_translator
-from transformer.rundir import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
-from transformer.tokenizer import BOS_ID
-from transformer.translate import Translator
+from transformer.model.checkpoint import load_checkpoint
+from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
 from ui import curves
 from ui.report import sentence_report
 

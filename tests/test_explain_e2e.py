@@ -17,8 +17,8 @@ from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     browser_type_launch_args,
     server,
 )
-from transformer.checkpoint import load_checkpoint
-from transformer.translate import Translator
+from transformer.decoding.translate import Translator
+from transformer.model.checkpoint import load_checkpoint
 from ui.report import sentence_report
 
 pytestmark = pytest.mark.e2e

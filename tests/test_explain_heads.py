@@ -9,8 +9,10 @@ import torch
 from tests.app_fixtures import PAIRS
 from tests.conftest import tiny_config
 from transformer import Transformer
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import SearchSettings, beam_search, greedy_decode
+from transformer.data.tokenizer import BOS_ID, train_tokenizer
+from transformer.decoding.search import SearchSettings, beam_search, greedy_decode
+from transformer.decoding.session import DecodingSession
+from transformer.decoding.translate import Translator
 from transformer.explain import (
     FAMILIES,
     Intervention,
@@ -28,10 +30,8 @@ from transformer.explain import (
     teacher_forced,
 )
 from transformer.explain.interventions import attention_module, every_head, head_columns, shared_prefix
-from transformer.rundir import ProbeRecord, RunFiles, append_metrics, write_probes
-from transformer.session import DecodingSession
-from transformer.tokenizer import BOS_ID, train_tokenizer
-from transformer.translate import Translator
+from transformer.model.checkpoint import Checkpoint
+from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes
 
 SRC = [[5, 9, 12, 7, 2]]
 OUT = [6, 11, 8, 2]  # ends with </s>

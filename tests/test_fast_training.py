@@ -10,12 +10,12 @@ import torch.nn.functional as F
 
 from tests.conftest import random_batch, tiny_config
 from transformer import Transformer
-from transformer.checkpoint import unique_state_dict
-from transformer.dropout import Dropout, cheap_dropout, drop_mask, use_cheap_dropout
-from transformer.loss import TokenLoss, smoothed_cross_entropy_sum
-from transformer.model import padding_mask
-from transformer.precision import autocast, cpu_bf16_support, cpu_flags, resolve_precision
-from transformer.training import TrainConfig, make_optimizer
+from transformer.model.checkpoint import unique_state_dict
+from transformer.model.dropout import Dropout, cheap_dropout, drop_mask, use_cheap_dropout
+from transformer.model.layers import padding_mask
+from transformer.model.loss import TokenLoss, smoothed_cross_entropy_sum
+from transformer.training.precision import autocast, cpu_bf16_support, cpu_flags, resolve_precision
+from transformer.training.recipe import TrainConfig, make_optimizer
 
 CPU = torch.device("cpu")
 # bf16 keeps 8 bits of mantissa: a tiny model's loss moves by well under 1% over a few steps, attention weights by

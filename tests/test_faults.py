@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from tests.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec, train_losses  # noqa: F401 (fixture)
-from transformer import checkpoint
-from transformer.checkpoint import load_checkpoint
-from transformer.rundir import (
+from transformer.model import checkpoint
+from transformer.model.checkpoint import load_checkpoint
+from transformer.runs import (
     ProbeRecord,
     RunFiles,
     RunLock,
@@ -33,7 +33,8 @@ from transformer.rundir import (
     truncate_metrics,
     write_probes,
 )
-from transformer.trainer import Trainer, TrainingError, create_run
+from transformer.training.loop import Trainer
+from transformer.training.run import TrainingError, create_run
 
 
 def start_cli(*args: str, log: Path) -> subprocess.Popen:
@@ -202,7 +203,7 @@ def test_a_failed_write_stops_with_a_clear_message_and_keeps_the_previous_checkp
         monkeypatch.setattr(checkpoint, "save_file", disk_full)
         written = r"the checkpoint .*latest"
     else:
-        monkeypatch.setattr("transformer.trainer.append_metrics", disk_full)
+        monkeypatch.setattr("transformer.training.loop.append_metrics", disk_full)
         written = r".*metrics\.jsonl"
     with pytest.raises(TrainingError, match=rf"could not write {written}: \[Errno 28\] No space left on device; "
                                             r"stopped, and the previous checkpoint .*latest is intact"):

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from tests.app_fixtures import PAIRS, make_checkpoint
-from transformer.checkpoint import load_checkpoint
-from transformer.decoding import SearchSettings
-from transformer.translate import TranslationError, Translator
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import TranslationError, Translator
+from transformer.model.checkpoint import load_checkpoint
 from ui import attention, figures
 from ui.attention import encoder_attention_steps
 from ui.translation import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate

@@ -17,9 +17,9 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
 from tests.fuzz_inputs import LINK, fuzz_inputs
-from transformer import translate
-from transformer.decoding import SearchSettings
-from transformer.translate import Translation, TranslationError, Translator
+from transformer.decoding import translate
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translation, TranslationError, Translator
 from ui import jobs
 from ui.text import code, plain
 from ui.translation import MAX_CHARS

@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
-from transformer.decoding import SearchSettings
-from transformer.translate import TranslationError, Translator
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import TranslationError, Translator
 from ui import attention, jobs, models, translation
 from ui.translation import MAX_CHARS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, DecodeLimiter, ServerBusy
 

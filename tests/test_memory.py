@@ -90,7 +90,7 @@ def test_the_trimming_thread_starts_once():
 TRAINING_SCRIPT = textwrap.dedent("""
     import sys, threading, time
     from transformer import memory
-    from transformer.trainer import Trainer
+    from transformer.training.loop import Trainer
 
     calls = []
     real = memory._MALLOC_TRIM
@@ -109,7 +109,7 @@ TRAINING_SCRIPT = textwrap.dedent("""
 
 def test_a_training_run_trims_its_heap_without_collecting(tmp_path):
     from tests.test_training import WORDS, tiny_spec  # the tiny corpus and run of those tests
-    from transformer.trainer import create_run
+    from transformer.training.run import create_run
 
     corpus = tmp_path / "tiny.tsv"
     corpus.write_text("\n".join(f"the {en} {en}\tle {fr} {fr}" for en, fr in WORDS.items()) * 30, encoding="utf-8")

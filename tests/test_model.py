@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from tests.conftest import random_batch, tiny_config
 from transformer import ModelConfig, Transformer
-from transformer.model import attention, padding_mask, sinusoidal_encoding, subsequent_mask
+from transformer.model.layers import attention, padding_mask, sinusoidal_encoding, subsequent_mask
 
 
 def real_lengths(ids: torch.Tensor, pad_id: int = 0) -> list[int]:

@@ -12,8 +12,10 @@ import sys
 import termios
 
 from tests.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec  # noqa: F401 - corpus_file is a fixture
-from transformer import evaluate, progress
-from transformer.trainer import Trainer, create_run
+from transformer import progress
+from transformer.decoding import evaluate
+from transformer.training.loop import Trainer
+from transformer.training.run import create_run
 
 
 class FakeTerminal(io.StringIO):
@@ -62,7 +64,7 @@ def test_evaluate_draws_a_bar_on_a_terminal_and_logs_tenths_otherwise(tmp_path, 
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     counter = progress.Counter("translating test", evaluate.log)
     assert not counter.terminal
-    with caplog.at_level("INFO", logger="transformer.evaluate"):
+    with caplog.at_level("INFO", logger="transformer.decoding.evaluate"):
         result = evaluate.evaluate_checkpoint(checkpoint, "test", progress=counter)
     lines = [m for m in caplog.messages if m.startswith("translating test:")]
     assert lines and lines[-1] == f"translating test: {result['sentences']}/{result['sentences']} sentences (100%)"

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from transformer.checkpoint import load_checkpoint
-from transformer.data import CorpusSpec, load_corpus
-from transformer.evaluate import corpus_scores
-from transformer.translate import Translator, find_checkpoint
+from transformer.data.load import load_corpus
+from transformer.data.spec import CorpusSpec
+from transformer.decoding.evaluate import corpus_scores
+from transformer.decoding.translate import Translator, find_checkpoint
+from transformer.model.checkpoint import load_checkpoint
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "en-fr-bible"
 BLEU_FLOOR = 12.0  # on the first 40 test verses, greedy
@@ -49,7 +50,7 @@ TEACHING = SHIPPED.parent / "en-fr-teaching"
 
 def test_shipped_teaching_model_translates_its_test_split_and_aligns():
     """Floors below the card's figures (exact match, BLEU, best-head AER) that only a broken artefact misses."""
-    from transformer.corpora.teaching import build_teaching_corpus
+    from transformer.data.corpora.teaching import build_teaching_corpus
     from transformer.explain import AlignedExample, cross_attention_aer
 
     assert sum(f.stat().st_size for f in TEACHING.iterdir()) <= 15 * 1024 * 1024
@@ -87,7 +88,7 @@ def test_shipped_bible_models_of_other_languages(tgt, chrf_floor, letters):
     assert all(is_rtl(h) for h in hypotheses if h) == (tgt == "ar")
 
 
-# Held-out pairs of the Debian corpus's test split (python -m transformer.corpora.debian --tgt fr; never trained
+# Held-out pairs of the Debian corpus's test split (python -m transformer.data.corpora.debian --tgt fr; never trained
 # on), so that CI, which has no Debian packages, can still check the modern half of en-fr-bible-debian.
 MODERN_TEST_PAIRS = [
     ("The bank has sent transaction information in its response.",

@@ -11,10 +11,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import altair_views, curve_panels, curve_points, figures_of, plotly_array
-from transformer.checkpoint import load_checkpoint
-from transformer.corpora.teaching import align, build_teaching_corpus, vocabulary
+from transformer.data.corpora.teaching import align, build_teaching_corpus, vocabulary
+from transformer.decoding.translate import Translator
 from transformer.explain import AlignedExample, cross_attention_aer, link_cells, piece_words, sentence_aer
-from transformer.translate import Translator
+from transformer.model.checkpoint import load_checkpoint
 from ui.models import describe, find_models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,9 +125,9 @@ def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):
 
 
 def test_training_probes_get_gold_cells_only_when_the_output_is_the_grammars_french():
+    from transformer.data.tokenizer import Tokenizer
     from transformer.explain import format_links
-    from transformer.rundir import ProbeRecord
-    from transformer.tokenizer import Tokenizer
+    from transformer.runs import ProbeRecord
     from ui.teaching import probe_gold_cells
 
     gold = align(SENTENCE)

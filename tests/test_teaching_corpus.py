@@ -11,20 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from transformer.corpora.teaching import (
+from transformer.data.corpora.teaching import (
     TEACHING_SIZES,
     AlignedPair,
     align,
     build_teaching_corpus,
     combinations,
-    format_links,
-    parse_links,
     vocabulary,
 )
-from transformer.corpora.teaching_grammar import Clause, realize
-from transformer.corpora.teaching_lexicon import ADJECTIVE, NOUN, NUMBER, PRONOUNS, VERB
-from transformer.corpora.teaching_parser import parse
-from transformer.explain import words
+from transformer.data.corpora.teaching_grammar import Clause, realize
+from transformer.data.corpora.teaching_lexicon import ADJECTIVE, NOUN, NUMBER, PRONOUNS, VERB
+from transformer.data.corpora.teaching_parser import parse
+from transformer.data.words import format_links, parse_links, words
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "teaching-corpus.md"
@@ -201,7 +199,7 @@ def test_deterministic_across_processes_and_seeded(corpus):
     # The package's __init__ imports torch, which the corpus does not need: a bare package object skips it.
     code = ("import hashlib, sys, types; package = types.ModuleType('transformer'); "
             f"package.__path__ = [{str(ROOT / 'transformer')!r}]; sys.modules['transformer'] = package; "
-            "from transformer.corpora.teaching import build_teaching_corpus as b; c = b(0); "
+            "from transformer.data.corpora.teaching import build_teaching_corpus as b; c = b(0); "
             "print(hashlib.sha256(repr((c.train, c.dev, c.test, sorted(c.held_out))).encode()).hexdigest())")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     with subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) as process:

@@ -9,9 +9,10 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.test_training import corpus_file, tiny_spec  # noqa: F401 - corpus_file is a fixture
-from transformer import tensorboard_log
-from transformer.rundir import read_metrics
-from transformer.trainer import Trainer, create_run
+from transformer.runs import read_metrics
+from transformer.training import tensorboard_log
+from transformer.training.loop import Trainer
+from transformer.training.run import create_run
 
 
 def events(root) -> EventAccumulator:
@@ -60,7 +61,7 @@ def test_a_failing_writer_warns_and_the_run_goes_on(tmp_path, corpus_file, monke
 
     monkeypatch.setattr(SummaryWriter, "add_scalar", full_disk)
     root = create_run(tmp_path / "full", tiny_spec(corpus_file, max_steps=4, log_every=1, eval_every=2))
-    with caplog.at_level(logging.WARNING, logger="transformer.tensorboard_log"):
+    with caplog.at_level(logging.WARNING, logger="transformer.training.tensorboard_log"):
         records = list(Trainer(root).fit())
     assert [r["step"] for r in records if "train_loss" in r] == [1, 2, 3, 4]
     assert [r["step"] for r in read_metrics(root) if "dev_bleu" in r] == [2, 4]

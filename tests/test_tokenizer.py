@@ -1,14 +1,6 @@
 import pytest
 
-from transformer.tokenizer import (
-    BOS_ID,
-    EOS_ID,
-    PAD_ID,
-    UNK_ID,
-    Tokenizer,
-    TokenizerError,
-    train_tokenizer,
-)
+from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, TokenizerError, train_tokenizer
 
 EXAMPLES = {
     "en": ["The man's dog isn't here, is it?", "In the beginning God created the heaven and the earth."],

@@ -13,19 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import evaluate, loss
-from transformer.checkpoint import load_checkpoint
-from transformer.config import ModelConfig
-from transformer.data import CorpusSpec
-from transformer.trainer import RunSpec, Trainer, TrainingError, create_run
-from transformer.training import (
-    PRESETS,
-    TokenizerSettings,
-    TrainConfig,
-    learning_rate,
-    read_metrics,
-    read_status,
-)
+from transformer.data.spec import CorpusSpec
+from transformer.decoding import evaluate
+from transformer.model import loss
+from transformer.model.checkpoint import load_checkpoint
+from transformer.model.config import ModelConfig
+from transformer.runs import read_metrics, read_status
+from transformer.training.loop import Trainer
+from transformer.training.recipe import PRESETS, TokenizerSettings, TrainConfig, learning_rate
+from transformer.training.run import RunSpec, TrainingError, create_run
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = {"the": "le", "cat": "chat", "dog": "chien", "eats": "mange", "sees": "voit", "big": "grand",
@@ -270,7 +266,7 @@ def test_a_run_can_start_from_a_trained_checkpoint(tmp_path, corpus_file):
 
 
 def test_init_from_refuses_architecture_flags_and_missing_checkpoints(tmp_path, capsys):
-    from transformer import train
+    from transformer.training import cli as train
 
     assert train.main(["--out", str(tmp_path / "a"), "--init-from", str(tmp_path), "--d-model", "64"]) == 2
     assert "--init-from keeps the checkpoint's architecture and vocabulary: drop --d-model" in capsys.readouterr().err

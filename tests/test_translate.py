@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from transformer import Transformer, translate
-from transformer.checkpoint import CheckpointError, save_checkpoint
-from transformer.decoding import SearchSettings, greedy_decode
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
-from transformer.translate import TranslationError, Translator, find_checkpoint
+from transformer import Transformer
+from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
+from transformer.decoding import translate
+from transformer.decoding.search import SearchSettings, greedy_decode
+from transformer.decoding.translate import TranslationError, Translator, find_checkpoint
+from transformer.model.checkpoint import CheckpointError, save_checkpoint
 
 PAIRS = [("the house is big", "la maison est grande"), ("a cat", "un chat"), ("the cat is small", "le chat est petit"),
          ("a big house", "une grande maison")]
@@ -143,7 +144,7 @@ def test_cli_errors_are_one_line_and_exit_2(checkpoint, tmp_path):
 
 
 def test_the_default_model_comes_first_whatever_ships_beside_it(tmp_path):
-    from transformer.translate import DEFAULT_MODEL, find_checkpoint
+    from transformer.decoding.translate import DEFAULT_MODEL, find_checkpoint
 
     for name in ("en-ar-bible", DEFAULT_MODEL, "zz", "aa-no-config"):
         (tmp_path / name).mkdir()

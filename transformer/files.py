@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -25,3 +27,8 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary file beside path, then rename it over path."""
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False))

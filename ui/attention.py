@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transformer.data.tokenizer import SPECIAL_TOKENS
+from transformer.decoding.translate import TranslationAttention
 from transformer.explain import cell_arithmetic
-from transformer.model import Transformer
-from transformer.tokenizer import SPECIAL_TOKENS
-from transformer.translate import TranslationAttention
+from transformer.model.layers import Transformer
 from ui.figures import label_text
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",

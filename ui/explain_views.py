@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer.checkpoint import load_checkpoint
-from transformer.decoding import SearchSettings
+from transformer.data.tokenizer import BOS_ID
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
     Intervention,
     StatisticsAccumulator,
@@ -26,8 +27,7 @@ from transformer.explain import (
     teacher_forced,
 )
 from transformer.explain.interventions import every_head, shared_prefix
-from transformer.tokenizer import BOS_ID
-from transformer.translate import Translation, TranslationAttention, TranslationError, Translator
+from transformer.model.checkpoint import load_checkpoint
 from ui import attention, explain_figures, figures, report
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models

@@ -11,8 +11,8 @@ from functools import partial
 
 import streamlit as st
 
+from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
-from transformer.translate import TranslationAttention
 from ui import alignment, attention, figures, links
 from ui.attention import FAMILIES
 from ui.widgets import chart, choice_box, link, link_problems, share

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer.data import LOCAL_KINDS
+from transformer.data.spec import LOCAL_KINDS
+from transformer.decoding.translate import Translator
 from transformer.explain import (
     STATISTICS,
     HeadImportance,
@@ -29,8 +30,7 @@ from transformer.explain import (
 )
 from transformer.explain.history import probe_labels
 from transformer.explain.interventions import Head
-from transformer.rundir import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
-from transformer.translate import Translator
+from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from ui import curves, explain_figures, figures, jobs
 from ui.attention import FAMILIES
 from ui.explain_views import NAMES, SHORT, head_name
@@ -44,7 +44,9 @@ SAMPLE_SIZES = (8, 16, 32, 64, 128)
 
 @st.cache_data(max_entries=4, show_spinner="Loading the corpus's dev sentences…")
 def _corpus_pairs(corpus: str) -> list[tuple[str, str]]:
-    from transformer.data import CorpusError, CorpusSpec, load_corpus
+    from transformer.data.corpora.base import CorpusError
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec
 
     try:
         loaded = load_corpus(CorpusSpec.from_dict(json.loads(corpus)))

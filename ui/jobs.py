@@ -4,7 +4,7 @@ A run is started in its own session (start_new_session) so it outlives page relo
 disconnects, and at a lower CPU priority (`--nice 10`, its session's scheduling group included: see
 `transformer.train.lower_priority`) so that the server's translations get the cores first; the
 app finds it again from the run directory alone. The trainer's own files are read through
-`transformer.rundir`, which writes them. Besides those the app writes `launch.json` (pid, command, time),
+`transformer.runs`, which writes them. Besides those the app writes `launch.json` (pid, command, time),
 `process.log` (the process's stdout and stderr), which is all there is to show when a process dies before it
 writes status.json, and `corpus.tsv` (an uploaded corpus, checked by `check_tsv` before anything is written).
 
@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from transformer.rundir import RunFiles, read_status
+from transformer.runs import RunFiles, read_status
 from ui.models import REPO, read_json
 
-LAUNCH_FILE, PROCESS_LOG = "launch.json", "process.log"
 ACTIVE = ("starting", "running")
 _PROCESSES: dict[int, subprocess.Popen] = {}  # children of this server, polled so that they are reaped
 TRAIN_NICE = 10  # a run started here yields the cores to the server, so that translating stays quick meanwhile
@@ -85,7 +84,7 @@ class RunInfo:
 def run_info(root: str | Path) -> RunInfo:
     """The state of a run, from its files and whether its process is alive."""
     root = Path(root)
-    status, launch = read_status(root), read_json(root / LAUNCH_FILE)
+    status, launch = read_status(root), read_json(RunFiles(root).launch)
     state = status.get("state")
     pid = launch.get("pid") if launch.get("started", 0) > status.get("updated", 0) else status.get("pid")
     alive = pid_alive(pid)
@@ -119,7 +118,7 @@ def list_runs(runs_dir: Path) -> list[RunInfo]:
         return []
     def is_run(p: Path) -> bool:
         files = RunFiles(p)
-        return p.is_dir() and any(m.exists() for m in (files.run_json, files.status, p / LAUNCH_FILE))
+        return p.is_dir() and any(m.exists() for m in (files.run_json, files.status, files.launch))
 
     roots = [p for p in runs_dir.iterdir() if is_run(p)]
     return [run_info(p) for p in sorted(roots, key=lambda p: p.stat().st_mtime, reverse=True)]
@@ -129,7 +128,6 @@ RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})?")
 HF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
 HF_CONFIG = re.compile(r"[A-Za-z0-9_.-]{0,64}")
-CORPUS_FILE = "corpus.tsv"
 MAX_TSV_BYTES = 20 * 1024 * 1024  # as .streamlit/config.toml's server.maxUploadSize (MB), checked here too
 MAX_TSV_LINES = 1_000_000
 MIN_TSV_PAIRS = 10  # fewer cannot fill train, dev and test splits
@@ -221,11 +219,12 @@ def data_file(name: str) -> Path:
 
 def _launch(root: Path, args: list[str]) -> RunInfo:
     command = [sys.executable, "-m", "transformer.train", *args, "--nice", str(TRAIN_NICE)]
-    with open(root / PROCESS_LOG, "ab") as log:
+    files = RunFiles(root)
+    with open(files.process_log, "ab") as log:
         proc = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     _PROCESSES[proc.pid] = proc
-    (root / LAUNCH_FILE).write_text(json.dumps({"pid": proc.pid, "started": time.time(), "command": command}))
+    files.launch.write_text(json.dumps({"pid": proc.pid, "started": time.time(), "command": command}))
     return run_info(root)
 
 
@@ -234,14 +233,15 @@ def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | No
     is written. corpus_tsv: an uploaded corpus, checked, then saved as the run's corpus.tsv and passed as --path."""
     check_run_name(name)
     root = runs_dir / name
-    if RunFiles(root).run_json.exists() or (root / LAUNCH_FILE).exists():
+    files = RunFiles(root)
+    if files.run_json.exists() or files.launch.exists():
         raise ValueError(f"a run named {name!r} already exists: choose another name or resume it")
     if corpus_tsv is not None:
         check_tsv(corpus_tsv)
     root.mkdir(parents=True, exist_ok=True)
     if corpus_tsv is not None:
-        (root / CORPUS_FILE).write_bytes(corpus_tsv)
-        args = [*args, "--path", str(root / CORPUS_FILE)]
+        files.uploaded_corpus.write_bytes(corpus_tsv)
+        args = [*args, "--path", str(files.uploaded_corpus)]
     return _launch(root, [*args, "--out", str(root)])
 
 
@@ -268,7 +268,7 @@ def stop_run(root: Path) -> bool:
 
 def log_tail(root: Path, lines: int = 40) -> str:
     """The end of the process output (it includes tracebacks), else of train.log."""
-    for path in (root / PROCESS_LOG, RunFiles(root).log):
+    for path in (RunFiles(root).process_log, RunFiles(root).log):
         if path.is_file():
             with open(path, "rb") as f:
                 f.seek(max(0, path.stat().st_size - 20_000))

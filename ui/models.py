@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from transformer.checkpoint import CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE
-from transformer.rundir import RunFiles, read_status
-from transformer.translate import checkpoint_order
+from transformer.decoding.translate import checkpoint_order
+from transformer.model.checkpoint import CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE
+from transformer.runs import RunFiles, read_status
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from transformer.decoding.translate import Translation
 from transformer.explain import STATISTICS, HeadStatistics, head_labels
-from transformer.translate import Translation
 from ui import attention, explain_figures, figures
 from ui.attention import FAMILIES
 

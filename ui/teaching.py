@@ -10,11 +10,11 @@ import random
 
 import streamlit as st
 
-from transformer.corpora.teaching import align, vocabulary
-from transformer.data import normalize_text
+from transformer.data.corpora.base import normalize_text
+from transformer.data.corpora.teaching import align, vocabulary
+from transformer.decoding.translate import Translation, Translator
 from transformer.explain import HeadAlignment, Link, link_cells, parse_links, piece_words, sentence_aer, words
-from transformer.rundir import ProbeRecord
-from transformer.translate import Translation, Translator
+from transformer.runs import ProbeRecord
 from ui import alignment
 from ui.models import checkpoint_stamp
 
@@ -57,7 +57,8 @@ def random_sentence_button(examples: list[str], text_key: str) -> None:
 
 @st.cache_data(max_entries=4, show_spinner="Scoring every cross-attention head on the test split…")
 def _test_split_aer(path: str, stamp: float, _translator: Translator) -> HeadAlignment:
-    from transformer.data import CorpusSpec, load_corpus
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec
     from transformer.explain import AlignedExample, cross_attention_aer
 
     corpus = load_corpus(CorpusSpec.from_dict(_translator.checkpoint.metadata["corpus"]))

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.corpora.mix import format_mix_arg
-from transformer.data import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION, tsv_kind
-from transformer.rundir import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
-from transformer.training import PRESETS
+from transformer.data.corpora.bible import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION
+from transformer.data.corpora.mix import format_mix_arg
+from transformer.data.corpora.tsv import tsv_kind
+from transformer.runs import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
+from transformer.training.recipe import PRESETS
 from ui import alignment, curves, figures, jobs
 from ui.models import ModelChoice, find_models
 from ui.teaching import probe_gold_cells

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-from transformer.decoding import SearchSettings
-from transformer.translate import Source, Translation, TranslationError, Translator, check_text
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Source, Translation, TranslationError, Translator, check_text
 
 MAX_CHARS = 1000  # a long sentence; the same cap as a link's text (ui.links.MAX_TEXT)
 MAX_SOURCE_TOKENS = 100  # pieces, </s> included: about 75 English words with the shipped model's vocabulary

@@ -12,11 +12,11 @@ from typing import Any, TypeVar
 import streamlit as st
 import torch
 
-from transformer.checkpoint import CheckpointError, load_checkpoint
-from transformer.data import LOCAL_KINDS
+from transformer.data.spec import LOCAL_KINDS
+from transformer.data.tokenizer import TokenizerError
+from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
-from transformer.tokenizer import TokenizerError
-from transformer.translate import Translator
+from transformer.model.checkpoint import CheckpointError, load_checkpoint
 from ui import figures, links
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.text import code, plain
@@ -198,7 +198,7 @@ def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
 
 def search_settings(key: str):
     """Greedy or beam search controls, seeded from the link and shared back into it; returns a SearchSettings."""
-    from transformer.decoding import SearchSettings
+    from transformer.decoding.search import SearchSettings
 
     values, problems = links.read_search(link())
     link_problems(problems)
@@ -236,7 +236,9 @@ def _examples(corpus: str) -> list[str]:
     import json
     from itertools import chain, zip_longest
 
-    from transformer.data import CorpusError, CorpusSpec, load_corpus
+    from transformer.data.corpora.base import CorpusError
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec
 
     try:
         spec = CorpusSpec.from_dict(json.loads(corpus))

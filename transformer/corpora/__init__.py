@@ -1,4 +1,1 @@
-"""Corpus loaders, one per source (bible, tsv, hf, debian, teaching), and mixes of them with weights (mix).
-
-Each returns a `base.ParallelCorpus`; `transformer.data` chooses one from a `CorpusSpec`.
-"""
+"""The old path of transformer.data.corpora, kept for `python -m transformer.data.corpora.debian`."""

@@ -11,22 +11,19 @@
 Nothing here stores state on the model: an intervention edits the weights of a copy.
 """
 
+from transformer.data.words import Link, format_links, parse_links, words
 from transformer.explain.alignment import (
     AlignedExample,
     AlignmentCounts,
     HeadAlignment,
-    Link,
     alignment_error_rate,
     argmax_links,
     count_links,
     cross_attention_aer,
-    format_links,
     link_cells,
-    parse_links,
     piece_words,
     sentence_aer,
     word_attention,
-    words,
 )
 from transformer.explain.arithmetic import CellArithmetic, cell_arithmetic
 from transformer.explain.history import ProbeFrame, probe_history

@@ -11,40 +11,16 @@ literature (Och and Ney, 2003), with 0-based indices.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from transformer.tokenizer import BOS, EOS, PAD
-
-_WORD = re.compile(r"\w+'?|'|[^\w\s]")
+from transformer.data.tokenizer import BOS, EOS, PAD
+from transformer.data.words import Link, words
 
 _CONTROL = frozenset((BOS, EOS, PAD))
-Link = tuple[int, int]  # (source word index, target word index)
-
-
-def words(text: str) -> list[str]:
-    """The words of `text` as the tokenizer pre-tokenizes it (normalised text: one apostrophe kind)."""
-    return _WORD.findall(text)
-
-
-def format_links(links: frozenset[Link]) -> str:
-    """Links in the usual "i-j" text form, sorted: "0-0 1-2 2-1"."""
-    return " ".join(f"{s}-{t}" for s, t in sorted(links))
-
-
-def parse_links(text: str) -> frozenset[Link]:
-    """The inverse of `format_links`; a malformed link raises ValueError naming it."""
-    links = set()
-    for item in text.split():
-        source, sep, target = item.partition("-")
-        if not (sep and source.isdigit() and target.isdigit()):
-            raise ValueError(f"malformed link {item!r}: expected source-target word indices such as 0-1")
-        links.add((int(source), int(target)))
-    return frozenset(links)
 
 
 def piece_words(pieces: Sequence[str]) -> list[int | None]:

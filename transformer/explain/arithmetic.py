@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from transformer.explain.interventions import FAMILIES, attention_module
-from transformer.model import Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import Transformer, padding_mask, subsequent_mask
 
 
 @dataclass

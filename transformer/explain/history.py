@@ -1,5 +1,5 @@
 """A probe sentence's attention across training: the snapshots a run saves at each evaluation
-(`transformer.rundir` writes and reads them), as frames of one head's map with the metrics of that step."""
+(`transformer.runs` writes and reads them), as frames of one head's map with the metrics of that step."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from torch import Tensor
 
-from transformer.rundir import ProbeRecord, RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
+from transformer.runs import ProbeRecord, RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 
 
 @dataclass

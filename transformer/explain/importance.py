@@ -17,8 +17,9 @@ import sacrebleu
 import torch
 from torch import Tensor
 
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import DEFAULT_SETTINGS, SearchSettings
+from transformer.data.tokenizer import Tokenizer
+from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
+from transformer.decoding.translate import Translator
 from transformer.explain.interventions import (
     FAMILIES,
     NO_CHANGE,
@@ -29,9 +30,8 @@ from transformer.explain.interventions import (
     head_columns,
     intervened,
 )
-from transformer.model import Transformer
-from transformer.tokenizer import Tokenizer
-from transformer.translate import Translator
+from transformer.model.checkpoint import Checkpoint
+from transformer.model.layers import Transformer
 
 Progress = Callable[[int, int, Head | None], None]  # (heads done, heads in all, the head just done)
 Batch = tuple[Tensor, Tensor, Tensor]  # src (B, S), decoder input (B, T), target (B, T)

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.decoding import next_token_log_probs
-from transformer.model import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
-from transformer.tokenizer import BOS_ID
-from transformer.translate import Translator
+from transformer.data.tokenizer import BOS_ID
+from transformer.decoding.search import next_token_log_probs
+from transformer.decoding.translate import Translator
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
 
 FAMILIES = ("enc_self", "dec_self", "cross")
 Head = tuple[str, int, int]  # (family, layer, head)

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from transformer.model import Transformer
-from transformer.tokenizer import BOS, EOS, Tokenizer
+from transformer.data.tokenizer import BOS, EOS, Tokenizer
+from transformer.model.layers import Transformer
 
 STATISTICS = {
     "entropy": "entropy of a row (nats)",

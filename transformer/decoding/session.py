@@ -1,0 +1,93 @@
+"""Step through greedy or beam search one token at a time, as the app's "Decode step by step" page does.
+
+The session runs the same `GreedySearch` / `BeamSearch` engines as the one-shot functions in
+`transformer.decoding.search`, so a session run to the end gives exactly their result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import torch
+
+from transformer.decoding.search import (
+    DEFAULT_SETTINGS,
+    BeamSearch,
+    DecodeResult,
+    GreedySearch,
+    Hypothesis,
+    SearchSettings,
+    SearchStep,
+)
+from transformer.model.layers import Transformer
+
+
+class DecodingSession:
+    """Decode one sentence a step at a time: step(), back(), run_to_end(), reset().
+
+    Keeps the search (with its KV cache), the light history of the steps taken (tokens, parents,
+    scores, candidates: the beam tree) and the attention rows of the latest step only. back()
+    replays the search from the source to one step earlier: decoding is deterministic, and a replay
+    costs a few cached steps.
+    """
+
+    def __init__(self, model: Transformer, src_ids: Sequence[int], settings: SearchSettings = DEFAULT_SETTINGS):
+        if not src_ids:
+            raise ValueError("a decoding session needs at least one source token")
+        self.model, self.src_ids, self.settings = model, list(src_ids), settings
+        self.reset()
+
+    def reset(self) -> None:
+        src = torch.tensor([self.src_ids], device=next(self.model.parameters()).device)  # (1, S)
+        if self.settings.beam_size == 1:
+            self._search: GreedySearch | BeamSearch = GreedySearch(self.model, src, self.settings)
+        else:
+            self._search = BeamSearch(self.model, src, self.settings)
+        self.history: list[SearchStep] = []  # every step taken, attention rows dropped
+        self.current: SearchStep | None = None  # the latest step, with its attention rows
+
+    @property
+    def done(self) -> bool:
+        return self._search.done
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.history)
+
+    @property
+    def live(self) -> list[Hypothesis]:
+        """The hypotheses still growing (greedy: the prefix), best first."""
+        return self._search.live(0)
+
+    @property
+    def finished(self) -> list[Hypothesis]:
+        """Hypotheses ended so far, best first (for greedy, its output once done)."""
+        if isinstance(self._search, BeamSearch):
+            return self._search.ranked(0)
+        return self._search.results()[0].hypotheses if self.done else []
+
+    def step(self) -> SearchStep | None:
+        """Take one step; None once done."""
+        if self.done:
+            return None
+        self.current = self._search.step(record=True)[0]
+        self.history.append(dataclasses.replace(self.current, live=[
+            dataclasses.replace(h, self_attention=None, cross_attention=None) for h in self.current.live]))
+        return self.current
+
+    def back(self) -> None:
+        """Undo the latest step (nothing to undo at the start)."""
+        target = max(self.n_steps - 1, 0)
+        self.reset()
+        while self.n_steps < target:
+            self.step()
+
+    def run_to_end(self) -> DecodeResult:
+        while self.step() is not None:
+            pass
+        return self.result()
+
+    def result(self) -> DecodeResult:
+        """The n-best hypotheses ended so far (the search's output once done) and the history."""
+        return DecodeResult(self.finished[: self.settings.nbest], list(self.history))

@@ -1,0 +1,309 @@
+"""Translate text with a checkpoint: the `Translator` that the app and the command line share.
+
+    python -m transformer.translate "In the beginning God created the heaven and the earth."
+    python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
+
+Without --checkpoint, checkpoints/en-fr-bible (DEFAULT_MODEL) is used, or else the first checkpoint
+directory by name under the repository's checkpoints/. Input is normalised as the training corpora are
+(`data.normalize_text`), then by the tokenizer. Empty input, and text that is not valid Unicode (a lone
+surrogate such as "\\ud800", which is what undecodable bytes become), raise `TranslationError`.
+A source longer than the model's max_len tokens is cut to its first max_len - 1 pieces plus </s>: the
+result's `warnings` says so, as it says when the output hit the length limit without </s> or when source
+pieces are unknown to the vocabulary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from transformer.data.corpora.base import normalize_text
+from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
+from transformer.decoding.session import DecodingSession
+from transformer.model.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
+from transformer.progress import Counter
+
+log = logging.getLogger(__name__)
+
+_ROOT = Path(__file__).resolve().parent.parent
+# A checkout keeps the shipped models in checkpoints/; `pip install .` puts them in attention_explorer/checkpoints
+# beside this package (see pyproject.toml).
+CHECKPOINTS_DIR = next((d for d in (_ROOT / "checkpoints", _ROOT / "attention_explorer" / "checkpoints") if d.is_dir()),
+                       _ROOT / "checkpoints")
+
+
+DEFAULT_MODEL = "en-fr-bible"  # the model used when none is named, wherever others ship beside it
+
+
+def checkpoint_order(paths: Iterable[Path]) -> list[Path]:
+    """DEFAULT_MODEL first, then the others by name."""
+    return sorted(paths, key=lambda p: (p.name != DEFAULT_MODEL, p.name))
+
+
+def find_checkpoint(root: Path = CHECKPOINTS_DIR) -> Path | None:
+    """DEFAULT_MODEL under root, or else the first directory by name that holds a config.json."""
+    if not root.is_dir():
+        return None
+    return next((p for p in checkpoint_order(root.iterdir()) if (p / CONFIG_FILE).is_file()), None)
+
+
+DEFAULT_CHECKPOINT_DIR = find_checkpoint()
+
+
+class TranslationError(ValueError):
+    """The input cannot be translated (empty, nothing left after normalisation, or not valid Unicode)."""
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """text for an error message: its repr, cut so that a 10,000-character input makes a one-line message."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text):,} characters)"
+
+
+def check_text(text: object) -> str:
+    """text itself, or TranslationError when it is not a str or holds a lone surrogate (it cannot be encoded)."""
+    if not isinstance(text, str):
+        raise TranslationError(f"expected text, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise TranslationError(f"the text is not valid Unicode: a lone surrogate {text[e.start]!r} at character "
+                               f"{e.start + 1} (undecodable bytes?)") from None
+    return text
+
+
+@dataclass
+class Source:
+    text: str  # normalised
+    ids: list[int]  # pieces + </s>, at most max_len
+    pieces: list[str]
+    warnings: list[str]
+
+
+@dataclass
+class Alternative:
+    text: str
+    token_ids: list[int]
+    score: float
+    normalized_score: float
+
+
+@dataclass
+class TranslationAttention:
+    """Every attention map of one sentence: a teacher-forced pass over the source and the output.
+
+    The decoder reads <s> + output[:-1]; its query t is the one that emitted output token t, so row t
+    of `cross` and `dec_self` belongs to target_pieces[t] and equals what decoding recorded at step t.
+    """
+
+    source_pieces: list[str]  # rows and columns of enc_self, columns of cross
+    target_input_pieces: list[str]  # what the decoder reads: the columns of dec_self
+    target_pieces: list[str]  # what it emitted: the rows of dec_self and cross
+    enc_self: list[Tensor]  # n_encoder_layers x (H, S, S)
+    dec_self: list[Tensor]  # n_decoder_layers x (H, T, T)
+    cross: list[Tensor]  # n_decoder_layers x (H, T, S)
+
+
+@dataclass
+class Translation:
+    source: str  # the normalised input
+    text: str
+    source_ids: list[int]
+    source_pieces: list[str]
+    token_ids: list[int]  # output ids, ending with </s> unless the length limit cut it
+    target_pieces: list[str]
+    token_probs: list[float]  # probability of each output token when it was chosen
+    score: float  # total log-probability
+    normalized_score: float  # score / length penalty
+    alternatives: list[Alternative]  # the rest of the n-best list, best first
+    warnings: list[str]
+    attention: TranslationAttention | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, without the attention tensors."""
+        data = dataclasses.asdict(dataclasses.replace(self, attention=None))
+        del data["attention"]
+        return data
+
+
+class Translator:
+    """A checkpoint's model and tokenizer, ready to translate; checkpoint=None takes the default one."""
+
+    def __init__(self, checkpoint: str | Path | Checkpoint | None = None, *, device: str = "cpu",
+                 batch_size: int = 32):
+        if checkpoint is None:
+            checkpoint = DEFAULT_CHECKPOINT_DIR
+        if checkpoint is None:
+            raise CheckpointError(
+                f"no checkpoint under {CHECKPOINTS_DIR}: train one with `python -m transformer.train --out runs/NAME` "
+                "and copy runs/NAME/checkpoints/best there, or pass the path of a checkpoint directory")
+        if not isinstance(checkpoint, Checkpoint):
+            checkpoint = load_checkpoint(checkpoint, device)
+        if checkpoint.tokenizer is None:
+            raise CheckpointError(f"{checkpoint.path}: has no tokenizer, so it cannot translate text")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.checkpoint, self.model, self.tokenizer = checkpoint, checkpoint.model, checkpoint.tokenizer
+        self.batch_size = batch_size
+        self.device = next(self.model.parameters()).device
+
+    def prepare(self, text: str) -> Source:
+        """Normalise and encode one input, truncated to the model's max_len."""
+        normalized = normalize_text(check_text(text))
+        ids = self.tokenizer.encode_source(normalized)
+        if not normalized or len(ids) < 2:
+            raise TranslationError(f"nothing to translate in {_shown(text)}")
+        warnings = []
+        max_len = self.model.config.max_len
+        if len(ids) > max_len:
+            warnings.append(f"input has {len(ids)} tokens; the model reads at most {max_len}, so it was truncated "
+                            f"to the first {max_len - 1} pieces")
+            ids = ids[: max_len - 1] + [EOS_ID]
+        if (n_unknown := ids.count(UNK_ID)) > 0:
+            warnings.append(f"{n_unknown} source piece(s) unknown to the vocabulary (shown as <unk>)")
+        for warning in warnings:
+            log.warning("%s", warning)
+        return Source(normalized, ids, self.tokenizer.source_pieces(ids), warnings)
+
+    def translate(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS, *,
+                  attention: bool = False) -> Translation:
+        return self.translate_batch([text], settings, attention=attention)[0]
+
+    def translate_batch(self, texts: Sequence[str], settings: SearchSettings = DEFAULT_SETTINGS, *,
+                        attention: bool = False, progress: Callable[[int, int], None] | None = None,
+                        ) -> list[Translation]:
+        """Translate in batches of sentences of similar length; results in input order.
+
+        progress(done, total), when given, is called after each batch with the number of sentences translated.
+        """
+        sources = []
+        for i, text in enumerate(texts):
+            try:
+                sources.append(self.prepare(text))
+            except TranslationError as e:
+                raise TranslationError(f"input {i + 1}: {e}" if len(texts) > 1 else str(e)) from None
+        order = sorted(range(len(sources)), key=lambda i: len(sources[i].ids))
+        results: list[Translation | None] = [None] * len(sources)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            src = torch.full((len(batch), max(len(sources[i].ids) for i in batch)), PAD_ID, device=self.device)
+            for row, i in enumerate(batch):
+                src[row, : len(sources[i].ids)] = torch.tensor(sources[i].ids)
+            for i, decoded in zip(batch, search(self.model, src, dataclasses.replace(settings, record_steps=False))):
+                results[i] = self._translation(sources[i], decoded.hypotheses, attention)
+            if progress is not None:
+                progress(min(start + self.batch_size, len(order)), len(order))
+        return results
+
+    def _translation(self, source: Source, hypotheses: list[Hypothesis], attention: bool) -> Translation:
+        best, warnings = hypotheses[0], list(source.warnings)
+        if not best.finished:
+            warnings.append(f"the output reached the length limit ({len(best.tokens)} tokens) without </s>")
+        alternatives = [Alternative(self.tokenizer.decode_target(h.tokens), h.tokens, h.score, h.normalized_score)
+                        for h in hypotheses[1:]]
+        return Translation(
+            source=source.text,
+            text=self.tokenizer.decode_target(best.tokens),
+            source_ids=source.ids,
+            source_pieces=source.pieces,
+            token_ids=best.tokens,
+            target_pieces=self.tokenizer.target_pieces(best.tokens),
+            token_probs=torch.tensor(best.log_probs).exp().tolist(),
+            score=best.score,
+            normalized_score=best.normalized_score,
+            alternatives=alternatives,
+            warnings=warnings,
+            attention=self.attention_maps(source.ids, best.tokens) if attention else None,
+        )
+
+    @torch.inference_mode()
+    def attention_maps(self, source_ids: list[int], token_ids: list[int]) -> TranslationAttention:
+        """All attention maps for one source and one output, from a single teacher-forced pass."""
+        decoder_input = [BOS_ID] + token_ids[:-1]
+        src = torch.tensor([source_ids], device=self.device)  # (1, S)
+        tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
+        maps = self.model(src, tgt, return_attention=True).attention
+        return TranslationAttention(
+            source_pieces=self.tokenizer.source_pieces(source_ids),
+            target_input_pieces=self.tokenizer.target_pieces(decoder_input),
+            target_pieces=self.tokenizer.target_pieces(token_ids),
+            enc_self=[w[0] for w in maps.enc_self],  # (H, S, S)
+            dec_self=[w[0] for w in maps.dec_self],  # (H, T, T)
+            cross=[w[0] for w in maps.cross],  # (H, T, S)
+        )
+
+    def session(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS) -> DecodingSession:
+        """A step-through decoding of one input (its pieces: `prepare(text).pieces`)."""
+        return DecodingSession(self.model, self.prepare(text).ids, settings)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n")[0])
+    parser.add_argument("text", nargs="?", help="the sentence to translate; without it, one sentence per stdin line")
+    parser.add_argument("--checkpoint", help=f"checkpoint directory (default: the first under {CHECKPOINTS_DIR})")
+    parser.add_argument("--beam", type=int, default=1, help="beam size; 1 is greedy search")
+    parser.add_argument("--nbest", type=int, default=1, help="hypotheses to output per sentence (at most --beam)")
+    parser.add_argument("--alpha", type=float, default=SearchSettings.alpha, help="length penalty exponent")
+    parser.add_argument("--length-penalty", choices=["gnmt", "length"], default=SearchSettings.length_penalty)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
+    parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
+    return parser.parse_args(argv)
+
+
+def format_plain(translation: Translation, nbest: int) -> str:
+    """The translation; with --nbest > 1, `rank<TAB>normalised score<TAB>text` lines and a blank line."""
+    if nbest == 1:
+        return translation.text
+    ranked = [(translation.normalized_score, translation.text)]
+    ranked += [(a.normalized_score, a.text) for a in translation.alternatives]
+    return "\n".join(f"{rank}\t{score:.4f}\t{text}" for rank, (score, text) in enumerate(ranked, 1)) + "\n"
+
+
+def _stdin_text() -> str:
+    return sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if hasattr(sys.stdin, "buffer") \
+        else sys.stdin.read()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    # undecodable bytes on stdin become lone surrogates (as in argv), which the Translator refuses by line
+    texts = [args.text] if args.text is not None else _stdin_text().splitlines()
+    try:
+        if not texts:
+            raise TranslationError("no input: give a sentence, or sentences on stdin")
+        settings = SearchSettings(beam_size=args.beam, nbest=args.nbest, alpha=args.alpha,
+                                  length_penalty=args.length_penalty)
+        translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
+        # a file of more than one batch shows its progress on stderr (stdout is the translations)
+        log.setLevel(logging.INFO)
+        with Counter("translating", log) as counter:
+            progress = counter if len(texts) > args.batch_size else None
+            translations = translator.translate_batch(texts, settings, progress=progress)
+    except (CheckpointError, ValueError) as e:  # TranslationError, bad settings, unreadable tokenizer
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for translation in translations:
+        if args.json:
+            print(json.dumps(translation.to_dict(), ensure_ascii=False))
+        else:
+            print(format_plain(translation, args.nbest))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

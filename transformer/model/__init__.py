@@ -1,0 +1,2 @@
+"""The model: its configuration (config), the layers of the paper (layers), dropout and the loss it trains
+with (dropout, loss), and the checkpoint format's one owner (checkpoint)."""

@@ -1,0 +1,111 @@
+"""A training run on disk: its spec (run.json), its checkpoints, and the one error type a run stops with.
+
+The run folder's files are named by `transformer.runs`; a run's checkpoints are written in the format of
+`transformer.model.checkpoint` (plus the optimizer state of `transformer.training.recipe` in `latest`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformer.data.spec import CorpusSpec
+from transformer.data.tokenizer import Tokenizer
+from transformer.files import write_json_atomic
+from transformer.model.checkpoint import copy_checkpoint, save_checkpoint
+from transformer.model.config import strict_from_dict
+from transformer.model.layers import Transformer
+from transformer.runs import RunFiles, read_run_json
+from transformer.training.recipe import TokenizerSettings, TrainConfig, TrainState, save_training_state
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on; the message says why and what was kept."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything run.json holds: enough to start the run again or resume it."""
+
+    corpus: CorpusSpec
+    tokenizer: TokenizerSettings
+    model: dict[str, Any]  # ModelConfig fields except vocabulary sizes (set from the tokenizer)
+    train: TrainConfig
+    preset: str | None = None
+    # A trained checkpoint to start from (fine-tuning): its weights, architecture and vocabulary replace
+    # `model` and `tokenizer`, which then only record what the run was asked for.
+    init_from: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"corpus": self.corpus.to_dict(), "tokenizer": dataclasses.asdict(self.tokenizer),
+                "model": dict(self.model), "train": dataclasses.asdict(self.train), "preset": self.preset}
+        return data | ({"init_from": self.init_from} if self.init_from else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+        return cls(CorpusSpec.from_dict(data["corpus"]), strict_from_dict(TokenizerSettings, data["tokenizer"]),
+                   data["model"], strict_from_dict(TrainConfig, data["train"]), data.get("preset"),
+                   data.get("init_from"))
+
+
+def create_run(root: str | Path, spec: RunSpec) -> Path:
+    """Make a new run directory holding run.json; refuses to overwrite an existing run."""
+    files = RunFiles(Path(root))
+    if files.run_json.exists():
+        raise TrainingError(f"{root} already holds a run; resume it with --resume, or choose another --out")
+    files.root.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(files.run_json, spec.to_dict())
+    return files.root
+
+
+def load_run_spec(root: str | Path) -> RunSpec:
+    try:
+        data = read_run_json(root)
+    except (OSError, ValueError) as e:
+        raise TrainingError(f"{root}: run.json cannot be read ({e})") from e
+    if data is None:
+        raise TrainingError(f"{root} is not a run directory (no run.json)")
+    return RunSpec.from_dict(data)
+
+
+@contextlib.contextmanager
+def writing(files: RunFiles, what: str | Path) -> Iterator[None]:
+    """A failed write (disk full, read-only folder) becomes a TrainingError that says what was kept."""
+    try:
+        yield
+    except OSError as e:
+        latest = files.checkpoint("latest")
+        kept = f"the previous checkpoint {latest} is intact" if latest.is_dir() else "no checkpoint was saved yet"
+        raise TrainingError(f"could not write {what}: {e}; stopped, and {kept}") from e
+
+
+class RunCheckpoints:
+    """A run's checkpoints: `latest` with the optimizer (what --resume continues), `best` by dev BLEU, and a copy
+    of each saved step, the last keep_last of them kept. Rank 0 writes them."""
+
+    def __init__(self, files: RunFiles, model: Transformer, tokenizer: Tokenizer, meta: dict[str, Any], keep_last: int):
+        self.files, self.keep_last = files, keep_last
+        self.model, self.tokenizer, self.meta = model, tokenizer, meta
+
+    def write(self, name: str, state: TrainState, optimizer=None) -> Path:
+        metadata = {**self.meta, "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed,
+                    "best_dev_bleu": state.best_bleu, "run": str(self.files.root)}
+        saved = dataclasses.replace(state)  # as it is now, not as the loop goes on
+        extra = None if optimizer is None else (lambda d: save_training_state(d, optimizer, saved))
+        with writing(self.files, f"the checkpoint {self.files.checkpoint(name)}"):
+            return save_checkpoint(self.files.checkpoint(name), self.model, tokenizer=self.tokenizer,
+                                   metadata=metadata, write_extra=extra)
+
+    def save_latest(self, optimizer, state: TrainState) -> None:
+        path = self.write("latest", state, optimizer)
+        if self.keep_last > 0:
+            step_path = self.files.checkpoint(f"step-{state.step:07d}")
+            with writing(self.files, f"the checkpoint {step_path}"):
+                copy_checkpoint(path, step_path)
+            for old in sorted(self.files.checkpoints.glob("step-*"))[: -self.keep_last]:
+                shutil.rmtree(old, ignore_errors=True)

@@ -37,11 +37,12 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
     """One row of bars per method: the source words on the left, the words of the target prefix on the right.
     Each method has its own scale (a gradient norm and a log-probability drop are different units)."""
     methods = list(attribution.methods)
-    n_src, n_tgt = len(attribution.source_words), max(len(attribution.prefix_words), 1)
+    n_src = max(len(attribution.source_words), 1)
+    n_tgt = max(len(attribution.prefix_words), 0.3 * n_src, 2)  # room for the title above a short prefix
     fig = make_subplots(rows=len(methods), cols=2, shared_yaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.5 / max(len(methods), 1) if len(methods) > 1 else 0.0,
                         column_widths=[n_src / (n_src + n_tgt), n_tgt / (n_src + n_tgt)],
-                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source", "target prefix")])
+                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source words", "target prefix")])
     src_labels, tgt_labels = label_texts(attribution.source_words), label_texts(attribution.prefix_words)
     for row, method in enumerate(methods, start=1):
         scores = attribution.methods[method]
@@ -53,7 +54,7 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
                 row=row, col=col)
             fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
                              tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col)
-    fig.update_layout(title=title or None, height=90 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=10),
+    fig.update_layout(title=title or None, height=140 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=80),
                       bargap=0.25)
     return fig
 
@@ -80,18 +81,19 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
         title=title or None, height=110 + 24 * len(outputs), margin=dict(l=30 + 7 * max(map(len, outputs), default=4),
                                                                           r=10, t=60 if title else 30, b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(len(lens.layers))), ticktext=list(lens.layers), side="top"),
-        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=outputs, autorange="reversed",
-                   title="emits"))
+        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=outputs, autorange="reversed"))
     return fig
 
 
 def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
-                 title: str, scale: float, col_name: str = "source position") -> go.Figure:
+                 title: str, scale: float) -> go.Figure:
     """Effects (rows x columns) on a diverging scale centred at 0 and running to ±scale (e.g. the full
     clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it)."""
     z = np.asarray(values, dtype=np.float64)
     top = max(float(scale), float(np.abs(z).max(initial=0.0)), 1e-6)
     text = [[f"{v:+.2f}" for v in row] for row in z]
+    rotated = z.shape[1] > 8
+    longest = max((len(c) for c in col_labels), default=1)
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(z.shape[1])), y=list(range(z.shape[0])), zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING,
         text=text, texttemplate="%{text}" if z.shape[1] <= 16 else None, xgap=1, ygap=1,
@@ -99,10 +101,11 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
         hovertemplate="%{customdata}<br>Δ log p: %{z:+.4f}<extra></extra>", colorbar=dict(title="Δ log p",
                                                                                            thickness=12)))
     fig.update_layout(
-        title=title, height=120 + 40 * z.shape[0], margin=dict(l=20 + 7 * max(map(len, row_labels), default=4),
-                                                                r=10, t=110, b=10),
+        title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)), height=150 + 40 * z.shape[0] + 6 * longest,
+        margin=dict(l=20 + 7 * max(map(len, row_labels), default=4), r=10, t=50 + (6 * longest if rotated else 20),
+                    b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=list(col_labels), side="top",
-                   tickangle=-60 if z.shape[1] > 8 else 0, title=col_name),
+                   tickangle=-60 if rotated else 0),
         yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=list(row_labels),
                    autorange="reversed"))
     return fig
@@ -119,11 +122,11 @@ def patching_figures(result: PatchingMap, clean_pieces: Sequence[str], other_pie
     """The residual map (encoder layer x source position) and one layers x heads map per attention family."""
     scale = abs(result.difference)
     figs = [patching_map(result.residual, list(result.layers), position_labels(clean_pieces, other_pieces),
-                         title="encoder residual stream, one position at a time", scale=scale)]
+                         title="encoder residual stream at each source position", scale=scale)]
     for family, rows in result.heads.items():
         figs.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],
-                                 [f"head {h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",
-                                 scale=scale, col_name="head"))
+                                 [f"h{h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",
+                                 scale=scale))
     return figs
 
 

@@ -102,7 +102,7 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
                                                                                            thickness=12)))
     fig.update_layout(
         title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)), height=150 + 40 * z.shape[0] + 6 * longest,
-        margin=dict(l=20 + 7 * max(map(len, row_labels), default=4), r=10, t=50 + (6 * longest if rotated else 20),
+        margin=dict(l=20 + 7 * max(map(len, row_labels), default=4), r=10, t=50 + (8 * longest if rotated else 20),
                     b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=list(col_labels), side="top",
                    tickangle=-60 if rotated else 0),
@@ -146,21 +146,22 @@ def report_sections(*, attribution: TokenAttribution | None, token: str, foil: s
     out = []
     if attribution is not None:
         question = f"log p({token})" + (f" − log p({foil})" if foil is not None else "")
-        out.append(f"<h2>Attribution of output token {attribution.position}: {html.escape(token)}</h2>"
+        out.append(f"<h2>Attribution of output token {attribution.position}: <bdi>{html.escape(token)}</bdi></h2>"
                    f"<p>f = {html.escape(question)} = {attribution.f:.4f}. Integrated gradients: "
                    f"{html.escape(completeness_line(attribution))}</p>" + _figure(attribution_bars(attribution)))
     out.append("<h2>Logit lens (decoder)</h2><p class='note'>Each decoder layer's state through the final norm "
                "and the output projection; bold: the token the model emitted.</p>"
                + _figure(lens_table(lens, output_pieces, piece_of)))
-    rows = "".join(f"<tr><td>{html.escape(layer)}</td><td>{html.escape(text)}</td><td>{score:.3f}</td></tr>"
+    rows = "".join(f"<tr><td>{html.escape(layer)}</td><td dir='auto'>{html.escape(text)}</td><td>{score:.3f}</td></tr>"
                    for layer, text, score in layer_translations)
     out.append("<h2>DecoderLens (encoder)</h2><p class='note'>The decoder reads each encoder layer's output "
                "(through the encoder's final norm).</p><table><tr><th>encoder layer</th><th>translation</th>"
                f"<th>log-probability</th></tr>{rows}</table>")
     if patching is not None and pair is not None and pair_pieces is not None:
-        out.append(f"<h2>Activation patching: {html.escape(pair[0])} → {html.escape(pair[1])}</h2>"
-                   f"<p>log p({html.escape(patched_token)}): clean {patching.clean_log_prob:.3f}, counterfactual "
-                   f"{patching.counterfactual_log_prob:.3f}. Each cell: the change when that activation is copied "
-                   "from the clean run into the counterfactual one.</p>"
+        out.append(f"<h2>Activation patching</h2><p>Clean: <bdi>{html.escape(pair[0])}</bdi><br>Counterfactual: "
+                   f"<bdi>{html.escape(pair[1])}</bdi></p>"
+                   f"<p>log p(<bdi>{html.escape(patched_token)}</bdi>): clean {patching.clean_log_prob:.3f}, "
+                   f"counterfactual {patching.counterfactual_log_prob:.3f}. Each cell: the change when that "
+                   "activation is copied from the clean run into the counterfactual one.</p>"
                    + "".join(_figure(f) for f in patching_figures(patching, *pair_pieces)))
     return out

@@ -16,7 +16,7 @@ import streamlit as st
 from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
-from transformer.explain.attribution import BASELINES, attribute, candidates
+from transformer.explain.attribution import BASELINES, METHODS, attribute, candidates
 from transformer.explain.interventions import changed_tokens
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
@@ -127,9 +127,10 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                    "2017); the gap shrinks with more steps.")
     st.caption(plain(figs.completeness_line(result)))
     chart(st, figs.attribution_bars(result), key="ex_attr_bars", filename=f"attribution-{position}", theme=None)
+    special = ", ".join(f"{METHODS[m]} {s.special:+.3f}" for m, s in result.methods.items() if m != "occlusion")
     st.caption("Red raises f, blue lowers it (saliency is a norm: never negative). Occlusion replaces every piece of "
                "one word by <unk> and measures the drop of f; the gradient methods read the model at this input only. "
-               "What the methods give </s> and <s> is left out of the bars (it is in the IG total).")
+               f"The bars leave out what </s> and <s> take (in the IG total): {plain(special)}.")
 
 
 # ----------------------------------------------------------------------------- logit lens and DecoderLens

@@ -197,3 +197,35 @@ HOSTILE_CHECKPOINTS: dict[str, tuple] = {
     "metadata part not an object": (_metadata(corpus={"kind": "mix", "src": "en", "tgt": "fr", "parts": [1]}),
                                     r"corpus.parts\[0\] should be an object"),
 }
+
+
+# ----------------------------------------------------------------------------- other entry points (issue 27)
+
+# run names a runs folder copied to Windows could not hold
+RUN_NAMES = ["con", "CON", "nul", "Nul", "aux", "prn", "com1", "COM9", "lpt1", "LPT9", "con.txt", "nul.tar.gz",
+             "aux.json", "run.", "run..x.", "a.", "lpt3.log", "com0"]
+
+# stdin for `translate`: each line is one sentence, split on "\n" only; the other line breaks stay inside a line
+STDIN_LINES = ["the cat", "", "  ", "\t", "a\u2028b", "a\u2029b", "a\x0cb", "a\x0bb", "a\x1cb\x1db\x1eb", "a\x85b",
+               "\r", "the dog\r", "\ufeff", "x\u2028\u2028y", "", "the end"]
+
+# translate CLI flags that must be one line of error, never a traceback or a machine filled up
+SEARCH_FLAGS = [["--beam", "100000"], ["--beam", "65"], ["--beam", "0"], ["--beam", "-3"],
+                ["--beam", "4", "--nbest", "5"], ["--nbest", "100000", "--beam", "100000"],
+                ["--alpha", "1e308"], ["--alpha", "inf"], ["--alpha", "nan"], ["--alpha", "-1"], ["--alpha", "11"],
+                ["--device", "cuda"], ["--device", "meta"], ["--device", "xyz"], ["--device", "cuda:7"],
+                ["--device", "mps"], ["--device", ""], ["--device", "cpu:x"], ["--batch-size", "0"]]
+
+
+def _pairs(n: int, src: str = "the cat", tgt: str = "le chat") -> bytes:
+    return "".join(f"{src} {i}\t{tgt} {i}\n" for i in range(n)).encode()
+
+
+# uploads the Train page must refuse before a run is created: (name, TSV bytes, what the message says)
+UPLOADS = [
+    ("30 pairs of 3,000-character words", ("a" * 3000 + "\t" + "b" * 3000 + "\n").encode() * 30, "characters"),
+    ("a 15 MB single-line pair", b"a" * (15 << 20) + b"\tb\n" + _pairs(60), "characters"),
+    ("10 pairs: no dev split", _pairs(10), "dev"),
+    ("24 pairs: no dev split", _pairs(24), "dev"),
+    ("one long target", _pairs(60) + ("x\t" + "y " * 1000 + "\n").encode(), "characters"),
+]

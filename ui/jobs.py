@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from transformer.runs import RunFiles, read_status
+from transformer.runs import RunFiles, read_status, run_name_problem
 from ui.models import REPO, read_json
 
 ACTIVE = ("starting", "running")
@@ -96,7 +96,9 @@ def run_info(root: str | Path) -> RunInfo:
             error = "the training process exited before it started training; see the log below"
     elif state in ACTIVE and not alive:
         state = "crashed"
-        error = error or f"the training process (pid {pid}) died without saving its state; see the log below"
+        error = error or (f"the run folder {root} is read-only, so the training process (pid {pid}) stopped without "
+                          "recording how it ended" if not os.access(root, os.W_OK) else
+                          f"the training process (pid {pid}) died without saving its state; see the log below")
     return RunInfo(root, state, int(status.get("step", 0)), status.get("max_steps"), pid, error,
                    setup_choices(status.get("setup")))
 
@@ -134,12 +136,15 @@ MIN_TSV_PAIRS = 10  # fewer cannot fill train, dev and test splits
 
 
 def valid_run_name(name: str) -> bool:
-    return bool(RUN_NAME.fullmatch(name)) and name not in (".", "..") and ".." not in name
+    return (bool(RUN_NAME.fullmatch(name)) and name not in (".", "..") and ".." not in name
+            and run_name_problem(name) is None)
 
 
 def check_run_name(name: str) -> None:
     if not valid_run_name(name):
-        raise ValueError("A run name uses letters, digits, '-', '_' or '.' (not '..'), starts with a letter or "
+        problem = run_name_problem(name) if RUN_NAME.fullmatch(name) else None
+        raise ValueError(f"{problem[0].upper() + problem[1:]}: choose another name." if problem else
+                         "A run name uses letters, digits, '-', '_' or '.' (not '..'), starts with a letter or "
                          "digit, and has at most 64 characters.")
 
 
@@ -234,6 +239,8 @@ def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | No
     check_run_name(name)
     root = runs_dir / name
     files = RunFiles(root)
+    if root.is_symlink() or (root.exists() and not root.is_dir()):  # never follow it out of the runs folder
+        raise ValueError(f"a file or link named {name!r} is in the runs folder: choose another name")
     if files.run_json.exists() or files.launch.exists():
         raise ValueError(f"a run named {name!r} already exists: choose another name or resume it")
     if corpus_tsv is not None:

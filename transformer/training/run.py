@@ -32,7 +32,7 @@ from transformer.model.checkpoint import (
 )
 from transformer.model.config import strict_from_dict
 from transformer.model.layers import Transformer
-from transformer.runs import RunFiles, read_run_json
+from transformer.runs import RunFiles, read_run_json, run_name_problem
 from transformer.training.recipe import (
     OPTIMIZER_FILE,
     TRAINER_STATE_FILE,
@@ -77,6 +77,10 @@ class RunSpec:
 def create_run(root: str | Path, spec: RunSpec) -> Path:
     """Make a new run directory holding run.json; refuses to overwrite an existing run."""
     files = RunFiles(Path(root))
+    if problem := run_name_problem(files.root.name):
+        raise TrainingError(f"--out {root}: {problem}; choose another name")
+    if files.root.is_symlink() or (files.root.exists() and not files.root.is_dir()):
+        raise TrainingError(f"--out {root}: a file or link of that name is in the way; choose another name")
     if files.run_json.exists():
         raise TrainingError(f"{root} already holds a run; resume it with --resume, or choose another --out")
     files.root.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,10 @@ from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
 from ui import figures
 from ui.bidi import isolate
+from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
 from ui.models import source_language
+from ui.sentences import typed_sentence
 from ui.text import code, plain
 from ui.translation import bounded, decode_slot, follow_prefix, prepare
 from ui.widgets import (
@@ -21,7 +23,6 @@ from ui.widgets import (
     tokens_help,
 )
 
-DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
            "Reset": DecodingSession.reset}
 
@@ -73,8 +74,9 @@ def main() -> None:
     if translator is None:
         return
     tok = translator.tokenizer
-    text = sentence_input(f"{source_language(translator.checkpoint.metadata)} sentence", "step_text",
-                          (st.session_state.get("tr_text") or "").strip() or DEFAULT_SENTENCE)
+    metadata = translator.checkpoint.metadata
+    text = sentence_input(f"{source_language(metadata)} sentence", "step_text",
+                          typed_sentence("tr_text") or default_sentence(metadata))
     settings = bounded(search_settings("step"))
     try:
         source = prepare(translator, text)

@@ -11,10 +11,9 @@ from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
 from ui import figures
 from ui.attention import encoder_attention_steps
+from ui.defaults import default_sentence
 from ui.translation import MAX_SOURCE_TOKENS, translate
 from ui.widgets import chart, choice_box, current_translator, decode_turn, page_setup, sentence_input, tokens_help
-
-DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 
 
 def positions(d_model: int) -> None:
@@ -92,7 +91,8 @@ def main() -> None:
     page_setup("learn")
     st.title("Learn: how attention works")
     translator = current_translator(required=False)
-    sentence = sentence_input("Your sentence", "learn_sentence", DEFAULT_SENTENCE)
+    sentence = sentence_input("Your sentence", "learn_sentence",
+                              default_sentence(translator.checkpoint.metadata if translator else None))
     d_model = translator.model.config.d_model if translator else 64
     positions(d_model)
     if not sentence.strip():

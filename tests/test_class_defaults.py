@@ -5,13 +5,21 @@ compares like with like, ties in head importance are said, the step page's messa
 views a person sets up are kept in the link.
 """
 
+import json
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
+from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
+from transformer.decoding.translate import Translator
+from transformer.explain import HeadImportance
+from transformer.model.checkpoint import load_checkpoint
+from ui import ties
+from ui.models import find_models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -86,3 +94,104 @@ def test_switch_it_off_in_head_importance_lands_on_the_current_sentence(at):
     at.run()
     assert not at.exception, at.exception
     assert at.text_input(key="ex_text").value == typed and at.query_params["text"] == typed
+
+
+def figures_of(at):
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner_in_the_link(at):
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-bible", view="compare")
+    box = at.selectbox(key="ex_other")
+    partner = next(c for c in find_models() if c.path == box.value)
+    assert partner.languages == ("en", "fr") and at.query_params["partner"] == partner.key
+    box.set_value(str(CHECKPOINTS / "en-ar-bible")).run()
+    assert at.query_params["partner"] == "en-ar-bible"
+    assert len(figures_of(at)) == 2  # the two maps, no difference of French rows and Arabic rows
+    assert any("writes French, the other Arabic" in i.value for i in at.info)
+    shared = dict(at.query_params)
+    again = AppTest.from_file(APP, default_timeout=120)  # the link opens the same comparison
+    again.query_params.update(shared)
+    again.switch_page("pages/6_Explain_heads.py").run()
+    assert not again.exception and again.selectbox(key="ex_other").value == str(CHECKPOINTS / "en-ar-bible")
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    tsv = write_tsv(tmp_path_factory.mktemp("data") / "pairs.tsv", copies=4)
+    for name, seed in (("tiny", 0), ("tiny-b", 1)):  # the same vocabulary, other weights: another output
+        path = make_checkpoint(root / name, seed=seed)
+        metadata = json.loads((path / "metadata.json").read_text())
+        metadata["corpus"] = {"kind": "tsv", "src": "en", "tgt": "fr", "path": str(tsv), "dev_fraction": 0.1,
+                              "test_fraction": 0.1}  # a corpus the app can load: a dev sample for importance
+        (path / "metadata.json").write_text(json.dumps(metadata))
+    return root
+
+
+def test_a_difference_map_only_where_both_maps_have_the_same_tokens(tiny_pair, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tiny_pair))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny", view="compare",
+                text=PAIRS[3][0])
+    mine, other = at.session_state["ex_result"], Translator(load_checkpoint(tiny_pair / "tiny-b")).translate(
+        PAIRS[3][0])
+    assert mine.target_pieces != other.target_pieces
+    assert len(figures_of(at)) == 2 and any("the two outputs are different tokens" in i.value for i in at.info)
+    at.radio(key="ex_cmp_family").set_value("enc_self").run()  # the same source pieces: rows mean the same
+    maps = figures_of(at)
+    assert len(maps) == 3 and maps[2]["data"][0]["zmid"] == 0 and not at.info
+
+
+def constructed_importance() -> HeadImportance:
+    """Two layers of two heads per family; by BLEU five heads tie at 0, the log-likelihood tells them apart."""
+    ll = {"enc_self": torch.tensor([[0.5, 0.1], [0.3, 0.0]]), "dec_self": torch.tensor([[0.2, 0.4], [0.05, 0.6]]),
+          "cross": torch.tensor([[0.9, 0.7], [0.8, 0.01]])}
+    bleu = {"enc_self": torch.tensor([[0.0, 0.0], [2.0, 0.0]]), "dec_self": torch.tensor([[0.0, 1.0], [-1.0, 3.0]]),
+            "cross": torch.tensor([[5.0, 4.0], [0.0, 6.0]])}
+    return HeadImportance(ll, bleu, -2.0, 20.0, sentences=8, bleu_sentences=8)
+
+
+def test_a_bleu_ranking_breaks_ties_by_log_likelihood_and_says_so():
+    result = constructed_importance()
+    ranked = result.ranked("bleu")
+    assert [v for _, v in ranked] == [6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, -1]
+    zero = [head for head, v in ranked if v == 0]  # ordered by the drop in log-likelihood: 0.8, 0.5, 0.2, 0.1, 0.0
+    assert zero == [("cross", 1, 0), ("enc_self", 0, 0), ("dec_self", 0, 0), ("enc_self", 0, 1), ("enc_self", 1, 1)]
+    assert result.ties("bleu") == [(6, 11, 0.0)] and result.ties() == []
+    assert result.tie_at(8, "bleu") == (6, 11, 0.0) and result.tie_at(6, "bleu") is None
+    assert result.tie_at(11, "bleu") is None
+    kept = result.keep_top(8, "bleu")  # the two of the five tied heads with the largest log-likelihood drop
+    assert {("cross", 1, 0), ("enc_self", 0, 0)}.isdisjoint(kept.heads_off) and ("dec_self", 0, 0) in kept.heads_off
+    assert ties.ranking_note(result, "bleu", 5) is None  # the first five do not tie
+    assert "heads 7 to 11 of 12 tie at +0.0 BLEU" in ties.ranking_note(result, "bleu", 8)
+    note = ties.keep_note(result, 8, "bleu")
+    assert note.startswith("The top 8 keeps 2 of the 5 heads that tie at +0.0 BLEU (ranks 7 to 11)")
+    assert ties.keep_note(result, 6, "bleu") is None and ties.keep_note(result, 8, "log_likelihood") is None
+
+
+def test_head_importance_by_bleu_says_when_heads_tie(tiny_pair, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tiny_pair))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny",
+                view="importance")
+    at.select_slider(key="ex_imp_n").set_value(8)
+    at.select_slider(key="ex_imp_bleu").set_value(8).run()
+    at.button(key="ex_imp_start").click().run()
+    job = at.session_state["ex_imp_job"]
+    job.thread.join(timeout=120)
+    assert job.result is not None, job.error
+    at.run()
+    at.radio(key="ex_imp_by").set_value("bleu").run()
+    assert not at.exception, at.exception
+    runs = job.result.ties("bleu")
+    assert runs  # random weights: most heads leave BLEU where it was
+    tied = {i for first, end, _ in runs for i in range(first, end)}
+    listed = [m.value for m in at.markdown if m.value[:2] in {f"{i}." for i in range(1, 6)}]
+    assert len(listed) == 5 and [("(tie)" in line) for line in listed] == [i in tied for i in range(5)]
+    notes = [i.value for i in at.info]
+    assert (ties.ranking_note(job.result, "bleu", 5) in notes) == any(first < 5 for first, _, _ in runs)
+    first, end, _ = runs[0]
+    at.slider(key="ex_imp_k").set_value(first + 1).run()
+    note = ties.keep_note(job.result, first + 1, "bleu")
+    assert note is not None and note in [i.value for i in at.info]

@@ -18,7 +18,7 @@ SEARCH, VIEW = ("search", "beam", "alpha", "nbest"), ("att", "layer", "head", "h
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",), "learn": ("model", "text"),
                "guide": ("model",),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view")}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref")}
 
 Problems = list[str]
 

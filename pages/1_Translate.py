@@ -12,7 +12,7 @@ from ui.explorer import attention_explorer
 from ui.figures import unique_labels
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
-from ui.text import plain, rtl_html
+from ui.text import plain, rtl_html, score
 from ui.translation import translate
 from ui.widgets import (
     current_translator,
@@ -50,7 +50,7 @@ def result(translation: Translation) -> None:
         nbest = [translation, *translation.alternatives]
         with st.expander(f"{len(nbest)} best hypotheses"):
             st.dataframe(pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
-                                       "normalised score": [h.normalized_score for h in nbest],
+                                       "normalised score": [score(h.normalized_score) for h in nbest],
                                        "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}), key="tr_nbest")
 
 

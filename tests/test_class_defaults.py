@@ -6,6 +6,7 @@ views a person sets up are kept in the link.
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,27 @@ def test_head_importance_by_bleu_says_when_heads_tie(tiny_pair, tmp_path, monkey
     at.slider(key="ex_imp_k").set_value(first + 1).run()
     note = ties.keep_note(job.result, first + 1, "bleu")
     assert note is not None and note in [i.value for i in at.info]
+
+
+def test_step_by_step_run_to_end_lists_the_n_best_and_explains_their_scores(at):
+    opened(at, "pages/2_Step_by_step.py", model="en-fr-bible", search="beam", beam="4", nbest="3")
+    for _ in range(3):  # the Hypothesis box is drawn, but the user never picks one
+        at.button(key="step_next").click().run()
+    at.button(key="step_run_to_end").click().run()
+    assert not at.exception, at.exception
+    assert not [i.value for i in at.info if "has left the beam" in i.value]
+    session = at.session_state["step_session"]
+    assert session.done and len(session.finished) > 3  # more finished than asked for: only 3 are listed
+    labels = at.radio(key="step_pick").options
+    assert len(labels) == 3
+    for label, hyp in zip(labels, session.result().hypotheses):
+        logp, penalty, total = map(float, re.search(r"log-prob (\S+) / penalty (\S+) = score (\S+)\)", label).groups())
+        assert logp == round(hyp.score, 3) and total == round(hyp.normalized_score, 3)
+        assert total == pytest.approx(logp / penalty, abs=2e-3) and logp != total
+    assert any("length penalty" in c.value and "step panel" in c.value for c in at.caption)
+
+
+def test_n_best_scores_share_one_precision(at):
+    opened(at, "pages/1_Translate.py", model="en-fr-bible", search="beam", beam="4", nbest="3")
+    nbest = at.dataframe[1].value  # after the probability table
+    assert len(nbest) == 3 and all(re.fullmatch(r"-\d+\.\d{3}", s) for s in nbest["normalised score"])

@@ -220,3 +220,43 @@ def test_n_best_scores_share_one_precision(at):
     opened(at, "pages/1_Translate.py", model="en-fr-bible", search="beam", beam="4", nbest="3")
     nbest = at.dataframe[1].value  # after the probability table
     assert len(nbest) == 3 and all(re.fullmatch(r"-\d+\.\d{3}", s) for s in nbest["normalised score"])
+
+
+@pytest.mark.parametrize("page", list(SENTENCE_PAGES))
+def test_an_over_long_text_is_refused_without_backticks_and_stays_out_of_the_link(at, page):
+    key = SENTENCE_PAGES[page]
+    opened(at, page, model="en-fr-teaching", text="The young man buys a green bicycle.")
+    at.text_input(key=key).input("The cat sleeps. " * 70).run()  # 1,120 characters
+    assert not at.exception, at.exception
+    said = [e.value.replace("\\", "") for e in [*at.info, *at.warning]]  # as read: Markdown escapes undone
+    said = [s for s in said if "1,000" in s]
+    assert said and not any("`" in s for s in said), said
+    assert at.query_params["text"] == "The young man buys a green bicycle."
+
+
+def test_learn_keeps_layer_head_and_query_in_the_link(at):
+    opened(at, "pages/4_Learn.py", model="en-fr-teaching")
+    at.selectbox(key="learn_layer").set_value(1).run()
+    at.selectbox(key="learn_head").set_value(3).run()
+    at.session_state["learn_query"] = 2
+    at.run()
+    assert (at.query_params["layer"], at.query_params["head"], at.query_params["query"]) == ("1", "3", "2")
+    shared = dict(at.query_params)
+    again = opened(AppTest.from_file(APP, default_timeout=120), "pages/4_Learn.py", **shared)
+    assert (again.selectbox(key="learn_layer").value, again.selectbox(key="learn_head").value) == (1, 3)
+    assert again.session_state["learn_query"] == 2
+    table = again.dataframe[1].value
+    assert again.dataframe[0].value.index[0].startswith("q (") and len(table) > 2
+    bad = opened(AppTest.from_file(APP, default_timeout=120), "pages/4_Learn.py", model="en-fr-teaching", head="9")
+    assert any("Head '9' in the link does not exist" in w.value.replace("\\", "") for w in bad.warning)
+
+
+def test_a_typed_reference_is_kept_in_the_link(at):
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching", view="search",
+           text="The young man buys a green bicycle.")
+    at.text_input(key="ex_ref").input("Le jeune homme achète un vélo vert.").run()
+    assert at.query_params["ref"] == "Le jeune homme achète un vélo vert."
+    again = opened(AppTest.from_file(APP, default_timeout=120), "pages/6_Explain_heads.py", **dict(at.query_params))
+    assert again.text_input(key="ex_ref").value == "Le jeune homme achète un vélo vert."
+    rows = again.dataframe[0].value
+    assert rows["output"].tolist()[2] == "reference (teacher-forced)"

@@ -28,7 +28,7 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.model.checkpoint import load_checkpoint
-from ui import attention, compare, explain_figures, figures, links, report
+from ui import attention, compare, explain_figures, figures, links, report, view_links
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
 from ui.text import code, plain
@@ -253,10 +253,13 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
 
 
 def search_view(translator: Translator, text: str, reference: str) -> None:
-    if st.session_state.get("ex_ref_source") != text:  # a new sentence: its own reference, if the corpus has one
+    if view_links.seed_text("ex_ref", "ref"):  # a link's reference, for the link's sentence
+        st.session_state["ex_ref_source"] = text
+    elif st.session_state.get("ex_ref_source") != text:  # a new sentence: its own reference, if the corpus has one
         st.session_state["ex_ref_source"], st.session_state["ex_ref"] = text, reference
     ref = st.text_input("Reference translation", key="ex_ref",
                         help="Filled in when the sentence is one of the corpus's examples.")
+    share(ref=ref if ref != reference and len(ref) <= links.MAX_TEXT else None)  # the corpus's own goes without
     greedy = translated(translator, text, SearchSettings())
     beam = translated(translator, text, SearchSettings(beam_size=4))
     if greedy is None or beam is None:

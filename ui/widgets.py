@@ -159,7 +159,8 @@ def sentence_input(label: str, key: str, default: str) -> str:
     sentences.seed_box(key, default, text)
     value = st.text_input(label, key=key)
     sentences.keep(key, value)
-    share(text=value or None)
+    if len(value) <= links.MAX_TEXT:  # a refused text stays out of the link, which keeps the last one taken
+        share(text=value or None)
     return value
 
 

@@ -260,3 +260,24 @@ def test_a_typed_reference_is_kept_in_the_link(at):
     assert again.text_input(key="ex_ref").value == "Le jeune homme achète un vélo vert."
     rows = again.dataframe[0].value
     assert rows["output"].tolist()[2] == "reference (teacher-forced)"
+
+
+def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_its_weights(tiny_pair, tmp_path,
+                                                                                          monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tiny_pair))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny", view="ablate",
+                text=PAIRS[3][0])
+    at.multiselect(key="ex_off").set_value([("cross", 1, 2)]).run()
+    assert not at.exception, at.exception
+    assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
+            ) == ("cross", 1, 2)
+    base, changed = figures_of(at)
+    assert "head 2" in base["layout"]["title"]["text"] and "this head is off" in changed["layout"]["title"]["text"]
+    assert any("still computes its attention weights" in c.value and "output is removed" in c.value
+               for c in at.caption)
+    at.selectbox(key="ex_ab_head").set_value(0).run()  # the user's own pick stays while the heads off do not change
+    assert at.selectbox(key="ex_ab_head").value == 0
+    at.multiselect(key="ex_off").set_value([("cross", 1, 2), ("enc_self", 0, 1)]).run()
+    assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
+            ) == ("enc_self", 0, 1)

@@ -82,9 +82,10 @@ def next_token_logits(model: Transformer, state: Tensor) -> Tensor:
 
 def log_probs_from_embeddings(model: Transformer, inputs: Inputs, e_src: Tensor, e_tgt: Tensor) -> Tensor:
     """Token embeddings e_src (B, S, D) and e_tgt (B, T, D) -> log-probabilities (B, V) of the token after the
-    last decoder input, in float32 (the scores decoding gives, before <pad> and <s> are ruled out)."""
+    last decoder input, in float32 or wider (the scores decoding gives, before <pad> and <s> are ruled out)."""
     pad_id = model.config.pad_id
     src_mask = inputs.src_mask(pad_id)
     memory = memory_of(model, encoder_states(model, with_positions(model, e_src, "src"), src_mask)[-1])
     y = decoder_states(model, with_positions(model, e_tgt, "tgt"), memory, src_mask, inputs.tgt_mask(pad_id))[-1]
-    return next_token_logits(model, y[:, -1:])[:, 0].float().log_softmax(-1)  # (B, V)
+    logits = next_token_logits(model, y[:, -1:])[:, 0]  # (B, V)
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)

@@ -7,6 +7,8 @@
 - `statistics`: per-head statistics over a sample and the plain-language roles they suggest
 - `importance`: what each head is worth, as the drop in log-likelihood and BLEU without it
 - `history`: a probe sentence's attention across the snapshots of a training run
+- `lenses`: other readings of attention (norm-weighted, Shift-Att, rollout, ALTI+, value zeroing), each scored on
+  gold links and for faithfulness (`python -m transformer.explain.lenses`)
 
 Nothing here stores state on the model: an intervention edits the weights of a copy.
 """

@@ -9,6 +9,7 @@ from transformer.decoding.translate import Translation, TranslationError
 from ui.bidi import is_rtl, isolate, piece_labels
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels
+from ui.lenses import translation_view
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
 from ui.text import plain, rtl_html
@@ -88,9 +89,10 @@ def main() -> None:
     tokens_help()
     st.subheader("Attention")
     gold, why_not = gold_links(text, translation) if teaching else (None, "")
-    attention_explorer(translation.attention, key="tr", gold=gold)
+    seen = translation_view(translator, translation, key="tr")  # the maps as the chosen lens reads them
+    attention_explorer(seen.attention, key="tr", gold=gold)
     if gold is not None:
-        alignment_panel(translator, translation, gold, key="tr")
+        alignment_panel(translator, seen, gold, key="tr")
     elif why_not:
         st.info(why_not)
 

@@ -7,6 +7,7 @@ from transformer.decoding.translate import TranslationError
 from ui import figures
 from ui.bidi import isolate
 from ui.explorer import attention_explorer
+from ui.lenses import lens_view
 from ui.models import source_language
 from ui.text import code, plain
 from ui.translation import bounded, decode_slot, follow_prefix, prepare
@@ -122,7 +123,7 @@ def main() -> None:
         st.markdown(f"**Result:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):
             maps = translator.attention_maps(source.ids, hyp.tokens)
-        attention_explorer(maps, key="step_att")
+        attention_explorer(lens_view(translator, maps, source.ids, hyp.tokens, key="step_att"), key="step_att")
 
 
 main()

@@ -28,7 +28,7 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.model.checkpoint import load_checkpoint
-from ui import attention, explain_figures, figures, report
+from ui import attention, explain_figures, figures, lenses, report
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
 from ui.text import code, plain
@@ -142,10 +142,11 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
               delta=f"{under - translation.score:+.3f}")
     st.caption("Orange pieces differ between the two outputs. The last number scores the trained model's output with "
                "the heads off: how much less likely the heads' absence makes it.")
-    family, layer, head = map_picker("ex_ab", translation.attention)
+    base, off_maps = lenses.lens_pair(translator, translation, changed, new, key="ex_ab")
+    family, layer, head = map_picker("ex_ab", base)
     c1, c2 = st.columns(2)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_ab_map_base", title="trained model")
-    draw_map(c2, new.attention, family, layer, head, key="ex_ab_map_new", title="heads off")
+    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title="trained model")
+    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title="heads off")
 
 
 # ----------------------------------------------------------------------------- 4. the arithmetic behind a cell

@@ -59,11 +59,24 @@ def test_a_bad_lens_in_the_link_says_so_and_shows_raw_weights(at):  # noqa: F811
 def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
     page(at, "pages/2_Step_by_step.py")
     at.text_input(key="step_text").input(PAIRS[5][0]).run()
+    at.button(key="step_next").click().run()
+    at.button(key="step_next").click().run()
+    at.selectbox(key="step_lens").set_value("alti").run()
+    assert not at.exception and at.query_params["lens"] == "alti"
+    session = at.session_state["step_session"]
+    prefix = session.current.live[0].prefix  # <s> and the first token: the query reads the latter
+    expected = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "alti")
+    cross_row = plotly_array(figures_of(at)[1]["data"][0]["z"])  # (H' = 1, S) of decoder layer 0
+    assert np.allclose(cross_row, expected.cross[0][:, -1].numpy(), atol=1e-5)
+    at.selectbox(key="step_lens").set_value("shift").run()
+    assert any("reads the step after a token is chosen" in c.value for c in at.caption)
+    at.selectbox(key="step_lens").set_value("value_zeroing").run()
     at.button(key="step_run_to_end").click().run()
-    at.selectbox(key="step_att_lens").set_value("value_zeroing").run()
     assert not at.exception and at.query_params["lens"] == "value_zeroing"
-    z = plotly_array(figures_of(at)[-1]["data"][0]["z"])
-    assert np.allclose(z.sum(1), 1, atol=1e-5)
+    z = plotly_array(figures_of(at)[-1]["data"][0]["z"])  # the finished hypothesis, through the same lens
+    hyp = at.session_state["step_session"].finished[0]
+    vz = lens_maps(session.model, session.src_ids, hyp.tokens, "value_zeroing").cross[0][0]
+    assert np.allclose(z, vz.numpy(), atol=1e-5) and np.allclose(z.sum(1), 1, atol=1e-5)
     at.switch_page("pages/6_Explain_heads.py").run()
     at.text_input(key="ex_text").input(PAIRS[5][0]).run()
     at.multiselect(key="ex_off").set_value([("cross", 0, 0)]).run()

@@ -1,11 +1,15 @@
 """The lens switch in the app (ui.lenses): on Translate, Decode step by step and Explain heads, kept in the link."""
 
+from pathlib import Path
+
 import numpy as np
 import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS
 from tests.test_app import APP, at, checkpoints, figures_of, page, plotly_array  # noqa: F401 (fixtures)
+from transformer.data.corpora.teaching import align
+from transformer.explain import sentence_aer
 from transformer.explain.lenses import lens_maps
 from ui.lenses import read_lens
 from ui.models import checkpoint_stamp
@@ -85,3 +89,24 @@ def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
     base, off = (plotly_array(f["data"][0]["z"]) for f in figures_of(at)[-2:])
     assert base.shape == off.shape and not np.allclose(base, off)  # the head off changes the shifted map
     assert torch.tensor(base).sum(1).allclose(torch.ones(base.shape[0], dtype=torch.float64), atol=1e-5)
+
+
+def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root / "checkpoints"))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    app = AppTest.from_file(APP, default_timeout=180)
+    sentence = "The young man buys a green bicycle."
+    app.query_params.update({"model": "en-fr-teaching", "text": sentence, "lens": "value_zeroing", "layer": "1"})
+    app.switch_page("pages/1_Translate.py").run()
+    assert not app.exception, app.exception
+    result = app.session_state["tr_result"]
+    gold = align(sentence)
+    assert result.text == gold.tgt
+    heatmap, markers = figures_of(app)[0]["data"][:2]
+    assert markers["name"] == "gold link"
+    maps = lens_maps(_model(app), result.source_ids, result.token_ids, "value_zeroing")
+    assert np.allclose(plotly_array(heatmap["z"]), maps.cross[1][0].numpy(), atol=1e-5)
+    expected = sentence_aer(maps.cross, result.source_pieces, result.target_pieces, gold.links)
+    text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))
+    assert f"**{100 * expected.layer_mean[1]:.0f}%**" in text  # the sentence's AER is the lens's

@@ -83,12 +83,16 @@ def spearman(a: Tensor, b: Tensor) -> Tensor:
     return torch.where(denominator > 0, (ra * rb).sum(-1) / denominator.clamp(min=1e-300), float("nan"))
 
 
+def _n_words(index: Sequence[int | None]) -> int:
+    return 1 + max((w for w in index if w is not None), default=-1)
+
+
 @torch.no_grad()
 def occlusion_drops(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int],
                     src_words: Sequence[int | None], log_probs: Tensor) -> Tensor:
     """d[t, j] = log p(y_t) - log p(y_t | source word j's pieces all <unk>): (T, source words), one batch."""
     device = next(model.parameters()).device
-    n_words = 1 + max(w for w in src_words if w is not None)
+    n_words = _n_words(src_words)
     src = torch.tensor([list(src_ids)] * n_words, device=device)  # (Ws, S)
     for s, w in enumerate(src_words):
         if w is not None:
@@ -102,8 +106,7 @@ def occlusion_drops(model: Transformer, src_ids: Sequence[int], output_ids: Sequ
 
 def _word_rows(per_piece: Tensor, tgt_words: Sequence[int | None]) -> Tensor:
     """(T, Ws) piece rows -> (Wt, Ws): a word's drop is the sum of its pieces' (its log-prob is their sum)."""
-    n = 1 + max(w for w in tgt_words if w is not None)
-    rows = torch.zeros(n, len(tgt_words), dtype=per_piece.dtype)
+    rows = torch.zeros(_n_words(tgt_words), len(tgt_words), dtype=per_piece.dtype)
     for t, w in enumerate(tgt_words):
         if w is not None:
             rows[w, t] = 1.0
@@ -111,12 +114,12 @@ def _word_rows(per_piece: Tensor, tgt_words: Sequence[int | None]) -> Tensor:
 
 
 def _usable(tokenizer, ex: AlignedExample, max_len: int):
+    """(source ids, output ids, their word indices) when the pieces map onto the gold words, else None."""
     src_ids, tgt_ids = tokenizer.encode_source(ex.src), tokenizer.encode_target(ex.tgt)
     output = tgt_ids[1:]
     src_words, tgt_words = piece_words(tokenizer.source_pieces(src_ids)), piece_words(tokenizer.target_pieces(output))
+    n_src, n_tgt = _n_words(src_words), _n_words(tgt_words)
     fits = len(src_ids) <= max_len and len(tgt_ids) <= max_len
-    n_src, n_tgt = 1 + max((w for w in src_words if w is not None), default=-1), \
-        1 + max((w for w in tgt_words if w is not None), default=-1)
     if fits and n_src == len(words(ex.src)) and n_tgt == len(words(ex.tgt)) and n_src and n_tgt:
         return src_ids, output, src_words, tgt_words
     return None

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from transformer.explain.lenses.attention import LensMaps, crop, renormalise
 from transformer.explain.lenses.trace import Trace
-from transformer.model.layers import MultiHeadAttention, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
 
 
 def _zeroed_outputs(attn: MultiHeadAttention, x_q: Tensor, keys_input: Tensor, mask: Tensor) -> Tensor:
@@ -45,7 +45,7 @@ def cosine_scores(outputs: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def value_zeroing(model, trace: Trace) -> LensMaps:
+def value_zeroing(model: Transformer, trace: Trace) -> LensMaps:
     """Every layer and family's value-zeroing map of the traced sentence."""
     device = next(model.parameters()).device
     src = torch.tensor([list(trace.src_ids)], device=device)

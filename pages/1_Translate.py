@@ -9,7 +9,7 @@ from transformer.decoding.translate import Translation, TranslationError
 from ui.bidi import is_rtl, isolate, piece_labels
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels
-from ui.lenses import translation_view
+from ui.lenses import split_note, translation_view
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
 from ui.text import plain, rtl_html
@@ -93,6 +93,7 @@ def main() -> None:
     attention_explorer(seen.attention, key="tr", gold=gold)
     if gold is not None:
         alignment_panel(translator, seen, gold, key="tr")
+        split_note("tr")
     elif why_not:
         st.info(why_not)
 

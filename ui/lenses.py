@@ -160,3 +160,12 @@ def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[in
         return cross.numpy(), self_rows.numpy(), note
     stack = lambda ms: torch.stack([m[:, -1] for m in ms]).float().cpu().numpy()  # noqa: E731
     return stack(maps.cross), stack(maps.dec_self), note
+
+
+def split_note(key: str) -> None:
+    """Under the teaching model's AER panel: which maps its two grids score when a lens is on."""
+    lens = st.session_state.get(f"{key}_lens", "raw")
+    if lens != "raw":
+        st.caption(f"“This sentence” scores the maps as {LABELS[lens]} reads them; the test-split grid scores the raw "
+                   "weights. `python -m transformer.explain.lenses --checkpoint checkpoints/en-fr-teaching` scores "
+                   "every lens on the test split, for alignment and for faithfulness to occlusion.")

@@ -61,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     corpus = load_corpus(CorpusSpec.from_dict(corpus_spec))
     pairs = getattr(corpus, args.split)[: args.limit or None]
-    examples = [AlignedExample(s, t, corpus.alignments[(s, t)]) for s, t in pairs]
+    examples = [AlignedExample(s, t, corpus.alignments[(s, t)], corpus.possible_alignments.get((s, t), frozenset()))
+                for s, t in pairs]
     scores = score_lenses(checkpoint.model, checkpoint.tokenizer, examples, args.lenses)
     first = next(iter(scores.values()))
     print(f"{args.checkpoint}, {args.split} split: {first.sentences} sentences scored, {first.skipped} skipped")

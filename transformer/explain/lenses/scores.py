@@ -2,7 +2,8 @@
 against the model's own behaviour (faithfulness to occlusion), per layer and head.
 
 - AER (Och and Ney, 2003): pieces merged into words as `explain.alignment` does (target rows averaged, source
-  columns summed), each target word linked to its argmax source word, counts summed over the split.
+  columns summed), each target word linked to its argmax source word, scored against the sure and possible gold
+  links, counts summed over the split.
 - Faithfulness: occluding source word j (every one of its pieces replaced by <unk>) drops the log-probability
   of target word t (the sum of its pieces' log-probs, teacher-forced on the gold target) by d_tj. Per target
   word, Spearman's rank correlation between a lens's word-level source scores and d_t., averaged over every
@@ -134,16 +135,16 @@ class _Tally:
         self.rho = [[0.0] * n_heads for _ in range(n_layers)]
         self.rho_n = [[0] * n_heads for _ in range(n_layers)]
 
-    def add(self, cross: Sequence[Tensor], src_words, tgt_words, links, drops: Tensor) -> None:
+    def add(self, cross: Sequence[Tensor], src_words, tgt_words, ex: AlignedExample, drops: Tensor) -> None:
         for layer, maps in enumerate(cross):
             per_head = word_attention(maps.float().cpu(), tgt_words, src_words)  # (H', Wt, Ws)
             rho = spearman(per_head, drops.expand_as(per_head))  # (H', Wt)
             for head in range(per_head.size(0)):
-                self.heads[layer][head] += count_links(argmax_links(per_head[head]), links)
+                self.heads[layer][head] += count_links(argmax_links(per_head[head]), ex.links, ex.possible)
                 kept = rho[head][~rho[head].isnan()]
                 self.rho[layer][head] += kept.sum().item()
                 self.rho_n[layer][head] += kept.numel()
-            self.means[layer] += count_links(argmax_links(per_head.mean(dim=0)), links)
+            self.means[layer] += count_links(argmax_links(per_head.mean(dim=0)), ex.links, ex.possible)
 
     def result(self, lens: str, sentences: int, skipped: int) -> LensScore:
         rho = [[s / n if n else float("nan") for s, n in zip(row, ns)] for row, ns in zip(self.rho, self.rho_n)]
@@ -173,7 +174,7 @@ def score_lenses(model: Transformer, tokenizer, examples: Sequence[AlignedExampl
         for lens in lenses:
             maps = LENSES[lens](model, traced)
             tally = tallies.setdefault(lens, _Tally(len(maps.cross), maps.cross[0].size(0)))
-            tally.add(maps.cross, src_words, tgt_words, ex.links, drops)
+            tally.add(maps.cross, src_words, tgt_words, ex, drops)
         sentences += 1
         if (index + 1) % 50 == 0:
             log.info("scored %d of %d sentences", index + 1, len(examples))

@@ -10,6 +10,7 @@ from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's sk
 
 from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     EXCEPTION,
+    PLOT,
     browser_context_args,
     browser_type_launch_args,
     server,
@@ -46,6 +47,8 @@ def test_explain_heads_keeps_the_typed_sentence_in_the_box_and_the_address_bar(s
     expect(page).to_have_url(re.compile(r"[?&]text=" + re.escape(urllib.parse.quote_plus(TYPED))), timeout=30_000)
     page.get_by_text("Head statistics", exact=True).click()
     expect(page.get_by_text("Dev sentences", exact=True)).to_be_visible(timeout=60_000)
+    page.locator(PLOT).first.wait_for(timeout=120_000)  # the run ends: Streamlit forgets the boxes it did not draw
+    page.wait_for_timeout(1000)
     page.get_by_text("Switch heads off", exact=True).click()
     expect(box).to_have_value(TYPED, timeout=30_000)
     assert urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["text"] == [TYPED]

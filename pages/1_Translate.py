@@ -7,12 +7,14 @@ from transformer.data.tokenizer import EOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
 from ui.bidi import is_rtl, isolate, piece_labels
+from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels
+from ui.lenses import split_note, translation_view
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
 from ui.teaching_suggest import suggest_nearest
-from ui.text import plain, rtl_html
+from ui.text import plain, rtl_html, score
 from ui.translation import translate
 from ui.widgets import (
     current_translator,
@@ -50,7 +52,7 @@ def result(translation: Translation) -> None:
         nbest = [translation, *translation.alternatives]
         with st.expander(f"{len(nbest)} best hypotheses"):
             st.dataframe(pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
-                                       "normalised score": [h.normalized_score for h in nbest],
+                                       "normalised score": [score(h.normalized_score) for h in nbest],
                                        "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}), key="tr_nbest")
 
 
@@ -70,7 +72,7 @@ def main() -> None:
         st.selectbox("Pick an example (test split)", [""] + examples, key="tr_example", on_change=_use_example,
                      format_func=lambda s: s or "—")
     language = source_language(metadata)
-    text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", examples[0] if examples else "")
+    text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", default_sentence(metadata))
     settings: SearchSettings = search_settings("tr")
     if not text.strip():
         st.info(f"Type a sentence in {language} above, or pick an example.")
@@ -89,9 +91,11 @@ def main() -> None:
     tokens_help()
     st.subheader("Attention")
     gold, why_not = gold_links(text, translation) if teaching else (None, "")
-    attention_explorer(translation.attention, key="tr", gold=gold)
+    seen = translation_view(translator, translation, key="tr")  # the maps as the chosen lens reads them
+    attention_explorer(seen.attention, key="tr", gold=gold)
     if gold is not None:
-        alignment_panel(translator, translation, gold, key="tr")
+        alignment_panel(translator, seen, gold, key="tr")
+        split_note("tr")
     elif why_not:
         st.info(why_not)
         suggest_nearest(text, examples, "tr_text")

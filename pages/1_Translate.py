@@ -13,6 +13,7 @@ from ui.figures import unique_labels
 from ui.lenses import split_note, translation_view
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
+from ui.teaching_suggest import suggest_nearest
 from ui.text import plain, rtl_html, score
 from ui.translation import translate
 from ui.widgets import (
@@ -65,7 +66,7 @@ def main() -> None:
     examples = example_sentences(metadata)
     teaching = is_teaching(metadata)
     if teaching:
-        words_known()
+        words_known(metadata)
         random_sentence_button(examples, "tr_text")
     if examples:
         st.selectbox("Pick an example (test split)", [""] + examples, key="tr_example", on_change=_use_example,
@@ -97,6 +98,7 @@ def main() -> None:
         split_note("tr")
     elif why_not:
         st.info(why_not)
+        suggest_nearest(text, examples, "tr_text")
 
 
 main()

@@ -95,9 +95,28 @@ def test_random_sentence_comes_from_the_test_split_and_the_lexicon_is_listed(at)
     assert at.session_state["tr_text"] in test_sources and at.session_state["tr_text"] != SENTENCE
     assert at.session_state["tr_result"].source == at.session_state["tr_text"]
     listed = "\n".join(m.value for m in at.markdown)
-    for category, pairs in vocabulary().items():
+    for category, pairs in vocabulary(GRAMMAR).items():  # the words of the grammar the model was trained on
         assert f"**{category}** ({len(pairs)})" in listed
     assert "bicycle → vélo" in listed
+
+
+def test_the_words_are_searchable(at):
+    translate_page(at)
+    at.text_input(key="words_known_search").set_value("chat").run()
+    listed = "\n".join(m.value for m in at.markdown)
+    assert "cat → chat" in listed and "bicycle → vélo" not in listed
+    at.text_input(key="words_known_search").set_value("zzzq").run()
+    assert any("No word of the teaching grammar contains “zzzq”" in i.value for i in at.info)
+
+
+def test_a_sentence_outside_the_grammar_gets_the_nearest_one_it_has(at):
+    translate_page(at, text="The yong man buy a green bicycle")
+    assert any("outside the teaching grammar" in i.value for i in at.info)
+    hint = next(m.value for m in at.markdown if m.value.startswith("Nearest sentence the grammar has:"))
+    assert hint == "Nearest sentence the grammar has: **The young man buys a green bicycle.**"
+    at.button(key="tr_text_nearest").click().run()
+    assert at.session_state["tr_text"] == "The young man buys a green bicycle."
+    assert not any("outside the teaching grammar" in i.value for i in at.info)
 
 
 def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):

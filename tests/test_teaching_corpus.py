@@ -289,3 +289,12 @@ def test_the_shipped_models_spec_reads_as_grammar_one_and_new_specs_as_the_lates
     assert "grammar" not in CorpusSpec(kind="bible").to_dict()
     with pytest.raises(Exception, match="grammar"):
         CorpusSpec(kind="teaching", grammar=7)
+
+
+def test_every_construction_is_in_the_test_split(corpus, frames):
+    """Grammar 2's test split has every construction, so that a model is scored on each."""
+    from transformer.data.corpora.teaching_constructions import CONSTRUCTIONS, constructions
+
+    seen = {label for p in corpus.test for label in constructions(frames[p.src])}
+    assert seen == set(CONSTRUCTIONS)
+    assert any(p.possible for p in corpus.test)

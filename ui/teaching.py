@@ -11,7 +11,7 @@ import random
 import streamlit as st
 
 from transformer.data.corpora.base import normalize_text
-from transformer.data.corpora.teaching import align, vocabulary
+from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import HeadAlignment, Link, link_cells, parse_links, piece_words, sentence_aer, words
 from transformer.runs import ProbeRecord
@@ -90,12 +90,22 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
                "marks the best head. Heads that align well are the ones to show a class.")
 
 
-def words_known() -> None:
-    """The lexicon of the teaching grammar, so that students type sentences the model can translate."""
+def words_known(metadata: dict | None = None) -> None:
+    """The lexicon of the teaching grammar the model was trained on, searchable, so that students type sentences
+    the model can translate."""
+    from transformer.data.corpora.teaching_suggest import search_vocabulary
+    from transformer.data.spec import CorpusSpec
+
+    grammar = CorpusSpec.from_dict(metadata["corpus"]).grammar if metadata and is_teaching(metadata) else None
     with st.expander("Words the teaching model knows"):
         st.caption("The model was trained on generated sentences over this lexicon only: sentences built from "
                    "these words (\"The young man buys a green bicycle.\") translate well, others do not.")
-        groups = vocabulary()
+        query = st.text_input("Search the words (English or French)", key="words_known_search",
+                              placeholder="e.g. cat, chat, bicycle")
+        groups = search_vocabulary(query, grammar)
+        if not groups:
+            st.info(f"No word of the teaching grammar contains “{query.strip()}”.")
+            return
         columns = st.columns(min(4, len(groups)) or 1)
         for i, (category, pairs) in enumerate(groups.items()):
             columns[i % len(columns)].markdown(

@@ -17,14 +17,17 @@ from transformer.data.corpora.teaching_frames import GRAMMAR, GRAMMARS, AlignedP
 from transformer.data.corpora.teaching_grammar import realize
 from transformer.data.corpora.teaching_lexicon import (
     ADJECTIVE,
+    ADVERBS,
     DAYS,
     NOUN,
     NUMBER,
+    OBJECT_PRONOUNS,
     POSSESSIVES,
     PREPOSITIONS,
     PRONOUNS,
     TIME,
     VERB,
+    WH_WORDS,
 )
 from transformer.data.corpora.teaching_parser import parse
 from transformer.data.corpora.teaching_sampler import Sampler, View
@@ -55,17 +58,26 @@ def align(english: str) -> AlignedPair | None:
     return None if clause is None else realize(clause)
 
 
-def vocabulary() -> dict[str, list[tuple[str, str]]]:
-    """Category -> (English lemma, French lemma): the words the teaching grammar knows."""
+def vocabulary(grammar: int = GRAMMAR) -> dict[str, list[tuple[str, str]]]:
+    """Category -> (English lemma, French lemma): the words the teaching grammar knows (grammar 1: the shipped
+    model's 421 lemmas; grammar 2 adds the object pronouns and question words with its 1,500 lemmas)."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for noun in NOUN.values():
-        groups.setdefault(noun.category, []).append((noun.en, noun.fr))
+        if noun.grammar <= grammar:
+            groups.setdefault(noun.category, []).append((noun.en, noun.fr))
     for adj in ADJECTIVE.values():
-        groups.setdefault(adj.category, []).append((adj.en, adj.forms[0]))
-    groups["verbs"] = [("be", "être")] + [(v.en, v.fr) for v in VERB.values()]
+        if adj.grammar <= grammar:
+            groups.setdefault(adj.category, []).append((adj.en, adj.forms[0]))
+    groups["verbs"] = [("be", "être")] + [(v.en, ("se " if v.reflexive else "") + v.fr) for v in VERB.values()
+                                          if v.grammar <= grammar]
     groups["numbers"] = list(NUMBER.items())
     groups["days"] = [tuple(day.split()) for day in DAYS]
     groups["pronouns"] = [(en, fr) for en, (fr, _, _) in PRONOUNS.items()]
+    if grammar >= 2:
+        groups["object pronouns"] = [(en, f"{d}/{i}") if d != i else (en, d) for en, (d, i, *_) in
+                                     OBJECT_PRONOUNS.items()]
+        groups["question words"] = [(en, "qu'est-ce que" if fr == "qu'" else fr) for en, fr in WH_WORDS.items()]
+        groups["frequency adverbs"] = [(en, "ne ... jamais" if en == "never" else fr) for en, fr in ADVERBS.items()]
     groups["possessives"] = [(en, "/".join(dict.fromkeys(forms))) for en, forms in POSSESSIVES.items()]
     groups["prepositions"] = list(PREPOSITIONS.items())
     groups["time"] = [(t.en, t.fr) for t in TIME.values() if not t.en.startswith("on ")]

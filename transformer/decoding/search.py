@@ -24,13 +24,11 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transformer.decoding.bounds import MAX_BEAM, check_bounds  # noqa: F401 (MAX_BEAM: the bound, for callers)
 from transformer.model.layers import StepOutput, Transformer
 
 Rows = tuple[list[Tensor], list[Tensor]]  # per-layer self- and cross-attention rows of one or more queries
 LENGTH_PENALTIES = ("gnmt", "length")
-# Bounds on what one search may ask for: a beam of 100,000 filled 20.7 GB in 70 s. Each hypothesis is a row of the
-# batch (its cache, its (V,) scores), so memory grows with the beam; 64 is far past where BLEU stops improving.
-MAX_BEAM, MAX_TOP_K, MAX_ALPHA, MAX_LEN_A = 64, 1000, 10.0, 100.0
 STATUSES = ("live", "finished", "stopped", "pruned")
 
 
@@ -46,28 +44,13 @@ class SearchSettings:
     record_steps: bool = False  # one-shot functions: keep every step's candidates and attention rows
 
     def __post_init__(self) -> None:
-        _check_bounds(self)
+        check_bounds(self)
         if not 1 <= self.nbest <= self.beam_size:
             raise ValueError(f"nbest must be between 1 and beam_size ({self.beam_size}), got {self.nbest}")
         if self.length_penalty not in LENGTH_PENALTIES:
             raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}, got {self.length_penalty!r}")
         if self.max_len_a + self.max_len_b == 0:
             raise ValueError("max_len_a + max_len_b must be > 0: the output needs room for one token")
-
-
-def _check_bounds(settings: SearchSettings) -> None:
-    """ValueError, in one line, for a count or a number out of what one search may ask (types included: a float
-    beam or a NaN alpha would get past a comparison)."""
-    for name, high in (("beam_size", MAX_BEAM), ("nbest", MAX_BEAM), ("top_k", MAX_TOP_K), ("max_len_b", 100_000)):
-        value = getattr(settings, name)
-        if not isinstance(value, int) or isinstance(value, bool) or not (0 if name == "max_len_b" else 1) <= value \
-                <= high:
-            raise ValueError(f"{name} must be a whole number from {0 if name == 'max_len_b' else 1} to {high:,}, "
-                             f"got {str(value)[:20]}")
-    for name, high in (("alpha", MAX_ALPHA), ("max_len_a", MAX_LEN_A)):
-        value = getattr(settings, name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= high:
-            raise ValueError(f"{name} must be a number from 0 to {high:g}, got {str(value)[:20]}")
 
 
 DEFAULT_SETTINGS = SearchSettings()  # greedy

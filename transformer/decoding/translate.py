@@ -292,9 +292,13 @@ def stdin_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def blank(text: str) -> bool:
-    """Nothing to translate in text: only whitespace or characters normalisation removes."""
-    return not normalize_text(text).strip()
+def blank(text: str, translator: Translator | None = None) -> bool:
+    """Nothing to translate in text: only whitespace, characters normalisation removes, or (given the translator)
+    nothing its tokenizer reads (what `Translator.prepare` refuses)."""
+    normalized = normalize_text(text)
+    if not normalized.strip():
+        return True
+    return translator is not None and len(translator.tokenizer.encode_source(normalized)) < 2
 
 
 EMPTY = Translation(source="", text="", source_ids=[], source_pieces=[], token_ids=[], target_pieces=[],
@@ -319,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except TranslationError as e:
                 raise TranslationError(f"line {number}: {e}" if len(texts) > 1 else str(e)) from None
         # stdin's empty lines come back empty; the others are translated in input order
-        lines = [i for i, text in enumerate(texts) if args.text is not None or not blank(text)]
+        lines = [i for i, text in enumerate(texts) if args.text is not None or not blank(text, translator)]
         # a file of more than one batch shows its progress on stderr (stdout is the translations)
         log.setLevel(logging.INFO)
         with Counter("translating", log) as counter:

@@ -89,8 +89,7 @@ def _choice(path: Path, label: str, key: str) -> ModelChoice:
     problem = "" if is_model_path(path) else "it links outside its folder"
     metadata, problem = ({}, problem) if problem else read_metadata(path)
     if problem:
-        return ModelChoice(f"{label} (unreadable: {problem[:60]})", str(path), key, f"Cannot be opened: {problem}",
-                           None, problem)
+        return ModelChoice(f"{label} (unreadable)", str(path), key, f"Cannot be opened: {problem}", None, problem)
     return ModelChoice(label + language_pair(metadata, " · "), str(path), key, summary(metadata), languages(metadata))
 
 

@@ -239,7 +239,7 @@ def test_run_names_are_checked_before_anything_is_written(tmp_path, monkeypatch)
 
 # ----------------------------------------------------------------------------- issue 27: the other entry points
 
-@pytest.mark.parametrize("stride", [5, pytest.param(1, marks=FULL)])
+@pytest.mark.parametrize("stride", [12, pytest.param(1, marks=[FULL, pytest.mark.timeout(1800)])])
 def test_every_input_in_the_reference_translation_box_is_scored_or_refused_with_a_message(app, stride):
     app.run()
     app.switch_page("pages/6_Explain_heads.py").run()

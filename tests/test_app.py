@@ -426,6 +426,7 @@ def test_example_sentences_follow_the_chosen_model(tmp_path, monkeypatch):
         (path / "metadata.json").write_text(json.dumps(metadata | {"corpus": spec.to_dict()}))
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("EXPLORER_DATA", str(tmp_path))  # own.tsv is in the data folder: the page may read it
     for name, spec in corpora.items():
         at = AppTest.from_file(APP, default_timeout=60)
         at.query_params["model"] = name

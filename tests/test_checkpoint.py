@@ -1,6 +1,7 @@
 import json
 import pickle
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -264,3 +265,22 @@ def test_a_checkpoint_written_before_checksums_still_loads_and_checksums_change_
     assert set(json.loads((path / "checksums.json").read_text())["sha256"]) == {"config.json", "model.safetensors",
                                                                                 "tokenizer.json"}
     assert load_checkpoint(path).metadata == {"step": 7}
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SHIPPED.iterdir() if (p / "config.json").is_file()))
+def test_every_shipped_checkpoint_has_checksums_that_match(name):
+    sums = checkpoint.read_checksums(SHIPPED / name)
+    assert set(sums) == {"config.json", "model.safetensors", "tokenizer.json"}
+    for file in sums:
+        checkpoint.verify_checksum(SHIPPED / name / file, sums)
+
+
+def test_the_italian_models_tokenizer_in_the_arabic_model_is_refused(tmp_path):
+    """Both vocabularies have 7,000 tokens: only the checksum tells them apart."""
+    copy = shutil.copytree(SHIPPED / "en-ar-bible", tmp_path / "en-ar-bible")
+    shutil.copy(SHIPPED / "en-it-bible" / "tokenizer.json", copy / "tokenizer.json")
+    with pytest.raises(CheckpointError, match="tokenizer.json: its SHA-256 differs.*another checkpoint"):
+        load_checkpoint(copy)

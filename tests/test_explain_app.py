@@ -26,7 +26,8 @@ SENTENCE = PAIRS[3][0]
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkpoints")
-    tsv = write_tsv(tmp_path_factory.mktemp("data") / "pairs.tsv", copies=4)
+    (root / "data").mkdir()
+    tsv = write_tsv(root / "data" / "pairs.tsv", copies=4)  # inside checkpoints/: a folder the pages may read
     for name, seed in (("tiny", 0), ("tiny-b", 1)):
         path = make_checkpoint(root / name, seed=seed)
         metadata = json.loads((path / "metadata.json").read_text())

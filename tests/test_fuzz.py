@@ -1,6 +1,8 @@
 """The fuzz set (tests/fuzz_inputs.py, 232 inputs) through the Translator, the translate CLI and every text field of
-the app: each gets a translation or a clear message, never another exception, and no user text reaches the page as
-Markdown or HTML that could make a link, an image or a script."""
+the app (the Explain page's reference translation included): each gets a translation or a clear message, never
+another exception, and no user text reaches the page as Markdown or HTML that could make a link, an image or a
+script. Issue 27 adds stdin line by line, hostile search and device flags, Windows-reserved run names and every
+hostile checkpoint beside a good one (uploads: tests/test_uploads.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
-from tests.fuzz_inputs import LINK, fuzz_inputs
+from tests.fuzz_inputs import HOSTILE_CHECKPOINTS, LINK, RUN_NAMES, SEARCH_FLAGS, STDIN_LINES, fuzz_inputs
 from transformer.decoding import translate
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
 from ui import jobs
+from ui.models import find_models
 from ui.text import code, plain
 from ui.translation import MAX_CHARS
 
@@ -222,7 +226,7 @@ def test_run_names_are_checked_before_anything_is_written(tmp_path, monkeypatch)
     monkeypatch.setattr(jobs, "_launch", lambda root, args: launched.append(root))
     runs = tmp_path / "runs"
     outside = tmp_path / "outside"
-    for name in [*TEXTS, "../outside", "../../outside", "..", ".", "a/../../outside", "/tmp/x", "ok-name"]:
+    for name in [*TEXTS, *RUN_NAMES, "../outside", "../../outside", "..", ".", "a/../../outside", "/tmp/x", "ok-name"]:
         try:
             jobs.start_run(runs, name, ["--corpus", "teaching"], corpus_tsv=b"a\tb\n" * 40)
         except ValueError as e:
@@ -230,3 +234,65 @@ def test_run_names_are_checked_before_anything_is_written(tmp_path, monkeypatch)
     assert not outside.exists()
     assert launched and all(root.parent == runs and root.name == root.resolve().name for root in launched)
     assert {p.name for p in runs.iterdir()} == {root.name for root in launched}
+    assert not {p.name.lower() for p in runs.iterdir()} & {name.lower() for name in RUN_NAMES}
+
+
+# ----------------------------------------------------------------------------- issue 27: the other entry points
+
+@pytest.mark.parametrize("stride", [12, pytest.param(1, marks=[FULL, pytest.mark.timeout(1800)])])
+def test_every_input_in_the_reference_translation_box_is_scored_or_refused_with_a_message(app, stride):
+    app.run()
+    app.switch_page("pages/6_Explain_heads.py").run()
+    app.radio(key="ex_view").set_value("search").run()
+    _typed(app, "ex_text", "the cat sleeps .")
+    for category, text in INPUTS[::stride]:
+        _typed(app, "ex_ref", text)
+        assert_safe(app, text)
+        if len(text) > MAX_CHARS:
+            assert any(f"at most {MAX_CHARS:,}" in w.value.replace("\\", "") for w in app.warning), category
+
+
+@pytest.mark.slow
+def test_stdin_gives_one_output_line_per_input_line_for_every_input(checkpoints, capsys, monkeypatch):
+    lines = [text for _, text in INPUTS if not any(0xD800 <= ord(c) <= 0xDFFF for c in text)]
+    lines = [line.replace("\n", " ") for line in lines] + STDIN_LINES
+    data = ("\ufeff" + "\n".join(lines) + "\n").encode("utf-8")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    assert translate.main(["--checkpoint", str(checkpoints / "tiny")]) == 0
+    out = capsys.readouterr().out.split("\n")
+    assert len(out) - 1 == len(lines)
+    translator = Translator(checkpoints / "tiny")
+    empty = [translate.blank(line.removesuffix("\r"), translator) for line in lines]
+    assert all(not o for o, e in zip(out, empty) if e) and sum(empty) < len(lines) / 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", SEARCH_FLAGS, ids=" ".join)
+def test_every_hostile_search_flag_is_one_line_for_every_input_kind(checkpoints, capsys, flags):
+    if flags[:2] == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    for _, text in INPUTS[::20]:
+        rc = translate.main(["--checkpoint", str(checkpoints / "tiny"), *flags, text])
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (flags, text[:20], err)
+
+
+@pytest.mark.slow
+def test_every_hostile_checkpoint_beside_a_good_one_is_listed_unreadable_or_refused_and_home_opens(tmp_path,
+                                                                                                monkeypatch):
+    root = tmp_path / "checkpoints"
+    make_checkpoint(root / "good")
+    for i, (damage, _) in enumerate(HOSTILE_CHECKPOINTS.values()):
+        path = make_checkpoint(root / f"hostile-{i:02d}")
+        (path / "checksums.json").unlink()
+        damage(path)
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    choices = {c.key: c for c in find_models()}
+    assert choices["good"].problem == ""
+    for i, name in enumerate(HOSTILE_CHECKPOINTS):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["model"] = f"hostile-{i:02d}"
+        at.run()
+        assert not at.exception, (name, at.exception)
+        assert at.error or f"hostile-{i:02d}" not in choices or choices[f"hostile-{i:02d}"].problem, name

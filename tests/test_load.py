@@ -271,5 +271,6 @@ def test_the_server_defaults_take_effect_through_streamlits_own_config_parser(mo
         assert config.get_option("server.maxUploadSize") * 2**20 == jobs.MAX_TSV_BYTES
         assert config.get_option("server.disconnectedSessionTTL") == 30
         assert config.get_option("runner.postScriptGC") is False  # transformer/memory.py collects instead, every 30 s
+        assert config.get_option("client.showErrorDetails") == "none"  # no traceback ever reaches a user
     finally:
         config.get_config_options(force_reparse=True)

@@ -9,10 +9,12 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
+from tests.fuzz_inputs import SEARCH_FLAGS, STDIN_LINES
 from transformer import Transformer
+from transformer.data.corpora.base import normalize_text
 from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer.decoding import translate
-from transformer.decoding.search import SearchSettings, greedy_decode
+from transformer.decoding.search import MAX_BEAM, SearchSettings, greedy_decode
 from transformer.decoding.translate import TranslationError, Translator, find_checkpoint
 from transformer.model.checkpoint import CheckpointError, save_checkpoint
 
@@ -135,7 +137,8 @@ def test_cli_json_lines_from_stdin_with_beam_and_nbest(checkpoint, translator):
 
 def test_cli_errors_are_one_line_and_exit_2(checkpoint, tmp_path):
     for args, stdin, message in [
-        (["--checkpoint", str(checkpoint)], "a cat\n   \n", "error: input 2: nothing to translate"),
+        (["--checkpoint", str(checkpoint), "--alpha", "1e308"], "a cat\n", "alpha must be a number from 0 to 10"),
+        (["--checkpoint", str(checkpoint), "--beam", "100000"], "a cat\n", "beam_size must be a whole number from 1"),
         (["--checkpoint", str(tmp_path / "missing"), "a cat"], "", "no checkpoint directory"),
     ]:
         done = run_cli(*args, stdin=stdin)
@@ -154,3 +157,48 @@ def test_the_default_model_comes_first_whatever_ships_beside_it(tmp_path):
     (tmp_path / DEFAULT_MODEL / "config.json").unlink()
     assert find_checkpoint(tmp_path) == tmp_path / "en-ar-bible"
     assert find_checkpoint(tmp_path / "missing") is None
+
+
+def test_stdin_is_translated_line_by_line_on_newlines_only_with_empty_lines_echoed(checkpoint, translator):
+    stdin = "\ufeff" + "\n".join(STDIN_LINES) + "\n"
+    done = run_cli("--checkpoint", str(checkpoint), stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(STDIN_LINES)  # one output line per input line, in order
+    for line, got in zip(STDIN_LINES, out):
+        text = line.removesuffix("\r")
+        assert got == ("" if not normalize_text(text).strip() else translator.translate(text).text), repr(line)
+    assert out[0] == translator.translate("the cat").text  # the byte-order mark is not part of the first line
+    done = run_cli("--checkpoint", str(checkpoint), "--json", stdin=stdin)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(records) == len(STDIN_LINES) and records[1]["text"] == "" and records[1]["warnings"]
+    assert "<unk>" not in records[0]["source_pieces"]
+
+
+def test_only_empty_lines_give_only_empty_lines(checkpoint):
+    done = run_cli("--checkpoint", str(checkpoint), stdin="\n  \n\t\n")
+    assert done.returncode == 0 and done.stdout == "\n\n\n", done
+
+
+@pytest.mark.parametrize("flags", SEARCH_FLAGS, ids=" ".join)
+def test_search_and_device_flags_out_of_bounds_are_one_line_errors(checkpoint, capsys, flags):
+    if flags[:2] == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    rc = translate.main(["--checkpoint", str(checkpoint), *flags, "a cat"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and len(err) < 200
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(beam_size=MAX_BEAM + 1), "beam_size must be a whole number from 1 to 64"),
+    (dict(beam_size=4.0), "beam_size must be a whole number"), (dict(beam_size=True), "beam_size"),
+    (dict(beam_size=100, nbest=100), "beam_size"), (dict(top_k=10**6), "top_k must be a whole number"),
+    (dict(alpha=1e308), "alpha must be a number from 0 to 10"), (dict(alpha=math.nan), "alpha"),
+    (dict(alpha=math.inf), "alpha"), (dict(max_len_a=math.inf), "max_len_a"), (dict(max_len_a=math.nan), "max_len_a"),
+    (dict(max_len_b=-1), "max_len_b"), (dict(max_len_b=2.5), "max_len_b"),
+])
+def test_search_settings_bound_every_count_and_number(fields, message):
+    with pytest.raises(ValueError, match=message):
+        SearchSettings(**fields)
+    SearchSettings(beam_size=MAX_BEAM, nbest=MAX_BEAM, alpha=10.0)  # the bounds themselves are allowed

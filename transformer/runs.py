@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.files import write_json_atomic, write_text_atomic
+from transformer.files import read_json_object, read_small_text, write_json_atomic, write_text_atomic
 
 PROBE_FAMILIES = ("enc_self", "dec_self", "cross")
 
@@ -120,9 +120,8 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if path.is_dir():
         path = RunFiles(path).metrics
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+    text = read_small_text(path)  # a FIFO in its place must not block a page
+    if text is None:
         return []
     records = []
     for line in text.splitlines():
@@ -178,15 +177,12 @@ def write_status(files: RunFiles, state: str, **fields: Any) -> None:
 
 
 def read_status(path: str | Path) -> dict[str, Any]:
-    """status.json (of a file or a run directory) as a dict; {} when missing, torn or not an object."""
+    """status.json (of a file or a run directory) as a dict; {} when missing, torn, not an object, not a regular
+    file (a FIFO would block every page that lists runs) or over 1 MB."""
     path = Path(path)
     if path.is_dir():
         path = RunFiles(path).status
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path)
 
 
 # ----------------------------------------------------------------------------- run folder names

@@ -43,7 +43,7 @@ from ui import (
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
 from ui.text import code, plain
-from ui.translation import decode_slot, translate
+from ui.translation import decode_slot, reference_ids, translate
 from ui.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
 SHORT = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
@@ -281,8 +281,12 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         return
     outputs = {"greedy": (greedy.token_ids, greedy.attention), "beam 4": (beam.token_ids, beam.attention)}
     rows = [["greedy", greedy.text, greedy.score], ["beam 4", beam.text, beam.score]]
-    if ref.strip():
-        ref_ids = translator.tokenizer.encode_target(ref)[1:]  # without <s>, with </s>
+    try:  # the app's limits, before the reference's masks are built
+        ref_ids = reference_ids(translator, ref) if ref.strip() else None  # without <s>, with </s>
+    except TranslationError as e:
+        st.warning(plain(e))
+        ref_ids = None
+    if ref_ids:
         forced = _forced(translator.model, greedy.source_ids, ref_ids)
         outputs["reference"] = (ref_ids, as_attention(translator, greedy.source_ids, ref_ids, forced))
         rows.append(["reference (teacher-forced)", translator.tokenizer.decode_target(ref_ids), forced.score])

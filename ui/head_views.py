@@ -33,6 +33,7 @@ from transformer.explain.interventions import Head
 from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from ui import curves, explain_figures, figures, jobs, ties
 from ui.attention import FAMILIES
+from ui.corpus_access import corpus_readable
 from ui.explain_views import NAMES, SHORT, head_name
 from ui.models import checkpoint_stamp, runs_dir
 from ui.text import code, plain
@@ -58,7 +59,7 @@ def _corpus_pairs(corpus: str) -> list[tuple[str, str]]:
 def dev_pairs(translator: Translator, n: int) -> list[tuple[str, str]]:
     """The first n dev (then test) pairs of the corpus the model was trained on; [] when it cannot be loaded."""
     corpus = translator.checkpoint.metadata.get("corpus")
-    if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS:
+    if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS or not corpus_readable(corpus):
         return []
     return _corpus_pairs(json.dumps(corpus, sort_keys=True))[:n]
 

@@ -274,7 +274,8 @@ def resume_run(root: Path, max_steps: int | None = None) -> RunInfo:
     info = run_info(root)
     if info.active:
         raise ValueError(f"run {info.name} is already {info.state}")
-    if not RunFiles(root).checkpoint("latest").is_dir():
+    files = RunFiles(root)  # the trainer resumes from latest, or from the newest intact step-N when latest is lost
+    if not files.checkpoint("latest").is_dir() and not any(files.checkpoints.glob("step-*")):
         raise ValueError(f"run {info.name} has no saved checkpoint to resume from")
     return _launch(root, ["--resume", str(root), *(["--max-steps", str(max_steps)] if max_steps else [])])
 

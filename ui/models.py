@@ -2,19 +2,26 @@
 
 `checkpoints/` (shipped or copied models) and `runs/` (training runs) are relative to the repository;
 EXPLORER_CHECKPOINTS and EXPLORER_RUNS point them elsewhere (tests use tmp dirs).
+
+Discovery never fails on one bad model: metadata.json and status.json are read only when they are regular files
+of at most MAX_METADATA_BYTES, and checked by type; a model whose metadata is wrong, or whose directory links out
+of its folder, is listed as unreadable with the reason, and the others as usual.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from transformer.decoding.translate import checkpoint_order
-from transformer.model.checkpoint import CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE
+from transformer.files import read_json_object, read_small_text
+from transformer.model.checkpoint import CONFIG_FILE, MAX_JSON_BYTES, METADATA_FILE, WEIGHTS_FILE
+from transformer.model.metadata import metadata_problem
 from transformer.runs import RunFiles, read_status
+
+MAX_METADATA_BYTES = MAX_JSON_BYTES[METADATA_FILE]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,6 +41,7 @@ class ModelChoice:
     key: str  # its name in a link: the directory name of a shipped model, run/NAME/best of a run's
     summary: str = ""  # one line: the language pair and what the model is for
     languages: tuple[str, str] | None = None  # (source, target) codes its metadata records, if it does
+    problem: str = ""  # why it cannot be opened (its metadata, a link out of its folder); "" when it can
 
 
 def _is_checkpoint(path: Path) -> bool:
@@ -41,23 +49,48 @@ def _is_checkpoint(path: Path) -> bool:
 
 
 def is_model_path(path: str | Path) -> bool:
-    """True for a directory inside checkpoints/ or the runs folder (after resolving `..`): the only places the
-    explorer opens a model from, whatever a link, a session or a run name says."""
-    target = Path(os.path.abspath(path))
+    """True for a directory inside checkpoints/ or the runs folder (after resolving `..` and symbolic links): the
+    only places the explorer opens a model from, whatever a link, a session, a run name or a symlink says."""
+    return _inside_roots(Path(path)) is not None
+
+
+def _inside_roots(path: Path) -> Path | None:
+    """The folder (checkpoints/ or the runs folder) that path really lies in once links are resolved, or None."""
+    target = Path(os.path.realpath(path))
     for root in (checkpoints_dir(), runs_dir()):
-        root = Path(os.path.abspath(root))
+        root = Path(os.path.realpath(root))
         if target != root and target.is_relative_to(root):
-            return True
-    return False
+            return root
+    return None
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from a file, or {} when it is missing, half-written or not an object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """A JSON object from a file, or {} when it is missing, half-written, not an object, not a regular file (a
+    FIFO would block the page) or larger than MAX_METADATA_BYTES."""
+    return read_json_object(path, MAX_METADATA_BYTES)
+
+
+def read_metadata(path: Path) -> tuple[dict[str, Any], str]:
+    """A checkpoint's metadata and "" when it is usable; {} and the reason when it is not (a missing file is {})."""
+    file = path / METADATA_FILE
+    if not file.exists() and not file.is_symlink():
+        return {}, ""
+    if not is_model_path(file):
+        return {}, f"{METADATA_FILE} links outside the folder"
+    if read_small_text(file, MAX_METADATA_BYTES) is None:
+        return {}, f"{METADATA_FILE} is not a regular file of at most {MAX_METADATA_BYTES // 1024:,} KB"
+    metadata = read_json(file)
+    problem = metadata_problem(metadata) if metadata else f"{METADATA_FILE} is not a JSON object"
+    return (metadata, "") if problem is None else ({}, f"{METADATA_FILE}: {problem}")
+
+
+def _choice(path: Path, label: str, key: str) -> ModelChoice:
+    """The picker's entry for the checkpoint at path: described by its metadata, or marked unreadable."""
+    problem = "" if is_model_path(path) else "it links outside its folder"
+    metadata, problem = ({}, problem) if problem else read_metadata(path)
+    if problem:
+        return ModelChoice(f"{label} (unreadable)", str(path), key, f"Cannot be opened: {problem}", None, problem)
+    return ModelChoice(label + language_pair(metadata, " · "), str(path), key, summary(metadata), languages(metadata))
 
 
 def find_models() -> list[ModelChoice]:
@@ -68,21 +101,16 @@ def find_models() -> list[ModelChoice]:
     if root.is_dir():
         for path in checkpoint_order(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if _is_checkpoint(path):
-                metadata = read_json(path / METADATA_FILE)
-                choices.append(ModelChoice(path.name + language_pair(metadata, " · "), str(path), path.name,
-                                           summary(metadata), languages(metadata)))
+                choices.append(_choice(path, path.name, path.name))
     runs = runs_dir()
     if runs.is_dir():
         run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
         for run in run_dirs:
-            state = read_status(run).get("state", "starting")
+            state = str(read_status(run).get("state", "starting"))[:20] if is_model_path(run) else "unreadable"
             for name in ("best", "latest"):
                 path = RunFiles(run).checkpoint(name)
                 if _is_checkpoint(path):
-                    metadata = read_json(path / METADATA_FILE)
-                    choices.append(ModelChoice(f"run {run.name} / {name} ({state})" + language_pair(metadata, " · "),
-                                               str(path), f"run/{run.name}/{name}", summary(metadata),
-                                               languages(metadata)))
+                    choices.append(_choice(path, f"run {run.name} / {name} ({state})", f"run/{run.name}/{name}"))
     return choices
 
 

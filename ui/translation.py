@@ -2,7 +2,8 @@
 on decodes running at once, and the app's own wording for input it cannot translate. No streamlit.
 
 Limits (README, "Limits"): at most MAX_CHARS characters and MAX_SOURCE_TOKENS source pieces, refused before any
-decoding with a message that says so; at most OUTPUT_LIMIT output pieces; at most DECODE_SLOTS decodes at once in
+decoding with a message that says so; at most OUTPUT_LIMIT output pieces, and as many for a typed reference
+translation (`reference_ids`, checked before any mask is built); at most DECODE_SLOTS decodes at once in
 one server, shared by every session (each on one CPU thread). A request that finds every slot taken waits, with a
 message on its page, for up to WAIT_TIMEOUT seconds, then is told the server is busy.
 """
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
+from transformer.data.corpora.base import normalize_text
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Source, Translation, TranslationError, Translator, check_text
 
@@ -95,14 +97,32 @@ def check_length(text: str) -> None:
                                "takes longer texts).")  # no Markdown: some pages show it escaped
 
 
-def prepare(translator: Translator, text: str) -> Source:
-    """The Translator's source of text within the app's limits, or TranslationError in the page's words."""
-    check_length(text)
+def _check_characters(text: str) -> None:
     try:
         check_text(text)
     except TranslationError:
         raise TranslationError("The text holds a broken character (a lone UTF-16 surrogate, as left by a bad "
                                "copy and paste); retype it.") from None
+
+
+def reference_ids(translator: Translator, text: str) -> list[int]:
+    """A typed reference translation as target ids (</s> last, no <s>: what teacher forcing scores), within the
+    app's limits (MAX_CHARS characters, OUTPUT_LIMIT pieces and the model's max_len), or TranslationError in the
+    page's words. Checked before any work: scoring it builds (T, T) masks and maps."""
+    check_length(text)
+    _check_characters(text)
+    ids = translator.tokenizer.encode_target(normalize_text(text))[1:]
+    limit = min(OUTPUT_LIMIT, translator.model.config.max_len)
+    if len(ids) > limit:
+        raise TranslationError(f"That reference is {len(ids)} pieces long for this model; the app scores at most "
+                               f"{limit}. Try a shorter one.")
+    return ids
+
+
+def prepare(translator: Translator, text: str) -> Source:
+    """The Translator's source of text within the app's limits, or TranslationError in the page's words."""
+    check_length(text)
+    _check_characters(text)
     try:
         source = translator.prepare(text)
     except TranslationError:  # the Translator's only other one: nothing left to translate after normalisation

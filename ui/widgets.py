@@ -113,7 +113,7 @@ def model_picker() -> None:
     st.session_state[MODEL_KEY] = current
     summaries = {c.path: c.summary for c in choices}
     if summaries.get(current):
-        st.sidebar.caption(summaries[current])
+        st.sidebar.caption(plain(summaries[current]))  # words from a metadata file: text, never Markdown
     keys = {c.path: c.key for c in choices}
     if current in keys:
         share(model=keys[current])
@@ -258,10 +258,13 @@ def example_sentences(metadata: dict) -> list[str]:
     """Test-split sources of the corpus the model was trained on (none when it cannot be loaded here)."""
     import json
 
+    from ui.corpus_access import readable_parts
+
     corpus = metadata.get("corpus")
     if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS:
         return []
-    return _examples(json.dumps(corpus, sort_keys=True))
+    corpus = readable_parts(corpus)  # a path in the metadata never makes the page read a file elsewhere
+    return _examples(json.dumps(corpus, sort_keys=True)) if corpus else []
 
 
 @contextmanager

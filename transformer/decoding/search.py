@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transformer.decoding.bounds import MAX_BEAM, check_bounds  # noqa: F401 (MAX_BEAM: the bound, for callers)
 from transformer.model.layers import StepOutput, Transformer
 
 Rows = tuple[list[Tensor], list[Tensor]]  # per-layer self- and cross-attention rows of one or more queries
@@ -43,14 +44,13 @@ class SearchSettings:
     record_steps: bool = False  # one-shot functions: keep every step's candidates and attention rows
 
     def __post_init__(self) -> None:
-        if self.beam_size < 1 or self.top_k < 1:
-            raise ValueError(f"beam_size and top_k must be positive, got {self.beam_size} and {self.top_k}")
+        check_bounds(self)
         if not 1 <= self.nbest <= self.beam_size:
             raise ValueError(f"nbest must be between 1 and beam_size ({self.beam_size}), got {self.nbest}")
         if self.length_penalty not in LENGTH_PENALTIES:
             raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}, got {self.length_penalty!r}")
-        if self.alpha < 0 or self.max_len_a < 0 or self.max_len_b < 0 or self.max_len_a + self.max_len_b == 0:
-            raise ValueError("alpha, max_len_a and max_len_b must be >= 0, and max_len_a + max_len_b > 0")
+        if self.max_len_a + self.max_len_b == 0:
+            raise ValueError("max_len_a + max_len_b must be > 0: the output needs room for one token")
 
 
 DEFAULT_SETTINGS = SearchSettings()  # greedy

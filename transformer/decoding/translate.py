@@ -3,6 +3,10 @@
     python -m transformer.translate "In the beginning God created the heaven and the earth."
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
 
+On stdin each line is one sentence, lines split on "\\n" only (U+2028, a form feed and the like stay inside their
+line, so output line i is the translation of input line i); an empty line gives an empty line, and a byte-order
+mark at the start is dropped.
+
 Without --checkpoint, checkpoints/en-fr-bible (DEFAULT_MODEL) is used, or else the first checkpoint
 directory by name under the repository's checkpoints/. Input is normalised as the training corpora are
 (`data.normalize_text`), then by the tokenizer. Empty input, and text that is not valid Unicode (a lone
@@ -278,27 +282,63 @@ def _stdin_text() -> str:
         else sys.stdin.read()
 
 
+def stdin_lines(text: str) -> list[str]:
+    """The sentences of stdin: split on "\\n" only (str.splitlines would also split at U+2028, U+0085, a form feed
+    and more, and output lines would stop matching input lines), a line's trailing "\\r" (CRLF) and a leading
+    byte-order mark dropped."""
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines[-1] == "":  # the newline that ends the last line starts no new one
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def blank(text: str, translator: Translator | None = None) -> bool:
+    """Nothing to translate in text: only whitespace, characters normalisation removes, or (given the translator)
+    nothing its tokenizer reads (what `Translator.prepare` refuses)."""
+    normalized = normalize_text(text)
+    if not normalized.strip():
+        return True
+    return translator is not None and len(translator.tokenizer.encode_source(normalized)) < 2
+
+
+EMPTY = Translation(source="", text="", source_ids=[], source_pieces=[], token_ids=[], target_pieces=[],
+                    token_probs=[], score=0.0, normalized_score=0.0, alternatives=[],
+                    warnings=["empty line: nothing to translate"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     # undecodable bytes on stdin become lone surrogates (as in argv), which the Translator refuses by line
-    texts = [args.text] if args.text is not None else _stdin_text().splitlines()
+    texts = [args.text] if args.text is not None else stdin_lines(_stdin_text())
     try:
         if not texts:
             raise TranslationError("no input: give a sentence, or sentences on stdin")
         settings = SearchSettings(beam_size=args.beam, nbest=args.nbest, alpha=args.alpha,
                                   length_penalty=args.length_penalty)
         translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
+        for number, text in enumerate(texts, 1):
+            try:
+                check_text(text)
+            except TranslationError as e:
+                raise TranslationError(f"line {number}: {e}" if len(texts) > 1 else str(e)) from None
+        # stdin's empty lines come back empty; the others are translated in input order
+        lines = [i for i, text in enumerate(texts) if args.text is not None or not blank(text, translator)]
         # a file of more than one batch shows its progress on stderr (stdout is the translations)
         log.setLevel(logging.INFO)
         with Counter("translating", log) as counter:
-            progress = counter if len(texts) > args.batch_size else None
-            translations = translator.translate_batch(texts, settings, progress=progress)
-    except (CheckpointError, ValueError) as e:  # TranslationError, bad settings, unreadable tokenizer
+            progress = counter if len(lines) > args.batch_size else None
+            done = translator.translate_batch([texts[i] for i in lines], settings, progress=progress)
+    except (CheckpointError, ValueError) as e:  # TranslationError, bad settings or device, unreadable tokenizer
         print(f"error: {e}", file=sys.stderr)
         return 2
+    translations = [EMPTY] * len(texts)
+    for i, translation in zip(lines, done):
+        translations[i] = translation
     for translation in translations:
-        if args.json:
+        if translation is EMPTY and not args.json:
+            print("")
+        elif args.json:
             print(json.dumps(translation.to_dict(), ensure_ascii=False))
         else:
             print(format_plain(translation, args.nbest))

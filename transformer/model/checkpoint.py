@@ -10,8 +10,9 @@ symlink out of the directory, a checksum that does not match) raises one Checkpo
 the problem, and it is found before the model is built.
 
 checksums.json holds the SHA-256 of every file save_checkpoint writes except metadata.json (descriptive, edited
-by hand; `transformer.model.metadata` checks its types instead). A checkpoint written before checksums existed
-has none and loads as before.
+by hand; `transformer.model.metadata` checks its types instead), and not of documentation beside them (*.md). A
+checkpoint written before checksums existed has none and loads as before; `write_checksums(directory)` adds them
+without changing any other file (the shipped models have them so).
 """
 
 from __future__ import annotations
@@ -211,10 +212,10 @@ def _sha256(file: Path) -> str:
 
 
 def write_checksums(directory: Path) -> None:
-    """checksums.json: the SHA-256 of every file in directory but metadata.json (and itself)."""
-    files = {f.name: _sha256(f) for f in sorted(directory.iterdir())
-             if f.is_file() and f.name not in (METADATA_FILE, CHECKSUMS_FILE)}
-    (directory / CHECKSUMS_FILE).write_text(json.dumps({"sha256": files}, indent=2), encoding="utf-8")
+    """checksums.json: the SHA-256 of every file in directory but metadata.json, documentation (*.md) and itself."""
+    files = {f.name: _sha256(f) for f in sorted(Path(directory).iterdir())
+             if f.is_file() and f.name not in (METADATA_FILE, CHECKSUMS_FILE) and f.suffix != ".md"}
+    (Path(directory) / CHECKSUMS_FILE).write_text(json.dumps({"sha256": files}, indent=2), encoding="utf-8")
 
 
 def read_checksums(directory: Path) -> dict[str, str] | None:

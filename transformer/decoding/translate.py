@@ -2,6 +2,7 @@
 
     python -m transformer.translate "In the beginning God created the heaven and the earth."
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
+    python -m transformer.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 --num-samples 3 "..."
 
 Without --checkpoint, checkpoints/en-fr-bible (DEFAULT_MODEL) is used, or else the first checkpoint
 directory by name under the repository's checkpoints/. Input is normalised as the training corpora are
@@ -36,7 +37,7 @@ from transformer.progress import Counter
 
 log = logging.getLogger(__name__)
 
-_ROOT = Path(__file__).resolve().parent.parent
+_ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is transformer/decoding/translate.py)
 # A checkout keeps the shipped models in checkpoints/; `pip install .` puts them in attention_explorer/checkpoints
 # beside this package (see pyproject.toml).
 CHECKPOINTS_DIR = next((d for d in (_ROOT / "checkpoints", _ROOT / "attention_explorer" / "checkpoints") if d.is_dir()),
@@ -258,6 +259,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses to output per sentence (at most --beam)")
     parser.add_argument("--alpha", type=float, default=SearchSettings.alpha, help="length penalty exponent")
     parser.add_argument("--length-penalty", choices=["gnmt", "length"], default=SearchSettings.length_penalty)
+    sampling = parser.add_argument_group("sampling (the names of Hugging Face's generate)")
+    sampling.add_argument("--sample", action="store_true", help="draw each token instead of searching (do_sample)")
+    sampling.add_argument("--temperature", type=float, default=1.0, help="< 1 sharpens, > 1 flattens (default 1)")
+    sampling.add_argument("--top-k", type=int, default=0, help="draw from the k most probable tokens (default 0: all)")
+    sampling.add_argument("--top-p", type=float, default=1.0,
+                          help="draw from the smallest set of most probable tokens of mass >= p (default 1: all)")
+    sampling.add_argument("--seed", type=int, default=0, help="the same seed draws the same samples (default 0)")
+    sampling.add_argument("--num-samples", type=int, default=1, help="samples per sentence (num_return_sequences)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
@@ -265,7 +274,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def format_plain(translation: Translation, nbest: int) -> str:
-    """The translation; with --nbest > 1, `rank<TAB>normalised score<TAB>text` lines and a blank line."""
+    """The translation; with --nbest (or --num-samples) > 1, `rank<TAB>normalised score<TAB>text` lines and a blank
+    line (samples in the order drawn)."""
     if nbest == 1:
         return translation.text
     ranked = [(translation.normalized_score, translation.text)]
@@ -287,7 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not texts:
             raise TranslationError("no input: give a sentence, or sentences on stdin")
         settings = SearchSettings(beam_size=args.beam, nbest=args.nbest, alpha=args.alpha,
-                                  length_penalty=args.length_penalty)
+                                  length_penalty=args.length_penalty, do_sample=args.sample,
+                                  temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+                                  num_samples=args.num_samples)
         translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
         # a file of more than one batch shows its progress on stderr (stdout is the translations)
         log.setLevel(logging.INFO)
@@ -301,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps(translation.to_dict(), ensure_ascii=False))
         else:
-            print(format_plain(translation, args.nbest))
+            print(format_plain(translation, args.num_samples if args.sample else args.nbest))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Decode step by step: greedy or beam search one token at a time, with candidates, attention and the beam tree."""
+"""Decode step by step: greedy search, sampling or beam search a token at a time: candidates, attention, beam tree."""
 
 import streamlit as st
 
@@ -8,6 +8,7 @@ from ui import figures
 from ui.bidi import isolate
 from ui.explorer import attention_explorer
 from ui.models import source_language
+from ui.sampling import redraw, step_candidates
 from ui.text import code, plain
 from ui.translation import bounded, decode_slot, follow_prefix, prepare
 from ui.widgets import (
@@ -56,9 +57,9 @@ def current_step(session, tok, src_pieces) -> None:
                 f"{hyp.score:.3f}); its newest token {code(isolate(prefix[-1]))} is the query whose attention is "
                 "shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
-    chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
-                                     title=f"top {len(hyp.candidates.tokens)} next tokens"),
-          key="step_cands", filename=f"step-{session.n_steps}-candidates")
+    step_candidates(c1, step, step.live.index(hyp), tok.target_pieces, key="step_cands",
+                    rows=session.settings.candidates + session.settings.do_sample,
+                    filename=f"step-{session.n_steps}-candidates")
     layer = c2.selectbox("Decoder layer", range(hyp.cross_attention.shape[0]), key="step_layer")
     chart(c2, figures.head_rows(hyp.cross_attention[layer].numpy(), src_pieces, title="cross-attention per head"),
           key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None)
@@ -88,7 +89,9 @@ def main() -> None:
     try:
         with decode_turn() as on_wait, decode_slot(on_wait):
             if st.session_state.get("step_request") != request:
+                previous = st.session_state.get("step_session")
                 st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
+                redraw(previous, st.session_state.step_session)  # "Draw again": the new sample at the same step
                 st.session_state.pop("step_hyp", None)
                 st.session_state.step_request = request
             elif pending is not None:

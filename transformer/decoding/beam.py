@@ -6,6 +6,7 @@ See `transformer.decoding.search` for the conventions (steps, scores, recorded a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import torch
@@ -25,7 +26,7 @@ from transformer.decoding.results import (
     source_lengths,
 )
 from transformer.decoding.settings import SearchSettings, max_output_lengths
-from transformer.model.layers import StepOutput, Transformer
+from transformer.model.layers import DecoderCache, StepOutput, Transformer
 
 
 class BeamSearch:
@@ -62,10 +63,16 @@ class BeamSearch:
         out = self.model.decode_step(self.feed, self.cache, return_attention=record)
         logp = next_token_log_probs(out.logits)  # (A*K, V)
         A, V = len(self.active), logp.size(-1)
-        total = (self.scores.view(-1, 1) + logp).view(A, K * V)  # every continuation of every hypothesis
-        top_scores, top_index = total.topk(min(2 * K, K * V), dim=-1)  # (A, 2K), best first
-        top_logp = logp.view(A, K * V).gather(1, top_index)
-        parents, tokens = (top_index // V).tolist(), (top_index % V).tolist()
+        # The 2K best continuations of each sentence are among the 2K best of each of its hypotheses: two small
+        # top-ks (per row over V, then per sentence over K * 2K) instead of one over K * V.
+        n = min(2 * K, V)
+        row_scores, row_tokens = (self.scores.view(-1, 1) + logp).topk(n, dim=-1)  # (A*K, n) each
+        top_scores, pick = row_scores.view(A, K * n).topk(min(2 * K, K * n), dim=-1)  # (A, 2K), best first
+        top_parents = pick.div(n, rounding_mode="floor")  # (A, 2K): the hypothesis within the sentence
+        top_tokens = row_tokens.view(A, K * n).gather(1, pick)  # (A, 2K)
+        rows = torch.arange(A, device=logp.device)[:, None] * K + top_parents  # (A, 2K) rows of logp
+        top_logp = logp[rows, top_tokens]  # (A, 2K)
+        parents, tokens = top_parents.tolist(), top_tokens.tolist()
 
         # Each sentence's K slots for the next step: (score, parent row within the sentence, token, log-prob);
         # slots left empty feed </s> and score -inf, so they never produce a real hypothesis.
@@ -103,13 +110,27 @@ class BeamSearch:
         device = logp.device
         kept = [slot for a in keep for slot in slots[a]]  # A' * K slots, sentence-major
         index = torch.tensor([a * K + p for a in keep for _, p, _, _ in slots[a]], dtype=torch.long, device=device)
-        self.cache = out.cache.reorder(index)
+        self.cache = self._reorder(out.cache, index, keep)
         new_logp = torch.tensor([[lp] for *_, lp in kept], device=device).view(-1, 1)  # (A'*K, 1)
         self.log_probs = torch.cat([self.log_probs.index_select(0, index), new_logp], dim=1)  # (A'*K, t+1)
         self.scores = torch.tensor([s for s, *_ in kept], device=device).view(-1, K)  # (A', K)
         self.feed = torch.tensor([tok for _, _, tok, _ in kept], dtype=torch.long, device=device)
         self.active = [self.active[a] for a in keep]
         return records
+
+    def _reorder(self, cache: DecoderCache, index: Tensor, keep: list[int]) -> DecoderCache:
+        """The cache of the survivors, rows index: their prefixes' self-attention keys and values follow their
+        parents, while the cross-attention keys and values, equal for every hypothesis of a sentence, are only
+        copied when a sentence leaves the batch."""
+        pick = functools.partial(Tensor.index_select, dim=0, index=index)
+        self_kv = tuple((pick(k), pick(v)) for k, v in cache.self_kv)
+        cross_kv, src_mask = cache.cross_kv, cache.src_mask
+        if len(keep) < len(self.active):
+            rows = torch.tensor([a * self.K + k for a in keep for k in range(self.K)], dtype=torch.long,
+                                device=index.device)
+            cross_kv = tuple((k.index_select(0, rows), v.index_select(0, rows)) for k, v in cross_kv)
+            src_mask = src_mask.index_select(0, rows)
+        return DecoderCache(pick(cache.tokens), self_kv, cross_kv, src_mask)
 
     def _live_steps(self, a: int, b: int, logp: Tensor, out: StepOutput) -> list[HypothesisStep]:
         steps = []

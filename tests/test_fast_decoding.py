@@ -63,7 +63,15 @@ def test_cached_greedy_equals_recomputing_the_prefix_on_long_outputs(model):
 
 
 @pytest.mark.parametrize("rows", [1, 2, 5, 8, 9, 32])
-def test_the_step_projection_equals_the_generator(model, rows):
-    x = torch.randn(rows, model.config.d_model, generator=torch.Generator().manual_seed(rows))
+def test_a_cached_step_of_any_batch_size_gives_the_teacher_forced_logits(model, rows):
+    """A step's projection takes another product for 2 to 8 rows (a beam); it must give the same logits."""
+    src, tgt = random_batch(model.config, B=rows, S=6, T=4, seed=rows)
+    tgt[:, 1:] = torch.randint(4, model.config.tgt_vocab_size, (rows, 3), generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
-        torch.testing.assert_close(model.project(x), model.generator(x), rtol=1e-5, atol=1e-6)
+        memory = model.encode(src).memory
+        cache = model.start_cache(memory, src)
+        for t in range(tgt.size(1)):
+            out = model.decode_step(tgt[:, t], cache)
+            cache = out.cache
+        expected = model.decode(tgt, memory, src).logits[:, -1]  # (rows, V)
+    torch.testing.assert_close(out.logits, expected, rtol=1e-5, atol=1e-5)

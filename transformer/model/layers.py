@@ -377,16 +377,6 @@ class Transformer(nn.Module):
             src_mask=padding_mask(src, self.config.pad_id),
         )
 
-    def project(self, x: Tensor) -> Tensor:
-        """Decoder states x (B, D) -> next-token logits (B, V), the generator's product.
-
-        A few rows (a beam) go as (W x^T)^T: the CPU's matmul then packs the few rows instead of the whole (V, D)
-        weight, and a 5-row step's projection costs about what a 1-row one does rather than several times more.
-        """
-        if 1 < x.size(0) <= 8:
-            return (self.generator.weight @ x.t()).t()  # (V, B) -> (B, V)
-        return self.generator(x)
-
     def decode_step(self, token: Tensor, cache: DecoderCache, *, return_attention: bool = False) -> StepOutput:
         """Feed one token per row, token (B,), attending to the cached prefix; equals a row of decode()."""
         tokens = torch.cat([cache.tokens, token[:, None]], dim=1)  # (B, T)
@@ -399,7 +389,9 @@ class Transformer(nn.Module):
             if return_attention:
                 self_rows.append(self_w[:, :, 0])  # (B, H, T)
                 cross_rows.append(cross_w[:, :, 0])  # (B, H, S)
-        logits = self.project(self.decoder_norm(x[:, 0]))  # (B, V)
+        h = self.decoder_norm(x[:, 0])  # (B, D)
+        # a few rows (a beam) as (W h^T)^T: MKL then packs the rows, not the whole (V, D) weight, several times faster
+        logits = (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 else self.generator(h)  # (B, V)
         new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask)
         if not return_attention:
             return StepOutput(logits, new_cache, None, None)

@@ -9,8 +9,9 @@ Measures, and prints as ratios:
      whose output is closest to --target-tokens tokens (60): `kv-cache: X.XX x recompute (60 tokens)`;
   2. beam search (--beam, 5) latency vs greedy, one sentence at a time (encoder and search, as the app's
      Translate page runs them): `beam5: X.XX x greedy`;
-Both alternate the two runs, --rounds times, and give the median of the rounds' ratios and their range: on a
-shared machine the load changes between rounds, but rarely within one.
+Both alternate the two runs, --rounds times, and give the median of the rounds' ratios and their range, in wall
+time and in this process's CPU time (which leaves out the time other processes held the core: on a shared
+machine, the steadier of the two; with --threads 1 it is the work done).
 Then (without --quick):
   3. translation throughput in sentences/s, batched (length-sorted) vs one at a time;
   4. the time to compute one sentence's full set of attention maps (one teacher-forced pass).
@@ -52,16 +53,24 @@ def seconds(fn: Callable[[], object], repeat: int) -> float:
 
 
 def alternate(first: Callable[[], object], second: Callable[[], object], rounds: int
-              ) -> tuple[list[float], list[float]]:
-    """Wall times of first and second, run in turn `rounds` times after one warm-up of each."""
+              ) -> dict[str, tuple[list[float], list[float]]]:
+    """Times of first and second, run in turn `rounds` times after one warm-up of each: {"wall": (first's,
+    second's), "cpu": (...)}. CPU time (this process's) leaves out the time other processes held the core."""
     first(), second()
-    times: tuple[list[float], list[float]] = ([], [])
+    times: dict[str, tuple[list[float], list[float]]] = {"wall": ([], []), "cpu": ([], [])}
     for _ in range(rounds):
-        for fn, out in ((first, times[0]), (second, times[1])):
-            start = time.perf_counter()
+        for i, fn in enumerate((first, second)):
+            wall, cpu = time.perf_counter(), time.process_time()
             fn()
-            out.append(time.perf_counter() - start)
+            times["cpu"][i].append(time.process_time() - cpu)
+            times["wall"][i].append(time.perf_counter() - wall)
     return times
+
+
+def ratios(times: dict[str, tuple[list[float], list[float]]], clock: str) -> tuple[float, float, float]:
+    """The median, lowest and highest of the rounds' second / first."""
+    values = [b / a for a, b in zip(*times[clock])]
+    return statistics.median(values), min(values), max(values)
 
 
 def load_sentences(translator: Translator, text_file: str | None, n: int) -> list[str]:
@@ -103,26 +112,26 @@ def main() -> None:
     pick = min(range(len(sources)), key=lambda i: abs(lengths[i] - args.target_tokens))
     src = torch.tensor([sources[pick]], device=translator.device)  # (1, S)
     model = translator.model
-    cached, uncached = alternate(lambda: greedy_decode(model, src), lambda: greedy_decode(model, src, use_cache=False),
-                                 args.rounds)
-    ratios = [u / c for c, u in zip(cached, uncached)]
-    log.info("kv-cache: %.2f x recompute (%d tokens)   [rounds %.2f-%.2f; cached %.1f ms, recomputed %.1f ms]",
-             statistics.median(ratios), lengths[pick], min(ratios), max(ratios), 1e3 * statistics.median(cached),
-             1e3 * statistics.median(uncached))
+    times = alternate(lambda: greedy_decode(model, src), lambda: greedy_decode(model, src, use_cache=False),
+                      args.rounds)
+    (ratio, low, high), cpu = ratios(times, "wall"), ratios(times, "cpu")
+    cached = statistics.median(times["wall"][0])
+    log.info("kv-cache: %.2f x recompute (%d tokens)   [wall, rounds %.2f-%.2f; CPU time %.2f x (%.2f-%.2f); "
+             "cached %.1f ms, recomputed %.1f ms]", ratio, lengths[pick], low, high, *cpu, 1e3 * cached,
+             1e3 * statistics.median(times["wall"][1]))
 
     # 2. Beam search vs greedy, one sentence at a time (encoder included).
     few = [torch.tensor([ids], device=translator.device) for ids in sources[:args.beam_sentences]]  # (1, S) each
     beam = SearchSettings(beam_size=args.beam)
-    greedy_times, beam_times = alternate(lambda: [search(model, s) for s in few],
-                                         lambda: [search(model, s, beam) for s in few], args.rounds)
-    ratios = [b / g for g, b in zip(greedy_times, beam_times)]
-    log.info("beam%d: %.2f x greedy   [rounds %.2f-%.2f; per sentence greedy %.1f ms, beam %.1f ms; %d sentences]",
-             args.beam, statistics.median(ratios), min(ratios), max(ratios),
-             1e3 * statistics.median(greedy_times) / len(few), 1e3 * statistics.median(beam_times) / len(few),
+    times = alternate(lambda: [search(model, s) for s in few], lambda: [search(model, s, beam) for s in few],
+                      args.rounds)
+    (ratio, low, high), cpu = ratios(times, "wall"), ratios(times, "cpu")
+    log.info("beam%d: %.2f x greedy   [wall, rounds %.2f-%.2f; CPU time %.2f x (%.2f-%.2f); per sentence greedy "
+             "%.1f ms, beam %.1f ms; %d sentences]", args.beam, ratio, low, high, *cpu,
+             1e3 * statistics.median(times["wall"][0]) / len(few), 1e3 * statistics.median(times["wall"][1]) / len(few),
              len(few))
     if args.quick:
         return
-    cached = statistics.median(cached)
 
     # 3. Throughput: length-sorted batches vs one at a time.
     batched = seconds(lambda: translator.translate_batch(sentences), 1)

@@ -43,8 +43,9 @@ def test_sampling_bars_show_the_model_after_temperature_and_the_drawn_from_distr
                               sampled=[0.74, 0.26, 0.0])
     fig = candidates.candidates_figure(bars, kept=2)
     traces = bars_json(fig)
-    assert [t["name"] for t in traces] == ["model", "after temperature", "drawn from (2 tokens)"]
+    assert [t["name"] for t in traces] == ["model", "temperature", "drawn from (2 tokens)"]
     assert traces[2]["text"] == ["0.740", "0.260", "0.000"] and fig.layout.showlegend
+    assert candidates.number(0.00031) == "3e-04" and candidates.number(0.0005) == "0.001"
     assert fig.layout.yaxis.ticktext[1] == candidates.MARK + "b"
 
 
@@ -71,7 +72,7 @@ def test_step_page_samples_marks_the_drawn_token_and_draw_again_keeps_the_step(a
     session = at.session_state["step_session"]
     assert session.settings.do_sample and session.settings.temperature == 1.5 and session.n_steps == 2
     bars = figures_of(at)[0]
-    assert [t["name"] for t in bars["data"]][:2] == ["model", "after temperature"]
+    assert [t["name"] for t in bars["data"]][:2] == ["model", "temperature"]
     drawn = session.current.nodes[0].token
     ticks = bars["layout"]["yaxis"]["ticktext"]
     assert sum(t.startswith(candidates.MARK) for t in ticks) == 1

@@ -44,11 +44,16 @@ def ordered(ids: Sequence[int], labels: Sequence[str], probs: Sequence[float], c
                          [ids[i] in chosen for i in order], pick(tempered), pick(sampled))
 
 
+def number(p: float) -> str:
+    """A probability as printed beside its bar: 3 decimals, or 1 significant digit below 0.0005 (not "0.000")."""
+    return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
+
+
 def _bar(name: str, values: Sequence[float], labels: Sequence[str], colour: str, chosen: Sequence[bool]) -> go.Bar:
     return go.Bar(name=name, x=list(values), y=list(range(len(values))), orientation="h", marker_color=colour,
                   marker_line=dict(color=[CHOSEN if c else colour for c in chosen],
                                    width=[2.5 if c else 0 for c in chosen]),
-                  text=[f"{v:.3f}" for v in values], textposition="outside", cliponaxis=False,
+                  text=[number(v) for v in values], textposition="outside", cliponaxis=False,
                   customdata=list(labels), hovertemplate=f"%{{customdata}}<br>{name}: %{{x:.4f}}<extra></extra>")
 
 
@@ -64,13 +69,13 @@ def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: st
     sampling = bars.sampled is not None
     traces = [_bar("model", bars.probs, labels, MODEL if sampling else SAMPLED, bars.chosen)]
     if sampling:
-        traces.append(_bar("after temperature", bars.tempered, labels, TEMPERED, bars.chosen))
+        traces.append(_bar("temperature", bars.tempered, labels, TEMPERED, bars.chosen))
         name = "drawn from" + (f" ({kept} tokens)" if kept is not None else "")
         traces.append(_bar(name, bars.sampled, labels, SAMPLED, bars.chosen))
     n = max(rows or 0, len(ticks))
     per_row = 54 if sampling else 30
     fig = go.Figure(traces)
-    top = (40 if title else 10) + (28 if sampling else 0)  # the legend stands between the title and the bars
+    top = (40 if title else 10) + (48 if sampling else 0)  # the legend (two lines in a narrow column) under the title
     fig.update_layout(title=title or None, height=70 + per_row * n + top, barmode="group",
                       margin=dict(l=10, r=10, t=top, b=10), bargap=0.25, showlegend=sampling,
                       legend=dict(orientation="h", x=0, y=1, yanchor="bottom", traceorder="normal"),

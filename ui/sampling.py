@@ -97,7 +97,7 @@ def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *,
     chosen = {n.token for n in step.nodes if n.parent == hyp_index and n.status != "pruned"}
     bars = candidates.ordered(c.tokens, pieces(c.tokens), c.probs, chosen, c.tempered, c.sampled)
     sampling = c.sampled is not None
-    title = "next token: the model, after temperature, drawn from" if sampling else f"top {len(c.tokens)} next tokens"
+    title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
     fig = candidates.candidates_figure(bars, rows=rows, title=title, kept=c.kept)
     container.plotly_chart(fig, key=key, config=figures.chart_config(filename, st.session_state.get("chart_format",
                                                                                                       "png")))

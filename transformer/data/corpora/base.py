@@ -24,6 +24,8 @@ class ParallelCorpus:
     description: str  # shown to the user, e.g. "Bible: King James 1611 (en) -> ..."
     # gold word links (source word, target word) per pair, where the corpus has them (the teaching corpus)
     alignments: dict[Pair, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    # possible-only links (Och and Ney's P minus S) per pair, where the corpus has them (the teaching corpus's idioms)
+    possible_alignments: dict[Pair, frozenset[tuple[int, int]]] = field(default_factory=dict)
     # a mix's parts as loaded, in its spec's order: each keeps its full dev and test (transformer.data.corpora.mix)
     parts: tuple[ParallelCorpus, ...] = ()
 
@@ -38,11 +40,18 @@ def normalize_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
+def split_sizes(n_pairs: int, dev_fraction: float, test_fraction: float) -> dict[str, int]:
+    """How many of n_pairs pairs random_split puts in train, dev and test (a check before a corpus is used)."""
+    n_dev, n_test = round(n_pairs * dev_fraction), round(n_pairs * test_fraction)
+    return {"train": n_pairs - n_dev - n_test, "dev": n_dev, "test": n_test}
+
+
 def random_split(pairs: list[Pair], dev_fraction: float, test_fraction: float,
                  seed: int) -> dict[str, list[Pair]]:
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
-    n_dev, n_test = round(len(pairs) * dev_fraction), round(len(pairs) * test_fraction)
+    sizes = split_sizes(len(pairs), dev_fraction, test_fraction)
+    n_dev, n_test = sizes["dev"], sizes["test"]
     chosen = {"dev": order[:n_dev], "test": order[n_dev:n_dev + n_test],
               "train": order[n_dev + n_test:]}
     # Sorted indices keep the file's order inside each split, which makes diffs readable.

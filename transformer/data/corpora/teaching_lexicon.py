@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from transformer.data.corpora.teaching_lexicon_more import ADJECTIVES_2, CONJUGATIONS, NOUNS_2, VERBS_MORE
 from transformer.data.corpora.teaching_morphology import (
     english_ing,
     english_past,
@@ -461,6 +462,31 @@ VERBS = f"""
     return,returned retourner motion people family animals | - | - être to
     arrive,arrived arriver motion people family | - | - être at
 """
+# Grammar 2: reflexive verbs (French "se" + verb, compound past with être). The English particle may be several
+# words ("go_to_bed"); the French infinitive is given without its "se". Then the weather verbs (it is raining).
+VERBS_2 = """
+    wake_up,woke réveiller refl people family animals | - | - être
+    get_up,got,getting lever refl people family animals | - | - être
+    go_to_bed,went coucher refl people family animals | - | - être
+    get_dressed,got,getting habiller refl people family | - | - être
+    sit_down,sat,sitting asseoir refl people family animals | - | - être
+    hurry,hurried dépêcher refl people family | - | - être
+    rest,rested reposer refl people family animals | - | - être
+    have_fun,had amuser refl people family animals | - | - être
+    get_lost,got,getting perdre refl people family animals | - | - être
+    calm_down,calmed calmer refl people family animals | - | - être
+    hide,hid cacher refl people family animals | - | - être
+    get_married,got,getting marier refl people family | - | - être
+    rain pleuvoir weather - | - | -
+    snow neiger weather - | - | -
+"""
+# English past participles that differ from the past tense ("has just eaten")
+EN_PARTICIPLES = dict(pair.split(":") for pair in """
+    eat:eaten drink:drunk see:seen take:taken write:written draw:drawn wear:worn break:broken give:given
+    show:shown sing:sung swim:swum run:run go:gone come:come forget:forgotten choose:chosen drive:driven
+    wake:woken get:got hide:hidden ride:ridden fly:flown grow:grown know:known throw:thrown begin:begun
+    speak:spoken steal:stolen fall:fallen
+""".split())
 
 NUMBERS = ("one un", "two deux", "three trois", "four quatre", "five cinq", "six six", "seven sept", "eight huit",
            "nine neuf", "ten dix", "eleven onze", "twelve douze", "thirteen treize", "fourteen quatorze",
@@ -517,6 +543,7 @@ class Noun:
     category: str      # "people", "animals", ...
     flags: frozenset[str]
     locative: tuple[str, str] | None  # places: (english preposition, french preposition)
+    grammar: int = 1   # the grammar version that introduced it
 
     @property
     def mass(self) -> bool:
@@ -532,6 +559,7 @@ class Adjective:
     category: str                     # "colours" | "adjectives"
     describes: frozenset[str]         # noun categories and "+flag"s it suits
     count_only: bool                  # "!mass": never of an uncountable noun
+    grammar: int = 1                  # the grammar version that introduced it
 
     def suits(self, noun: Noun) -> bool:
         return not (self.count_only and noun.mass) and selects(self.describes, noun)
@@ -550,7 +578,7 @@ class Verb:
     s3: str
     past: str
     ing: str
-    particle: str | None         # "for"
+    particle: str | None         # "for", "up", "to bed"
     fr: str                      # infinitive
     present: tuple[str, ...]     # by person (je, tu, il, nous, ils)
     future: tuple[str, ...]
@@ -560,10 +588,16 @@ class Verb:
     objects: frozenset[str]
     recipients: frozenset[str]
     flags: frozenset[str]
+    pp: str = ""                 # English past participle ("eaten"), for "has just eaten"
+    grammar: int = 1             # the grammar version that introduced it
 
     @property
     def etre(self) -> bool:
         return "être" in self.flags
+
+    @property
+    def reflexive(self) -> bool:
+        return "refl" in self.kinds
 
 
 @dataclass(frozen=True)
@@ -576,7 +610,13 @@ class TimePhrase:
 
 def _nouns() -> dict[str, Noun]:
     nouns: dict[str, Noun] = {}
-    for category, block in NOUNS.items():
+    for grammar, table in ((1, NOUNS), (2, NOUNS_2)):
+        _add_nouns(nouns, table, grammar)
+    return nouns
+
+
+def _add_nouns(nouns: dict[str, Noun], table: dict[str, str], grammar: int) -> None:
+    for category, block in table.items():
         for line in block.strip().splitlines():
             en, fr, gender, *flags = line.split()
             en, _, en_pl = en.replace("_", " ").partition(",")
@@ -588,18 +628,18 @@ def _nouns() -> dict[str, Noun]:
                     locative = (prep, fr_prep or PREPOSITIONS[prep])
             assert en not in nouns, en
             nouns[en] = Noun(en, en_pl or english_plural(en), fr, fr_pl or french_plural(fr), gender, category,
-                             frozenset(f for f in flags if not f.startswith("@")), locative)
-    return nouns
+                             frozenset(f for f in flags if not f.startswith("@")), locative, grammar)
 
 
 def _adjectives() -> dict[str, Adjective]:
     adjectives = {}
-    for category, block in ADJECTIVES.items():
+    for grammar, category, block in [(1, c, b) for c, b in ADJECTIVES.items()] + [(2, "adjectives", ADJECTIVES_2)]:
         for line in block.strip().splitlines():
             en, fr, position, *describes = line.split()
             forms, alt = french_adjective_forms(fr)
+            assert en not in adjectives, en
             adjectives[en] = Adjective(en, forms, alt, position == "pre", category,
-                                       frozenset(d for d in describes if d != "!mass"), "!mass" in describes)
+                                       frozenset(d for d in describes if d != "!mass"), "!mass" in describes, grammar)
     return adjectives
 
 
@@ -607,22 +647,27 @@ def _words(field: str) -> frozenset[str]:
     return frozenset() if field.strip() == "-" else frozenset(field.split())
 
 
-def _verbs() -> dict[str, Verb]:
+def _verbs(table: str, grammar: int) -> dict[str, Verb]:
     verbs = {}
-    for line in VERBS.strip().splitlines():
+    for line in table.strip().splitlines():
         head, selection = line.split(None, 3), line.split("|")
         en, fr, kinds = head[0], head[1], head[2]
         subjects = selection[0].split(None, 3)[3]
         recipients, *flags = selection[2].split()
         base, _, particle = en.split(",")[0].partition("_")
+        particle = particle.replace("_", " ")
         given = en.split(",")[1:]
         past = given[0] if given else english_past(base)
         ing = given[1] if len(given) > 1 else english_ing(base)
-        present, future, participle = french_conjugation(fr)
+        if fr in CONJUGATIONS:  # Lefff's tables for grammar 2's verbs
+            present_text, future_text, participle = CONJUGATIONS[fr]
+            present, future = tuple(present_text.split()), tuple(future_text.split())
+        else:
+            present, future, participle = french_conjugation(fr)
         lemma = f"{base} {particle}" if particle else base
         verbs[lemma] = Verb(lemma, base, english_s3(base), past, ing, particle or None, fr, present, future,
                             participle, frozenset(kinds.split(",")), _words(subjects), _words(selection[1]),
-                            _words(recipients), frozenset(flags))
+                            _words(recipients), frozenset(flags), EN_PARTICIPLES.get(base, past), grammar)
     return verbs
 
 
@@ -641,6 +686,55 @@ def _times() -> dict[str, TimePhrase]:
 
 NOUN = _nouns()
 ADJECTIVE = _adjectives()
-VERB = _verbs()
+VERB = _verbs(VERBS, 1) | _verbs(VERBS_2, 2) | _verbs(VERBS_MORE, 2)
 TIME = _times()
 NUMBER = dict(n.split() for n in NUMBERS)
+
+
+# Grammar 2's closed classes.
+OBJECT_PRONOUNS = {  # english -> (direct, indirect, after an affirmative imperative (direct, indirect), person, gender)
+    "me": ("me", "me", ("moi", "moi"), 0, "m"), "you": ("te", "te", ("toi", "toi"), 1, "m"),
+    "him": ("le", "lui", ("le", "lui"), 2, "m"), "her": ("la", "lui", ("la", "lui"), 2, "f"),
+    "us": ("nous", "nous", ("nous", "nous"), 3, "m"), "them": ("les", "leur", ("les", "leur"), 4, "m"),
+}
+REFLEXIVE_PRONOUNS = ("me", "te", "se", "nous", "se")  # by person; "vous" for the vous imperative
+ADVERBS = {"always": "toujours", "often": "souvent", "sometimes": "parfois", "never": "jamais",
+           "usually": "généralement", "rarely": "rarement"}
+IDIOMS = {"hungry": "faim", "thirsty": "soif", "afraid": "peur", "sleepy": "sommeil", "right": "raison",
+          "wrong": "tort", "cold": "froid", "hot": "chaud"}  # be + adjective -> avoir + noun
+WEATHER_ADJECTIVES = {"cold": "froid", "hot": "chaud", "nice": "beau"}  # it is cold -> il fait froid
+WH_WORDS = {"where": "où", "when": "quand", "why": "pourquoi", "how": "comment", "what": "qu'", "who": "qui"}
+RELATIVE_WORDS = ("who", "that", "which")  # who: people; which: things; that: either
+PLEASE = {"tu": "s'il te plaît", "vous": "s'il vous plaît"}
+
+# Noun-noun compounds: english modifier | its French after the head | the heads it goes with
+COMPOUNDS_TABLE = """
+    kitchen | de cuisine | table chair knife clock lamp cupboard window door
+    orange | d'orange | juice
+    apple | de pomme | juice
+    apple | aux pommes | pie cake
+    chocolate | au chocolat | cake ice_cream cookie
+    strawberry | à la fraise | ice_cream
+    strawberry | aux fraises | pie
+    tomato | à la tomate | soup
+    chicken | au poulet | soup sandwich salad
+    cheese | au fromage | sandwich pizza
+    coffee | à café | cup
+    tea | à thé | cup
+    wine | à vin | glass
+    water | d'eau | bottle
+    milk | de lait | bottle
+    school | d'école | bag
+    bus | de bus | ticket driver
+    train | de train | ticket
+    taxi | de taxi | driver
+    piano | de piano | teacher
+    guitar | de guitare | teacher
+    paper | en papier | bag plate cup
+    birthday | d'anniversaire | cake gift
+"""
+COMPOUNDS: dict[tuple[str, str], str] = {}  # (modifier, head) -> French after the head
+for _line in COMPOUNDS_TABLE.strip().splitlines():
+    _modifier, _french, _heads = (part.strip() for part in _line.split("|"))
+    for _head in _heads.split():
+        COMPOUNDS[_modifier, _head.replace("_", " ")] = _french

@@ -70,7 +70,7 @@ def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: st
     traces = [_bar("model", bars.probs, labels, MODEL if sampling else SAMPLED, bars.chosen)]
     if sampling:
         traces.append(_bar("temperature", bars.tempered, labels, TEMPERED, bars.chosen))
-        name = "drawn from" + (f" ({kept} tokens)" if kept is not None else "")
+        name = "drawn from" + (f" ({kept} token{'s' if kept != 1 else ''})" if kept is not None else "")
         traces.append(_bar(name, bars.sampled, labels, SAMPLED, bars.chosen))
     n = max(rows or 0, len(ticks))
     per_row = 54 if sampling else 30

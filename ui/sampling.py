@@ -105,7 +105,7 @@ def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *,
     if sampling:
         container.caption(f"{candidates.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "
                           "probability; orange: after temperature; blue: what is left after top-k and top-p, "
-                          f"renormalised ({c.kept} tokens), which the token was drawn from.")
+                          f"renormalised ({c.kept} token{'s' if c.kept != 1 else ''}), which the token was drawn from.")
     else:
         container.caption(f"{candidates.MARK}marks the token{'s' if len(drawn) > 1 else ''} chosen "
                           f"({', '.join(drawn) or 'none: this hypothesis was pruned'}).")

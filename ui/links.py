@@ -15,12 +15,12 @@ BEAM_RANGE, ALPHA_RANGE = (2, 8), (0.0, 2.0)  # the search widgets' ranges
 MEAN = "mean"  # head=mean: the mean of the heads
 
 SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.sampling
-VIEW = ("att", "layer", "head", "hide")
+VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.lenses
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),
                "guide": ("model",),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view", "partner", "ref")}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens")}
 
 Problems = list[str]
 

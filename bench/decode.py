@@ -2,10 +2,17 @@
 
     python bench/decode.py --checkpoint checkpoints/en-fr-bible [--sentences 200] [--text-file FILE]
 
+    python bench/decode.py --quick --threads 1   # the two headline ratios only
+
 Measures, and prints as ratios:
   1. greedy search with the KV cache vs recomputing the whole prefix at every step, on the sentence
-     whose output is closest to --target-tokens tokens (60);
-  2. beam search (--beam, 5) latency vs greedy, one sentence at a time;
+     whose output is closest to --target-tokens tokens (60): `kv-cache: X.XX x recompute (60 tokens)`;
+  2. beam search (--beam, 5) latency vs greedy, one sentence at a time (encoder and search, as the app's
+     Translate page runs them): `beam5: X.XX x greedy`;
+Both alternate the two runs, --rounds times, and give the median of the rounds' ratios and their range, in wall
+time and in this process's CPU time (which leaves out the time other processes held the core: on a shared
+machine, the steadier of the two; with --threads 1 it is the work done).
+Then (without --quick):
   3. translation throughput in sentences/s, batched (length-sorted) vs one at a time;
   4. the time to compute one sentence's full set of attention maps (one teacher-forced pass).
 Sentences come from --text-file (one per line) or else the test split of the checkpoint's corpus
@@ -28,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from transformer.data.load import load_corpus  # noqa: E402
 from transformer.data.spec import CorpusSpec  # noqa: E402
-from transformer.decoding.search import SearchSettings, greedy_decode  # noqa: E402
+from transformer.decoding.search import SearchSettings, greedy_decode, search  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 
 log = logging.getLogger("bench.decode")
@@ -43,6 +50,27 @@ def seconds(fn: Callable[[], object], repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def alternate(first: Callable[[], object], second: Callable[[], object], rounds: int
+              ) -> dict[str, tuple[list[float], list[float]]]:
+    """Times of first and second, run in turn `rounds` times after one warm-up of each: {"wall": (first's,
+    second's), "cpu": (...)}. CPU time (this process's) leaves out the time other processes held the core."""
+    first(), second()
+    times: dict[str, tuple[list[float], list[float]]] = {"wall": ([], []), "cpu": ([], [])}
+    for _ in range(rounds):
+        for i, fn in enumerate((first, second)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            times["cpu"][i].append(time.process_time() - cpu)
+            times["wall"][i].append(time.perf_counter() - wall)
+    return times
+
+
+def ratios(times: dict[str, tuple[list[float], list[float]]], clock: str) -> tuple[float, float, float]:
+    """The median, lowest and highest of the rounds' second / first."""
+    values = [b / a for a, b in zip(*times[clock])]
+    return statistics.median(values), min(values), max(values)
 
 
 def load_sentences(translator: Translator, text_file: str | None, n: int) -> list[str]:
@@ -62,6 +90,9 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--target-tokens", type=int, default=60, help="output length for the cache comparison")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7, help="alternating rounds of the headline ratios")
+    parser.add_argument("--beam-sentences", type=int, default=10, help="sentences for the beam vs greedy ratio")
+    parser.add_argument("--quick", action="store_true", help="the two headline ratios only")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     args = parser.parse_args()
@@ -80,18 +111,27 @@ def main() -> None:
     lengths = [len(t.token_ids) for t in translator.translate_batch(sentences)]
     pick = min(range(len(sources)), key=lambda i: abs(lengths[i] - args.target_tokens))
     src = torch.tensor([sources[pick]], device=translator.device)  # (1, S)
-    cached = seconds(lambda: greedy_decode(translator.model, src), args.repeat)
-    uncached = seconds(lambda: greedy_decode(translator.model, src, use_cache=False), args.repeat)
-    log.info("1. greedy, %d output tokens: cached %.1f ms, recomputed %.1f ms -> cache speedup x%.2f",
-             lengths[pick], 1e3 * cached, 1e3 * uncached, uncached / cached)
+    model = translator.model
+    times = alternate(lambda: greedy_decode(model, src), lambda: greedy_decode(model, src, use_cache=False),
+                      args.rounds)
+    (ratio, low, high), cpu = ratios(times, "wall"), ratios(times, "cpu")
+    cached = statistics.median(times["wall"][0])
+    log.info("kv-cache: %.2f x recompute (%d tokens)   [wall, rounds %.2f-%.2f; CPU time %.2f x (%.2f-%.2f); "
+             "cached %.1f ms, recomputed %.1f ms]", ratio, lengths[pick], low, high, *cpu, 1e3 * cached,
+             1e3 * statistics.median(times["wall"][1]))
 
-    # 2. Beam search vs greedy, one sentence at a time.
-    few = sentences[:20]
+    # 2. Beam search vs greedy, one sentence at a time (encoder included).
+    few = [torch.tensor([ids], device=translator.device) for ids in sources[:args.beam_sentences]]  # (1, S) each
     beam = SearchSettings(beam_size=args.beam)
-    greedy_time = seconds(lambda: [translator.translate(s) for s in few], 1) / len(few)
-    beam_time = seconds(lambda: [translator.translate(s, beam) for s in few], 1) / len(few)
-    log.info("2. per sentence: greedy %.1f ms, beam %d %.1f ms -> beam costs x%.2f",
-             1e3 * greedy_time, args.beam, 1e3 * beam_time, beam_time / greedy_time)
+    times = alternate(lambda: [search(model, s) for s in few], lambda: [search(model, s, beam) for s in few],
+                      args.rounds)
+    (ratio, low, high), cpu = ratios(times, "wall"), ratios(times, "cpu")
+    log.info("beam%d: %.2f x greedy   [wall, rounds %.2f-%.2f; CPU time %.2f x (%.2f-%.2f); per sentence greedy "
+             "%.1f ms, beam %.1f ms; %d sentences]", args.beam, ratio, low, high, *cpu,
+             1e3 * statistics.median(times["wall"][0]) / len(few), 1e3 * statistics.median(times["wall"][1]) / len(few),
+             len(few))
+    if args.quick:
+        return
 
     # 3. Throughput: length-sorted batches vs one at a time.
     batched = seconds(lambda: translator.translate_batch(sentences), 1)

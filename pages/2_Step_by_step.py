@@ -1,4 +1,4 @@
-"""Decode step by step: greedy or beam search one token at a time, with candidates, attention and the beam tree."""
+"""Decode step by step: greedy search, sampling or beam search a token at a time: candidates, attention, beam tree."""
 
 import streamlit as st
 
@@ -10,6 +10,7 @@ from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
 from ui.lenses import NOTES, lens_switch, lensed, step_rows
 from ui.models import source_language
+from ui.sampling import redraw, step_candidates
 from ui.sentences import typed_sentence
 from ui.text import code, plain, score
 from ui.translation import bounded, decode_slot, prepare
@@ -49,9 +50,9 @@ def current_step(session, tok, src_pieces) -> None:
                 f"{score(hyp.score)}); its newest token {code(isolate(prefix[-1]))} is the query whose "
                 "attention is shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
-    chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
-                                     title=f"top {len(hyp.candidates.tokens)} next tokens"),
-          key="step_cands", filename=f"step-{session.n_steps}-candidates")
+    step_candidates(c1, step, step.live.index(hyp), tok.target_pieces, key="step_cands",
+                    rows=session.settings.candidates + session.settings.do_sample,
+                    filename=f"step-{session.n_steps}-candidates")
     lens = lens_switch(c2, "step")
     cross, self_rows, note = step_rows(session.model, session.src_ids, hyp.prefix, hyp.cross_attention,
                                        hyp.self_attention, lens)
@@ -86,7 +87,9 @@ def main() -> None:
     try:
         with decode_turn() as on_wait, decode_slot(on_wait):
             if st.session_state.get("step_request") != request:
+                previous = st.session_state.get("step_session")
                 st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
+                redraw(previous, st.session_state.step_session)  # "Draw again": the new sample at the same step
                 step_view.forget_followed()
                 st.session_state.step_request = request
             elif pending is not None:

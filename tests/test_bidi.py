@@ -1,6 +1,6 @@
 """Right-to-left text: direction, isolates, joined Arabic pieces, and where the app's figures and pages use them."""
 
-from ui import figures
+from ui import candidates, figures
 from ui.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
 from ui.text import rtl_html
 
@@ -54,7 +54,7 @@ def test_heatmap_ticks_and_hover_show_arabic_pieces_marked_and_joined():
 
 
 def test_candidates_are_alternatives_not_a_word():
-    fig = figures.candidates_bar(["▁ال", "له"], [0.6, 0.3])
+    fig = candidates.candidates_figure(candidates.ordered([5, 6], ["▁ال", "له"], [0.6, 0.3], chosen=()))
     assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال", f"{RLM}له"]
 
 

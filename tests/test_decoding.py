@@ -148,7 +148,7 @@ def test_the_length_penalty_reranks_a_constructed_case(penalty, alpha, best):
 
 
 def test_greedy_step_rows_equal_a_teacher_forced_pass(model, src):
-    for b, result in enumerate(greedy_decode(model, src, SearchSettings(record_steps=True, top_k=3))):
+    for b, result in enumerate(greedy_decode(model, src, SearchSettings(record_steps=True, candidates=3))):
         _, maps = teacher_forced(model, src[b], result.best.tokens)
         assert len(result.steps) == len(result.best.tokens)
         for t, step in enumerate(result.steps):

@@ -14,7 +14,8 @@ from transformer import Transformer
 from transformer.data.corpora.base import normalize_text
 from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer.decoding import translate
-from transformer.decoding.search import MAX_BEAM, SearchSettings, greedy_decode
+from transformer.decoding.bounds import MAX_BEAM
+from transformer.decoding.search import SearchSettings, greedy_decode
 from transformer.decoding.translate import TranslationError, Translator, find_checkpoint
 from transformer.model.checkpoint import CheckpointError, save_checkpoint
 

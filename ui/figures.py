@@ -172,17 +172,6 @@ def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -
                              query_name="head", row_px=40)
 
 
-def candidates_bar(tokens: Sequence[str], probs: Sequence[float], *, title: str = "") -> go.Figure:
-    """The top-k next-token candidates, most probable on top."""
-    fig = go.Figure(go.Bar(x=list(probs), y=list(range(len(tokens))), orientation="h",
-                           customdata=[label_text(t) for t in tokens], marker_color="#3b75af",
-                           hovertemplate="%{customdata}: %{x:.3f}<extra></extra>"))
-    fig.update_layout(title=title or None, height=60 + 32 * len(tokens), margin=_margin(title),
-                      xaxis=dict(title="probability", range=[0, 1]),
-                      yaxis=_ticks(tokens, sequence=False, autorange="reversed"))
-    return fig
-
-
 def positional_heatmap(pe: np.ndarray) -> go.Figure:
     """pe (positions, d_model): the sinusoidal table of Section 3.5."""
     pe = np.asarray(pe, dtype=np.float64)

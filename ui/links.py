@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 MAX_TEXT = 1000  # characters of a sentence taken from a link
-METHODS = ("greedy", "beam")
+METHODS = ("greedy", "beam", "sample")
 BEAM_RANGE, ALPHA_RANGE = (2, 8), (0.0, 2.0)  # the search widgets' ranges
 MEAN = "mean"  # head=mean: the mean of the heads
 
-SEARCH, VIEW = ("search", "beam", "alpha", "nbest"), ("att", "layer", "head", "hide", "lens")  # lens: ui.lenses
+SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.sampling
+VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.lenses
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),
@@ -69,7 +70,7 @@ def read_search(params: Mapping[str, str]) -> tuple[dict[str, object], Problems]
         if params["search"] in METHODS:
             values["method"] = params["search"]
         else:
-            problems.append(f"Unknown search {params['search']!r} in the link (use greedy or beam).")
+            problems.append(f"Unknown search {params['search']!r} in the link (use greedy, beam or sample).")
     if "beam" in params:
         beam = _int(params["beam"], *BEAM_RANGE)
         if beam is None:
@@ -128,9 +129,10 @@ def read_view(params: Mapping[str, str], n_layers: Mapping[str, int], n_heads: i
 
 def search_params(method: str, beam: int = 0, alpha: float = 0.0, nbest: int = 0) -> dict[str, str | None]:
     """The parameters of a search (None: not part of it, so removed from the link)."""
+    no_sampling = dict.fromkeys(SEARCH[4:])
     if method == "greedy":
-        return {"search": "greedy", "beam": None, "alpha": None, "nbest": None}
-    return {"search": "beam", "beam": str(beam), "alpha": f"{alpha:.1f}", "nbest": str(nbest)}
+        return {"search": "greedy", "beam": None, "alpha": None, "nbest": None, **no_sampling}
+    return {"search": "beam", "beam": str(beam), "alpha": f"{alpha:.1f}", "nbest": str(nbest), **no_sampling}
 
 
 def view_params(family: str, layer: int, head: int | None, hide: bool) -> dict[str, str | None]:

@@ -3,6 +3,7 @@ select boxes that follow their options, search settings, charts and the token gl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from transformer.data.tokenizer import TokenizerError
 from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
-from ui import figures, links, sentences
+from ui import figures, links, sampling, sentences
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.text import code, plain
 from ui.translation import DECODE_THREADS, OnWait
@@ -197,7 +198,8 @@ def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
 
 
 def search_settings(key: str):
-    """Greedy or beam search controls, seeded from the link and shared back into it; returns a SearchSettings."""
+    """Greedy search, beam search or sampling controls, seeded from the link and shared back into it; returns a
+    SearchSettings."""
     from transformer.decoding.search import SearchSettings
 
     values, problems = links.read_search(link())
@@ -207,6 +209,11 @@ def search_settings(key: str):
             st.session_state[f"{key}_{name}"] = values.get(name, default)
     c1, c2, c3, c4 = st.columns(4)
     method = c1.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    if method == "sample":
+        settings, problems = sampling.sampling_controls(key, link(), [c2, c3, c4])
+        link_problems(problems)
+        share(**sampling.sampling_params(dataclasses.asdict(settings)))
+        return settings
     if method == "greedy":
         share(**links.search_params("greedy"))
         return SearchSettings(record_steps=False)

@@ -1,7 +1,9 @@
-"""Step through greedy or beam search one token at a time, as the app's "Decode step by step" page does.
+"""Step through greedy search, sampling or beam search one token at a time, as the app's "Decode step by step"
+page does.
 
-The session runs the same `GreedySearch` / `BeamSearch` engines as the one-shot functions in
-`transformer.decoding.search`, so a session run to the end gives exactly their result.
+The session runs the same `GreedySearch` / `SampleSearch` / `BeamSearch` engines as the one-shot functions in
+`transformer.decoding.search`, so a session run to the end gives exactly their result (a sampling session
+draws the same samples as `sample` with the same seed).
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ import torch
 
 from transformer.decoding.search import (
     DEFAULT_SETTINGS,
-    BeamSearch,
     DecodeResult,
-    GreedySearch,
     Hypothesis,
     SearchSettings,
     SearchStep,
+    make_search,
 )
 from transformer.model.layers import Transformer
 
@@ -28,8 +29,8 @@ class DecodingSession:
 
     Keeps the search (with its KV cache), the light history of the steps taken (tokens, parents,
     scores, candidates: the beam tree) and the attention rows of the latest step only. back()
-    replays the search from the source to one step earlier: decoding is deterministic, and a replay
-    costs a few cached steps.
+    replays the search from the source to one step earlier: decoding is deterministic (sampling too: its
+    generators restart from the seed), and a replay costs a few cached steps.
     """
 
     def __init__(self, model: Transformer, src_ids: Sequence[int], settings: SearchSettings = DEFAULT_SETTINGS):
@@ -40,10 +41,7 @@ class DecodingSession:
 
     def reset(self) -> None:
         src = torch.tensor([self.src_ids], device=next(self.model.parameters()).device)  # (1, S)
-        if self.settings.beam_size == 1:
-            self._search: GreedySearch | BeamSearch = GreedySearch(self.model, src, self.settings)
-        else:
-            self._search = BeamSearch(self.model, src, self.settings)
+        self._search = make_search(self.model, src, self.settings)
         self.history: list[SearchStep] = []  # every step taken, attention rows dropped
         self.current: SearchStep | None = None  # the latest step, with its attention rows
 
@@ -62,10 +60,9 @@ class DecodingSession:
 
     @property
     def finished(self) -> list[Hypothesis]:
-        """Hypotheses ended so far, best first (for greedy, its output once done)."""
-        if isinstance(self._search, BeamSearch):
-            return self._search.ranked(0)
-        return self._search.results()[0].hypotheses if self.done else []
+        """Hypotheses ended so far, best first (for greedy, its output once done; for sampling, each sample once
+        it ends, in the order drawn)."""
+        return self._search.ranked(0)
 
     def step(self) -> SearchStep | None:
         """Take one step; None once done."""
@@ -90,4 +87,5 @@ class DecodingSession:
 
     def result(self) -> DecodeResult:
         """The n-best hypotheses ended so far (the search's output once done) and the history."""
-        return DecodeResult(self.finished[: self.settings.nbest], list(self.history))
+        n = self.settings.num_samples if self.settings.do_sample else self.settings.nbest
+        return DecodeResult(self.finished[:n], list(self.history))

@@ -2,6 +2,7 @@
 
     python -m transformer.translate "In the beginning God created the heaven and the earth."
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
+    python -m transformer.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 --num-samples 3 "..."
 
 On stdin each line is one sentence, lines split on "\\n" only (U+2028, a form feed and the like stay inside their
 line, so output line i is the translation of input line i); an empty line gives an empty line, and a byte-order
@@ -262,6 +263,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses to output per sentence (at most --beam)")
     parser.add_argument("--alpha", type=float, default=SearchSettings.alpha, help="length penalty exponent")
     parser.add_argument("--length-penalty", choices=["gnmt", "length"], default=SearchSettings.length_penalty)
+    sampling = parser.add_argument_group("sampling (the names of Hugging Face's generate)")
+    sampling.add_argument("--sample", action="store_true", help="draw each token instead of searching (do_sample)")
+    sampling.add_argument("--temperature", type=float, default=1.0, help="< 1 sharpens, > 1 flattens (default 1)")
+    sampling.add_argument("--top-k", type=int, default=0, help="draw from the k most probable tokens (default 0: all)")
+    sampling.add_argument("--top-p", type=float, default=1.0,
+                          help="draw from the smallest set of most probable tokens of mass >= p (default 1: all)")
+    sampling.add_argument("--seed", type=int, default=0, help="the same seed draws the same samples (default 0)")
+    sampling.add_argument("--num-samples", type=int, default=1, help="samples per sentence (num_return_sequences)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
@@ -269,7 +278,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def format_plain(translation: Translation, nbest: int) -> str:
-    """The translation; with --nbest > 1, `rank<TAB>normalised score<TAB>text` lines and a blank line."""
+    """The translation; with --nbest (or --num-samples) > 1, `rank<TAB>normalised score<TAB>text` lines and a blank
+    line (samples in the order drawn)."""
     if nbest == 1:
         return translation.text
     ranked = [(translation.normalized_score, translation.text)]
@@ -315,7 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not texts:
             raise TranslationError("no input: give a sentence, or sentences on stdin")
         settings = SearchSettings(beam_size=args.beam, nbest=args.nbest, alpha=args.alpha,
-                                  length_penalty=args.length_penalty)
+                                  length_penalty=args.length_penalty, do_sample=args.sample,
+                                  temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+                                  num_samples=args.num_samples)
         translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
         for number, text in enumerate(texts, 1):
             try:
@@ -341,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.json:
             print(json.dumps(translation.to_dict(), ensure_ascii=False))
         else:
-            print(format_plain(translation, args.nbest))
+            print(format_plain(translation, args.num_samples if args.sample else args.nbest))
     return 0
 
 

@@ -389,7 +389,9 @@ class Transformer(nn.Module):
             if return_attention:
                 self_rows.append(self_w[:, :, 0])  # (B, H, T)
                 cross_rows.append(cross_w[:, :, 0])  # (B, H, S)
-        logits = self.generator(self.decoder_norm(x[:, 0]))  # (B, V)
+        h = self.decoder_norm(x[:, 0])  # (B, D)
+        # a few rows (a beam) as (W h^T)^T: MKL then packs the rows, not the whole (V, D) weight, several times faster
+        logits = (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 else self.generator(h)  # (B, V)
         new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask)
         if not return_attention:
             return StepOutput(logits, new_cache, None, None)

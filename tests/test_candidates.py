@@ -1,0 +1,109 @@
+"""The candidate bars of a decoding step (ui.candidates and ui.sampling), read back from the figure's JSON."""
+
+import json
+import random
+
+import pytest
+from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
+
+from tests.app_fixtures import PAIRS
+from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # noqa: F401  (fixtures)
+from ui import candidates, links
+from ui.figures import escape
+from ui.sampling import read_sampling, sampling_params
+
+
+def bars_json(fig) -> list[dict]:
+    return json.loads(fig.to_json())["data"]
+
+
+def test_bars_print_each_probability_mark_the_chosen_and_keep_one_order():
+    ids, labels, probs = [7, 3, 9, 5, 4], ["▁le", "<s>", "▁la", "▁les", "▁l'"], [0.1, 0.5, 0.1, 0.25, 0.05]
+    bars = candidates.ordered(ids, labels, probs, chosen={9})
+    assert bars.ids == [3, 5, 7, 9, 4]  # by probability, the tie (0.1) by id
+    fig = candidates.candidates_figure(bars, rows=6)
+    (trace,) = bars_json(fig)
+    assert list(plotly_array(trace["x"])) == [0.5, 0.25, 0.1, 0.1, 0.05]
+    assert trace["text"] == ["0.500", "0.250", "0.100", "0.100", "0.050"]
+    ticks = fig.layout.yaxis.ticktext
+    assert ticks[3] == candidates.MARK + "▁la" and ticks[0] == escape("<s>")
+    assert sum(t.startswith(candidates.MARK) for t in ticks) == 1
+    widths = trace["marker"]["line"]["width"]
+    assert widths[3] > 0 and sum(w > 0 for w in widths) == 1
+    assert list(fig.layout.yaxis.range) == [5.5, -0.5]  # six slots, first on top, whatever the step brings
+    shuffled = list(range(5))
+    random.Random(0).shuffle(shuffled)
+    again = candidates.ordered([ids[i] for i in shuffled], [labels[i] for i in shuffled],
+                               [probs[i] for i in shuffled], chosen={9})
+    assert candidates.candidates_figure(again, rows=6).to_json() == fig.to_json()
+
+
+def test_sampling_bars_show_the_model_after_temperature_and_the_drawn_from_distribution():
+    bars = candidates.ordered([4, 5, 6], ["a", "b", "c"], [0.6, 0.3, 0.1], {5}, tempered=[0.7, 0.25, 0.05],
+                              sampled=[0.74, 0.26, 0.0])
+    fig = candidates.candidates_figure(bars, kept=2)
+    traces = bars_json(fig)
+    assert [t["name"] for t in traces] == ["model", "temperature", "drawn from (2 tokens)"]
+    assert traces[2]["text"] == ["0.740", "0.260", "0.000"] and fig.layout.showlegend
+    assert candidates.number(0.00031) == "3e-04" and candidates.number(0.0005) == "0.001"
+    assert fig.layout.yaxis.ticktext[1] == candidates.MARK + "b"
+
+
+def test_sampling_links_are_checked():
+    values, problems = read_sampling({"temperature": "0.8", "top_k": "50", "top_p": "0.9", "seed": "1"})
+    assert values == {"temperature": 0.8, "top_k": 50, "top_p": 0.9, "seed": 1} and not problems
+    values, problems = read_sampling({"temperature": "9", "top_k": "x", "top_p": "0", "seed": "-2"})
+    assert values == {} and len(problems) == 4 and "temperature '9'" in problems[0]
+    params = sampling_params({"temperature": 0.8, "top_k": 50, "top_p": 0.9, "seed": 1})
+    assert params["search"] == "sample" and params["beam"] is None and params["top_p"] == "0.9"
+    greedy = links.search_params("greedy")
+    assert all(greedy[name] is None for name in ("temperature", "top_k", "top_p", "seed"))
+    assert links.read_search({"search": "sample"})[0] == {"method": "sample"}
+
+
+def test_step_page_samples_marks_the_drawn_token_and_draw_again_keeps_the_step(at):  # noqa: F811
+    page(at, "pages/2_Step_by_step.py")
+    at.text_input(key="step_text").input(PAIRS[5][0]).run()
+    at.radio(key="step_method").set_value("sample").run()
+    at.slider(key="step_temperature").set_value(1.5).run()
+    for _ in range(2):
+        at.button(key="step_next").click().run()
+    assert not at.exception, at.exception
+    session = at.session_state["step_session"]
+    assert session.settings.do_sample and session.settings.temperature == 1.5 and session.n_steps == 2
+    bars = figures_of(at)[0]
+    assert [t["name"] for t in bars["data"]][:2] == ["model", "temperature"]
+    drawn = session.current.nodes[0].token
+    ticks = bars["layout"]["yaxis"]["ticktext"]
+    assert sum(t.startswith(candidates.MARK) for t in ticks) == 1
+    assert ticks.index(next(t for t in ticks if t.startswith(candidates.MARK))) == \
+        sorted(range(len(session.current.live[0].candidates.tokens)),
+               key=lambda i: -session.current.live[0].candidates.probs[i]).index(
+            session.current.live[0].candidates.tokens.index(drawn))
+    seed = at.session_state["step_seed"]
+    at.button(key="step_draw_again").click().run()
+    assert not at.exception
+    redrawn = at.session_state["step_session"]
+    assert redrawn.settings.seed == seed + 1 and redrawn.n_steps == 2  # the new draw, at the same step
+
+
+def test_translate_page_draws_again_with_attention(at):  # noqa: F811
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[0][0])
+    at.radio(key="tr_method").set_value("sample").run()
+    assert not at.exception, at.exception
+    first = at.session_state["tr_result"]
+    assert first.attention is not None and at.session_state["tr_request"][2].do_sample
+    seen = {tuple(first.token_ids)}
+    for _ in range(4):
+        at.button(key="tr_draw_again").click().run()
+        seen.add(tuple(at.session_state["tr_result"].token_ids))
+    assert not at.exception and at.session_state["tr_request"][2].seed == 4
+    assert len(seen) > 1  # a random-weight model at temperature 1 draws different outputs
+    assert at.session_state["tr_result"].attention is not None
+
+
+@pytest.mark.parametrize("text", ["0", "nan"])
+def test_bad_temperature_in_a_link_is_refused_in_words(text):
+    values, problems = read_sampling({"temperature": text})
+    assert values == {} and problems

@@ -1,7 +1,7 @@
 """Bounds on what one search may ask for (`SearchSettings` checks them): a beam of 100,000 filled 20.7 GB in 70 s
 before the kernel killed it. Each hypothesis is a row of the batch (its cache, its (V,) scores), so memory grows
-with the beam; 64 is far past where BLEU stops improving. A sampling count, when the settings have one, is bounded
-by MAX_BEAM as well, and sampling's top-k by MAX_TOP_K.
+with the beam; 64 is far past where BLEU stops improving. Samples drawn side by side are rows too,
+bounded by MAX_SAMPLES; sampling's top-k by MAX_TOP_K.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 MAX_BEAM, MAX_TOP_K, MAX_ALPHA, MAX_LEN_A, MAX_LEN_B = 64, 1000, 10.0, 100.0, 100_000
+MAX_SAMPLES = 512  # samples side by side: ~0.2 MB of cache a row (as a beam's), and enough for a frequency check
 COUNTS = (("beam_size", 1, MAX_BEAM), ("nbest", 1, MAX_BEAM), ("candidates", 1, MAX_TOP_K), ("max_len_b", 0, MAX_LEN_B),
-          ("top_k", 0, MAX_TOP_K), ("num_samples", 1, MAX_BEAM))  # top_k: sampling's cut, 0 keeping every token
+          ("top_k", 0, MAX_TOP_K), ("num_samples", 1, MAX_SAMPLES))  # top_k: sampling's cut, 0 keeping every token
 NUMBERS = (("alpha", MAX_ALPHA), ("max_len_a", MAX_LEN_A))
 
 

@@ -24,7 +24,7 @@ TYPED = "The old woman reads a book."
 def test_the_eq1_table_shows_its_pad_rows_without_scrolling_inside_it(server, page, tmp_path):  # noqa: F811
     page.goto(server + "/Learn?model=en-fr-teaching")
     table = page.locator('[data-testid="stDataFrame"]').filter(has_text="-inf")
-    table.wait_for(timeout=90_000)
+    table.wait_for(timeout=240_000)  # the teaching corpus is built first (30 s on a loaded 2-core machine)
     table.scroll_into_view_if_needed()
     inner = table.locator(".dvn-scroller").evaluate("s => [s.scrollHeight, s.clientHeight]")
     assert inner[0] <= inner[1] + 1, f"the table scrolls inside: {inner}"
@@ -40,7 +40,7 @@ def test_the_eq1_table_shows_its_pad_rows_without_scrolling_inside_it(server, pa
 def test_explain_heads_keeps_the_typed_sentence_in_the_box_and_the_address_bar(server, page):  # noqa: F811
     page.goto(server + "/Explain_heads?model=en-fr-teaching&view=ablate")
     box = page.get_by_label("Sentence (press Enter)")
-    box.wait_for(timeout=60_000)
+    box.wait_for(timeout=180_000)
     assert box.input_value() != TYPED
     box.fill(TYPED)
     box.press("Enter")

@@ -46,14 +46,10 @@ class SearchSettings:
         if not (math.isfinite(self.temperature) and self.temperature > 0):
             raise ValueError(f"temperature must be a positive number, got {self.temperature} (for the most probable "
                              "token every time, use greedy search: do_sample=False)")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 keeps every token), got {self.top_k}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1] (1 keeps every token), got {self.top_p}")
         if not 0 <= self.seed < MAX_SEED:
             raise ValueError(f"seed must be between 0 and {MAX_SEED - 1}, got {self.seed}")
-        if self.num_samples < 1:
-            raise ValueError(f"num_samples must be positive, got {self.num_samples}")
         if self.do_sample and self.beam_size > 1:
             raise ValueError(f"sampling draws one token at a time: beam_size must be 1 with do_sample, got "
                              f"{self.beam_size}")

@@ -26,6 +26,6 @@ SENTENCE = "The woman gave her father water."  # "woman" -> "man": the same numb
 def test_each_view_draws_its_charts(server, page, view, charts, text):  # noqa: F811
     sentence = SENTENCE if find_checkpoint() else PAIRS[3][0]  # the shipped model, or the tiny one
     page.goto(f"{server}/Explain_heads?view={view}&text={urllib.parse.quote_plus(sentence)}")
-    expect(page.get_by_text(text).first).to_be_visible(timeout=60_000)
+    expect(page.get_by_text(text).first).to_be_visible(timeout=120_000)  # the first page also loads the model
     expect(page.locator(PLOT)).to_have_count(charts, timeout=60_000)
     assert page.locator(EXCEPTION).count() == 0

@@ -1,11 +1,14 @@
 """Activation patching on a counterfactual source pair (transformer/explain/patching.py): constructed cases."""
 
 import pytest
+import torch
 
 from tests.test_attribution import tiny_translator
 from transformer.data.tokenizer import BOS_ID
 from transformer.explain import patching, teacher_forced
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
+from transformer.explain.stream import replaced
+from transformer.model.layers import MultiHeadAttention
 
 CLEAN = "the woman reads a book ."
 
@@ -63,18 +66,30 @@ def test_sources_of_different_lengths_are_refused_clearly(translator):
         activation_patching(translator.model, long, short, [BOS_ID], 5)
 
 
-def test_hooks_are_removed_when_a_patched_run_fails(translator, pair, monkeypatch):
+def test_the_shared_model_is_never_changed_not_even_while_a_patched_run_fails(translator, pair, monkeypatch):
     clean, other, decoder_input, target = pair
-    calls, real = [], patching._log_prob
+    model = translator.model
+    originals = [m.w_o for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    seen, real = [], patching._log_prob
 
     def failing(logits, token):  # calls 1-2: clean and counterfactual, 3-5: residual rows, 6: the first head patch
-        calls.append(hooks(translator.model))
-        if len(calls) == 6:
+        seen.append((hooks(model), [m.w_o for m in model.modules() if isinstance(m, MultiHeadAttention)]))
+        if len(seen) == 6:
             raise RuntimeError("out of memory")
         return real(logits, token)
 
     monkeypatch.setattr(patching, "_log_prob", failing)
     with pytest.raises(RuntimeError, match="out of memory"):
-        activation_patching(translator.model, clean, other, decoder_input, target)
-    assert calls[-1] == 1  # it failed with its hook in place
-    assert hooks(translator.model) == 0 and not translator.model.training
+        activation_patching(model, clean, other, decoder_input, target)
+    assert all(n == 0 and modules == originals for n, modules in seen)  # another thread decodes the plain model
+    assert hooks(model) == 0 and not model.training
+
+
+def test_a_replaced_view_shares_everything_but_the_swapped_module(translator):
+    model = translator.model
+    new = torch.nn.Identity()
+    view = replaced(model, "decoder_layers.1.cross_attn.w_o", new)
+    assert view.decoder_layers[1].cross_attn.w_o is new
+    assert isinstance(model.decoder_layers[1].cross_attn.w_o, torch.nn.Linear)  # the model is untouched
+    assert view.decoder_layers[0] is model.decoder_layers[0] and view.encoder_layers is model.encoder_layers
+    assert view.decoder_layers[1].cross_attn.w_q is model.decoder_layers[1].cross_attn.w_q

@@ -120,7 +120,7 @@ def attribution_view(translator: Translator, text: str, translation: Translation
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids), *picks)
     result = _memo("ex_attr_result", request, lambda: _attribute(translator, translation, *picks))
     m1, m2, m3 = st.columns(3)
-    m1.metric(f"log p({_piece(translator, target)})", f"{result.log_prob:.3f}")
+    m1.metric(f"log p({plain(_piece(translator, target))})", f"{result.log_prob:.3f}")
     m2.metric("f (explained)", f"{result.f:.3f}")
     m3.metric("IG completeness gap", f"{100 * result.completeness.relative_gap:.2f}%",
               help="Integrated gradients' attributions should sum to f(input) − f(baseline) (Sundararajan et al., "

@@ -28,7 +28,18 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.model.checkpoint import load_checkpoint
-from ui import ablation, attention, attribution_views, compare, explain_figures, figures, links, report, view_links
+from ui import (
+    ablation,
+    attention,
+    attribution_views,
+    compare,
+    explain_figures,
+    figures,
+    lenses,
+    links,
+    report,
+    view_links,
+)
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
 from ui.text import code, plain
@@ -143,11 +154,12 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     st.caption("Orange pieces differ between the two outputs. The last number scores the trained model's output with "
                "the heads off: how much less likely the heads' absence makes it.")
     ablation.jump_to_switched_off(off, "ex_ab")
-    family, layer, head = map_picker("ex_ab", translation.attention)
+    base, off_maps = lenses.lens_pair(translator, translation, changed, new, key="ex_ab")
+    family, layer, head = map_picker("ex_ab", base)
     base_title, new_title = ablation.map_titles(off, family, layer, head)
     c1, c2 = st.columns(2)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_ab_map_base", title=base_title)
-    draw_map(c2, new.attention, family, layer, head, key="ex_ab_map_new", title=new_title)
+    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title)
+    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title)
     st.caption(ablation.OFF_NOTE)
 
 

@@ -13,6 +13,8 @@
   encoder layer would give (DecoderLens)
 - `patching`: activation patching on a counterfactual source pair
 - `stream`: the residual stream run layer by layer from the token embeddings (what the three above run on)
+- `lenses`: other readings of attention (norm-weighted, Shift-Att, rollout, ALTI+, value zeroing), each scored on
+  gold links and for faithfulness (`python -m transformer.explain.lenses`)
 
 Nothing here stores state on the model: an intervention edits the weights of a copy.
 """

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -24,7 +23,7 @@ from torch import nn
 from transformer.data.tokenizer import BOS_ID, PAD_ID
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, Translator
-from transformer.explain.stream import Inputs, decoder_states, next_token_logits
+from transformer.explain.stream import Inputs, decoder_states, next_token_logits, replaced
 from transformer.model.layers import Transformer
 
 
@@ -86,10 +85,7 @@ def encoder_cut(model: Transformer, n_layers: int) -> Transformer:
     """
     if not 0 <= n_layers <= len(model.encoder_layers):
         raise ValueError(f"the encoder has {len(model.encoder_layers)} layers, asked for the first {n_layers}")
-    view = copy.copy(model)
-    view._modules = dict(model._modules)  # its own table of submodules, so that the model keeps all its layers
-    view._modules["encoder_layers"] = nn.ModuleList(list(model.encoder_layers)[:n_layers])
-    return view
+    return replaced(model, "encoder_layers", nn.ModuleList(list(model.encoder_layers)[:n_layers]))
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ clean prediction. Two kinds of activation:
 - the encoder's residual stream entering layer l (l = 0: the embeddings with positions; the last row: the
   encoder's output before its final norm) at one source position, by a functional re-run from layer l;
 - one head's output before W^O (the head's slice of the concatenation, Section 3.2.2) at every query position,
-  for encoder self-attention, decoder self-attention and cross-attention, by a forward pre-hook on that layer's
-  W^O that lives only for the patched run (removed in `finally`).
+  for encoder self-attention, decoder self-attention and cross-attention, through a view of the model whose W^O
+  of that layer first copies the head's slice from the clean run (`stream.replaced`: no hook on the shared model,
+  which other sessions' decoding may be running through on other threads).
 
 A run patched into itself changes nothing (tests/test_patching.py).
 """
@@ -24,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from transformer.explain.interventions import FAMILIES, attention_module, head_columns
-from transformer.explain.stream import Inputs, decoder_states, encoder_states, memory_of, next_token_logits
+from transformer.explain.interventions import FAMILIES, attention_module
+from transformer.explain.stream import Inputs, decoder_states, encoder_states, memory_of, next_token_logits, replaced
 from transformer.model.layers import Transformer
 
 
@@ -91,38 +92,60 @@ def _residual_effects(model: Transformer, clean: Inputs, counterfactual: Inputs,
     return rows
 
 
+class _Reading(nn.Module):
+    """W^O that first records its input (the heads' outputs concatenated, (1, L_q, D)) under `name`."""
+
+    def __init__(self, w_o: nn.Linear, store: dict, name: tuple[str, int]):
+        super().__init__()
+        self.w_o, self.store, self.name = w_o, store, name
+
+    def forward(self, x: Tensor) -> Tensor:
+        self.store[self.name] = x.detach().clone()
+        return self.w_o(x)
+
+
+class _Patching(nn.Module):
+    """W^O whose input row h (of H rows) takes head h's slice from the clean run's input."""
+
+    def __init__(self, w_o: nn.Linear, clean: Tensor, d_head: int):
+        super().__init__()
+        self.w_o, self.clean, self.d_head = w_o, clean, d_head
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x.clone()  # (H, L_q, D): row h patches head h
+        for head in range(x.size(0)):
+            columns = slice(head * self.d_head, (head + 1) * self.d_head)
+            x[head, :, columns] = self.clean[0, :, columns]
+        return self.w_o(x)
+
+
+def _w_o_path(family: str, layer: int) -> str:
+    """The dotted path of a layer's W^O inside the Transformer."""
+    if family == "enc_self":
+        return f"encoder_layers.{layer}.self_attn.w_o"
+    return f"decoder_layers.{layer}.{'self_attn' if family == 'dec_self' else 'cross_attn'}.w_o"
+
+
 def _head_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, target: int,
                   base: float) -> dict[str, list[list[float]]]:
-    modules = {(f, layer): attention_module(model, f, layer) for f in FAMILIES
-               for layer in range(len(model.encoder_layers if f == "enc_self" else model.decoder_layers))}
+    """Views of the model with one W^O swapped (see `stream.replaced`): the model itself, which other sessions may be
+    decoding with on other threads, is never changed and carries no hook."""
+    names = [(f, layer) for f in FAMILIES
+             for layer in range(len(model.encoder_layers if f == "enc_self" else model.decoder_layers))]
     captured: dict[tuple[str, int], Tensor] = {}
-    handles = []
-    try:  # one clean run records every W^O input: (1, L_q, D), the heads concatenated
-        for name, module in modules.items():
-            handles.append(module.w_o.register_forward_pre_hook(
-                lambda _m, args, name=name: captured.__setitem__(name, args[0].detach().clone())))
-        model(clean.src, clean.tgt)
-    finally:
-        for handle in handles:
-            handle.remove()
+    reading = model
+    for family, layer in names:  # one clean run records every W^O input: (1, L_q, D), the heads concatenated
+        w_o = attention_module(model, family, layer).w_o
+        reading = replaced(reading, _w_o_path(family, layer), _Reading(w_o, captured, (family, layer)))
+    reading(clean.src, clean.tgt)
     H = model.config.n_heads
     src, tgt = counterfactual.src.expand(H, -1), counterfactual.tgt.expand(H, -1)  # (H, S), (H, T): row h patches h
     effects: dict[str, list[list[float]]] = {f: [] for f in FAMILIES}
-    for (family, layer), module in modules.items():
-        clean_in = captured[(family, layer)]
-
-        def patch(_module, args, clean_in=clean_in):
-            x = args[0].clone()  # (H, L_q, D)
-            for head in range(H):
-                columns = head_columns(model, head)
-                x[head, :, columns] = clean_in[0, :, columns]
-            return (x,)
-
-        handle = module.w_o.register_forward_pre_hook(patch)
-        try:
-            log_probs = _log_prob(model(src, tgt).logits, target)
-        finally:
-            handle.remove()
+    for family, layer in names:
+        w_o = attention_module(model, family, layer).w_o
+        patched = replaced(model, _w_o_path(family, layer), _Patching(w_o, captured[(family, layer)],
+                                                                      model.config.d_head))
+        log_probs = _log_prob(patched(src, tgt).logits, target)
         effects[family].append([v - base for v in log_probs.tolist()])
     return effects
 

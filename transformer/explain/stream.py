@@ -5,16 +5,19 @@ the logit lens, DecoderLens and activation patching need more: to start from the
 the positions are added, Section 3.4), to read the state after every layer, or to resume the encoder at an
 intermediate layer. These functions run the model's own layer modules in the model's own order, so a pass
 here equals `Transformer.forward` (tests/test_logit_lens.py checks it); nothing is stored on a module.
+`replaced` makes a view of the model with one submodule swapped, for the app's shared model: a hook registered on
+the model itself would also fire in another session's decoding on another thread.
 
 Shapes: B batch, S source length, T target length, D d_model, V vocabulary.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from transformer.model.layers import Transformer, padding_mask, subsequent_mask
 
@@ -82,9 +85,21 @@ def next_token_logits(model: Transformer, state: Tensor) -> Tensor:
 
 def log_probs_from_embeddings(model: Transformer, inputs: Inputs, e_src: Tensor, e_tgt: Tensor) -> Tensor:
     """Token embeddings e_src (B, S, D) and e_tgt (B, T, D) -> log-probabilities (B, V) of the token after the
-    last decoder input, in float32 (the scores decoding gives, before <pad> and <s> are ruled out)."""
+    last decoder input, in float32 or wider (the scores decoding gives, before <pad> and <s> are ruled out)."""
     pad_id = model.config.pad_id
     src_mask = inputs.src_mask(pad_id)
     memory = memory_of(model, encoder_states(model, with_positions(model, e_src, "src"), src_mask)[-1])
     y = decoder_states(model, with_positions(model, e_tgt, "tgt"), memory, src_mask, inputs.tgt_mask(pad_id))[-1]
-    return next_token_logits(model, y[:, -1:])[:, 0].float().log_softmax(-1)  # (B, V)
+    logits = next_token_logits(model, y[:, -1:])[:, 0]  # (B, V)
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+
+
+def replaced(root: nn.Module, path: str, new: nn.Module) -> nn.Module:
+    """A view of root with the submodule at the dotted path (e.g. "encoder_layers.1.self_attn.w_o") replaced by
+    new. The modules along the path are shallow copies with their own tables of submodules; every other module and
+    every parameter is shared, and root itself is unchanged."""
+    name, _, rest = path.partition(".")
+    view = copy.copy(root)
+    view._modules = dict(root._modules)
+    view._modules[name] = replaced(root._modules[name], rest, new) if rest else new
+    return view

@@ -120,7 +120,8 @@ def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner
 @pytest.fixture(scope="module")
 def tiny_pair(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkpoints")
-    tsv = write_tsv(tmp_path_factory.mktemp("data") / "pairs.tsv", copies=4)
+    (root / "data").mkdir()  # inside checkpoints/: a folder the pages may read a metadata's corpus from
+    tsv = write_tsv(root / "data" / "pairs.tsv", copies=4)
     for name, seed in (("tiny", 0), ("tiny-b", 1)):  # the same vocabulary, other weights: another output
         path = make_checkpoint(root / name, seed=seed)
         metadata = json.loads((path / "metadata.json").read_text())

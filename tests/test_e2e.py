@@ -162,7 +162,7 @@ def _loopback_only(page) -> list[str]:
 
 def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
     outside = _loopback_only(page)
-    page.goto(server + "/Translate")
+    page.goto(server + "/Translate" + ("?model=en-fr-bible" if find_checkpoint() else ""))  # the app opens teaching
     expect(page.get_by_role("heading", name="Translate & Attention")).to_be_visible(timeout=30_000)
     box = page.get_by_label("English sentence (press Enter to translate)")
     box.fill(_sentence())

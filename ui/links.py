@@ -17,7 +17,7 @@ MEAN = "mean"  # head=mean: the mean of the heads
 SEARCH, VIEW = ("search", "beam", "alpha", "nbest"), ("att", "layer", "head", "hide")
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",), "learn": ("model", "text"),
-               "guide": ("model",),  # the parameters each page reads; page_setup drops the others
+               "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
                "explain": ("model", "text", *SEARCH, "view")}
 
 Problems = list[str]

@@ -159,7 +159,8 @@ def test_beam_translate_lists_nbest(at):
     at.radio(key="tr_method").set_value("beam").run()
     assert not at.exception
     result = at.session_state["tr_result"]
-    assert result.alternatives and len(at.dataframe[1].value) == 1 + len(result.alternatives)
+    assert result.alternatives and len(at.dataframe[0].value) == 1 + len(result.alternatives)
+    assert any("prob-table" in m.value for m in at.markdown)  # the probabilities: HTML that wraps, not a grid
 
 
 def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):

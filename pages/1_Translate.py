@@ -8,6 +8,7 @@ from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
 from ui import class_mode
 from ui.bidi import is_rtl, isolate
+from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
 from ui.models import source_language
 from ui.prob_table import probability_table
@@ -19,7 +20,7 @@ from ui.teaching import (
     random_sentence_button,
     words_known,
 )
-from ui.text import plain, rtl_html
+from ui.text import plain, rtl_html, score
 from ui.translation import translate
 from ui.widgets import (
     current_translator,
@@ -56,7 +57,7 @@ def result(translation: Translation) -> None:
         nbest = [translation, *translation.alternatives]
         with st.expander(f"{len(nbest)} best hypotheses"):
             class_mode.table(st, pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
-                                               "normalised score": [h.normalized_score for h in nbest],
+                                               "normalised score": [score(h.normalized_score) for h in nbest],
                                                "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}),
                              key="tr_nbest")
 
@@ -77,7 +78,7 @@ def main() -> None:
         st.selectbox("Pick an example (test split)", [""] + examples, key="tr_example", on_change=_use_example,
                      format_func=lambda s: s or "—")
     language = source_language(metadata)
-    text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", examples[0] if examples else "")
+    text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", default_sentence(metadata))
     if teaching:
         contraction_warning(text)
     settings: SearchSettings = search_settings("tr")

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ui.text import plain
+from ui.text import score as text_score
 
 NOT_SCORED = "—"  # a row without a log-probability of its own (the forced run's best token at each position)
 
 
 def log_prob_cell(score: float | None) -> str:
     """A log-probability as the table shows it: three decimals, or a dash for a row that has none."""
-    return NOT_SCORED if score is None else f"{score:.3f}"
+    return NOT_SCORED if score is None else text_score(score)
 
 
 def table_rows(rows: Sequence[tuple[str, str, float | None]]) -> list[list[str]]:

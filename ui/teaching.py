@@ -36,8 +36,9 @@ def gold_links(text: str, translation: Translation) -> tuple[frozenset[Link] | N
                       "Build one from the words listed under “Words the teaching model knows” at the top of this "
                       "page to get them." + (f" {hint}" if hint else ""))
     if words(translation.text) != words(pair.tgt):
+        hint = contraction_hint(text)
         return None, (f"The grammar translates it as “{pair.tgt}”. The model's output differs, so the gold links, "
-                      "which join the grammar's words, are not drawn.")
+                      "which join the grammar's words, are not drawn." + (f" {hint}" if hint else ""))
     return pair.links, ""
 
 

@@ -51,3 +51,8 @@ def html_text(text: object) -> str:
     it reads right to left, its full stop on the left, inside an English line."""
     text = " ".join(str(text).split())
     return f'<bdi dir="rtl">{html.escape(text)}</bdi>' if is_rtl(text) else html.escape(text)
+
+
+def score(value: float) -> str:
+    """A log-probability or a search score, with the one precision the app shows them in (-4.694)."""
+    return f"{value:.3f}"

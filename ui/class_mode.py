@@ -91,15 +91,14 @@ def enlarge(fig: go.Figure) -> go.Figure:
     scale = LABEL_PX / 12  # plotly's default label size
     top_labels = layout.xaxis.side == "top"  # the heatmaps' column labels: the top margin holds them
     top_scale = LABEL_PX / (layout.xaxis.tickfont.size or 12) if top_labels else scale
-    margin = layout.margin
+    left, top, bottom = (layout.margin.l or 0), (layout.margin.t or 0), (layout.margin.b or 0)
+    plot_height = math.ceil(((layout.height or 450) - top - bottom) * scale)  # rows grow with their labels
+    top, bottom = math.ceil(top * top_scale), math.ceil(bottom * scale)
     fig.update_layout(font=dict(size=LABEL_PX), title_font=dict(size=TITLE_PX), hoverlabel=dict(font_size=LABEL_PX),
                       legend=dict(font=dict(size=LABEL_PX)),
-                      margin=dict(l=math.ceil((margin.l or 0) * scale), t=math.ceil((margin.t or 0) * top_scale),
-                                  r=margin.r, b=math.ceil((margin.b or 0) * scale)))
+                      margin=dict(l=math.ceil(left * scale), t=top, r=layout.margin.r, b=bottom))
     if layout.height:
-        rows = layout.height - (margin.t or 0) - (margin.b or 0)
-        fig.update_layout(height=layout.margin.t + layout.margin.b + math.ceil(rows * scale))
-    plot_height = (layout.height or 450) - (layout.margin.t or 0) - (layout.margin.b or 0)
+        fig.update_layout(height=top + bottom + plot_height)
     for name in [n for n in layout if n.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
         axis.tickfont.size = max(axis.tickfont.size or 0, LABEL_PX)

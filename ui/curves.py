@@ -44,7 +44,7 @@ def training_curves(records: Sequence[dict], *, cursor: int | None = None,
     """Loss, BLEU/chrF and learning rate against step, one panel each (those with values), linked by a hover rule."""
     data = long_form(records, panels)
     steps = data["step"] if len(data) else pd.Series([0, 1])
-    x = alt.X("step:Q", title="step", axis=alt.Axis(format="~d"),
+    x = alt.X("step:Q", title="step", axis=alt.Axis(format="~d", tickMinStep=1),
               scale=alt.Scale(domain=padded(int(steps.min()), int(steps.max()), 1), nice=False))
     hover = alt.selection_point(name="hover", fields=["step"], nearest=True, on="pointerover", empty=False,
                                 clear="pointerout")
@@ -55,8 +55,9 @@ def training_curves(records: Sequence[dict], *, cursor: int | None = None,
             continue
         base = alt.Chart(data).transform_filter(alt.datum.panel == title).encode(x=x)
         lo, hi = float(part["value"].min()), float(part["value"].max())
-        y = alt.Y("value:Q", title=title, axis=alt.Axis(format="~g"),
-                  scale=alt.Scale(zero=False, domain=padded(lo, hi, abs(lo) * 0.1 or 1e-3)))
+        scale = alt.Scale(zero=False, domain=padded(lo, hi, abs(lo) * 0.1 or 1e-3)) if lo == hi else \
+            alt.Scale(zero=False)
+        y = alt.Y("value:Q", title=title, axis=alt.Axis(format="~g"), scale=scale)
         shown = list(dict.fromkeys(part["metric"]))
         color = alt.Color("name:N", legend=alt.Legend(title=None, orient="top"),
                           scale=alt.Scale(domain=[NAMES.get(k, k) for k in shown],

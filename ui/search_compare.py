@@ -26,9 +26,9 @@ def table_rows(rows: Sequence[tuple[str, str, float | None]]) -> list[list[str]]
 
 
 def same_output_note(a: str, b: str) -> str:
-    return (f"{plain(a)} and {plain(b)} write the same output, piece for piece, so their cross-attention maps are "
-            "identical and there is no difference to draw. Pick another pair above (or type a reference "
-            "translation) to see where two outputs part.")
+    return (f"{plain(a[:1].upper() + a[1:])} and {plain(b)} write the same output, piece for piece, so their "
+            "cross-attention maps are identical and there is no difference to draw. Pick another pair above (or "
+            "type a reference translation) to see where two outputs part.")
 
 
 def difference_caption(a: str, b: str, prefix: int, ids_a: Sequence[int], ids_b: Sequence[int]) -> str | None:

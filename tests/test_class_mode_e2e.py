@@ -59,7 +59,7 @@ def test_class_mode_at_1280x720_draws_labels_readable_from_the_back(server, proj
     page = projector
     page.goto(_translate_url(server, _sentence(), **{"class": "1"}))
     chart = page.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
+    chart.locator(".heatmaplayer image").first.wait_for(timeout=120_000)
     page.wait_for_timeout(1000)  # plotly's layout pass
     columns, rows = chart.evaluate(_LABEL_SIZES_JS)
     assert columns and rows
@@ -80,7 +80,7 @@ def test_class_mode_at_1280x720_draws_labels_readable_from_the_back(server, proj
 def test_without_class_mode_the_labels_stay_at_their_usual_size(server, projector):  # noqa: F811
     projector.goto(_translate_url(server, _sentence()))
     chart = projector.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
+    chart.locator(".heatmaplayer image").first.wait_for(timeout=120_000)
     columns, rows = chart.evaluate(_LABEL_SIZES_JS)
     assert max(columns) <= 12 and max(rows) <= 12  # the switch is what makes them larger
 
@@ -113,13 +113,13 @@ def test_a_long_sentences_probability_table_ends_on_screen(server, projector, tm
     text = LONG if find_checkpoint() else " ".join(s for s, _ in PAIRS[:12])
     page.goto(_translate_url(server, text))
     table = page.locator("table.prob-table")
-    table.wait_for(timeout=60_000)
+    table.wait_for(timeout=120_000)
     end = table.locator("th").last
     assert end.inner_text() == "</s>"
     box = end.bounding_box()
     assert box["x"] + box["width"] <= PROJECTOR["width"]  # no horizontal scroll hides it
     chart = page.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
+    chart.locator(".heatmaplayer image").first.wait_for(timeout=120_000)
     columns, _ = chart.evaluate(_LABEL_SIZES_JS)
     assert min(columns) >= 10
     table.scroll_into_view_if_needed()

@@ -10,6 +10,7 @@ from ui import class_mode
 from ui.bidi import is_rtl, isolate
 from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
+from ui.lenses import split_note, translation_view
 from ui.models import source_language
 from ui.prob_table import probability_table
 from ui.teaching import (
@@ -99,9 +100,11 @@ def main() -> None:
     tokens_help()
     st.subheader("Attention")
     gold, why_not = gold_links(text, translation) if teaching else (None, "")
-    attention_explorer(translation.attention, key="tr", gold=gold)
+    seen = translation_view(translator, translation, key="tr")  # the maps as the chosen lens reads them
+    attention_explorer(seen.attention, key="tr", gold=gold)
     if gold is not None:
-        alignment_panel(translator, translation, gold, key="tr")
+        alignment_panel(translator, seen, gold, key="tr")
+        split_note("tr")
     elif why_not:
         st.info(why_not)
 

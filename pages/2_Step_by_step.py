@@ -8,6 +8,7 @@ from ui import figures, step_view
 from ui.bidi import isolate
 from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
+from ui.lenses import NOTES, lens_switch, lensed, step_rows
 from ui.models import source_language
 from ui.sentences import typed_sentence
 from ui.text import code, plain, score
@@ -51,11 +52,15 @@ def current_step(session, tok, src_pieces) -> None:
     chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
                                      title=f"top {len(hyp.candidates.tokens)} next tokens"),
           key="step_cands", filename=f"step-{session.n_steps}-candidates")
-    layer = c2.selectbox("Decoder layer", range(hyp.cross_attention.shape[0]), key="step_layer")
-    chart(c2, figures.head_rows(hyp.cross_attention[layer].numpy(), src_pieces, title="cross-attention per head"),
+    lens = lens_switch(c2, "step")
+    cross, self_rows, note = step_rows(session.model, session.src_ids, hyp.prefix, hyp.cross_attention,
+                                       hyp.self_attention, lens)
+    layer = c2.selectbox("Decoder layer", range(cross.shape[0]), key="step_layer")
+    chart(c2, figures.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
           key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None)
-    chart(c2, figures.head_rows(hyp.self_attention[layer].numpy(), prefix, title="self-attention per head"),
+    chart(c2, figures.head_rows(self_rows[layer], prefix, title="self-attention per head"),
           key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None)
+    c2.caption(" ".join(filter(None, [NOTES[lens], note])))
 
 
 def main() -> None:
@@ -115,7 +120,8 @@ def main() -> None:
         st.markdown(f"**Result:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):
             maps = translator.attention_maps(source.ids, hyp.tokens)
-        attention_explorer(maps, key="step_att")
+        lens = st.session_state.get("step_lens", "raw")  # the switch above, at the current step
+        attention_explorer(lensed(translator, maps, source.ids, hyp.tokens, lens, "step_att") or maps, key="step_att")
 
 
 main()

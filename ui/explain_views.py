@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.data.tokenizer import BOS_ID
-from transformer.decoding.search import SearchSettings
+from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
     Intervention,
@@ -31,10 +31,12 @@ from transformer.model.checkpoint import load_checkpoint
 from ui import (
     ablation,
     attention,
+    attribution_views,
     class_mode,
     compare,
     explain_figures,
     figures,
+    lenses,
     links,
     report,
     search_compare,
@@ -154,11 +156,12 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     st.caption("Orange pieces differ between the two outputs. The last number scores the trained model's output with "
                "the heads off: how much less likely the heads' absence makes it.")
     ablation.jump_to_switched_off(off, "ex_ab")
-    family, layer, head = map_picker("ex_ab", translation.attention)
+    base, off_maps = lenses.lens_pair(translator, translation, changed, new, key="ex_ab")
+    family, layer, head = map_picker("ex_ab", base)
     base_title, new_title = ablation.map_titles(off, family, layer, head)
     c1, c2 = st.columns(2)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_ab_map_base", title=base_title)
-    draw_map(c2, new.attention, family, layer, head, key="ex_ab_map_new", title=new_title)
+    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title)
+    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title)
     st.caption(ablation.OFF_NOTE)
 
 
@@ -367,16 +370,19 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
                "query in both: red is more weight in this model, blue more in the other.")
 
 
-def report_view(translator: Translator, translation: Translation) -> None:
+def report_view(translator: Translator, translation: Translation, settings: SearchSettings = DEFAULT_SETTINGS) -> None:
     st.markdown("One file with this sentence's translation, its hypotheses, every attention map (hover for the "
-                "tokens and weights) and the statistics of every head on this sentence. It opens in any browser, "
-                "without the app: for a course page or a paper's supplement.")
+                "tokens and weights) and the statistics of every head on this sentence, then the Attribution, Logit "
+                "lens and Patching views with their current picks. It opens in any browser, without the app: for a "
+                "course page or a paper's supplement.")
+    picks = attribution_views.report_picks(translation)
     att = translation.attention
     accumulator = StatisticsAccumulator()
     accumulator.add({f: getattr(att, f) for f in FAMILIES}, {"enc_self": att.source_pieces, "cross": att.source_pieces,
                                                              "dec_self": att.target_input_pieces})
     model = translator.checkpoint.path.name if translator.checkpoint.path else "model"
     st.download_button("Download the report (.html)",
-                       lambda: report.sentence_report(translation, model=model, stats=accumulator.result()),
+                       lambda: report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
+                           attribution_views.report_sections(translator, translation, settings, picks))),
                        "attention-report.html", "text/html", key="ex_report", on_click="ignore",
                        icon=":material/download:")

@@ -14,12 +14,12 @@ METHODS = ("greedy", "beam")
 BEAM_RANGE, ALPHA_RANGE = (2, 8), (0.0, 2.0)  # the search widgets' ranges
 MEAN = "mean"  # head=mean: the mean of the heads
 
-SEARCH, VIEW = ("search", "beam", "alpha", "nbest"), ("att", "layer", "head", "hide")
+SEARCH, VIEW = ("search", "beam", "alpha", "nbest"), ("att", "layer", "head", "hide", "lens")  # lens: ui.lenses
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view", "partner", "ref")}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens")}
 
 Problems = list[str]
 

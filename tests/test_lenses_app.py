@@ -1,0 +1,113 @@
+"""The lens switch in the app (ui.lenses): on Translate, Decode step by step and Explain heads, kept in the link."""
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from streamlit.testing.v1 import AppTest
+
+from tests.app_fixtures import PAIRS
+from tests.test_app import APP, at, checkpoints, figures_of, page, plotly_array  # noqa: F401 (fixtures)
+from transformer.data.corpora.teaching import align
+from transformer.explain import sentence_aer
+from transformer.explain.lenses import lens_maps
+from ui.lenses import read_lens
+from ui.models import checkpoint_stamp
+from ui.widgets import _load
+
+
+def test_read_lens_accepts_the_known_lenses_only():
+    assert read_lens({}) == (None, [])
+    assert read_lens({"lens": "alti"}) == ("alti", [])
+    lens, problems = read_lens({"lens": "<b>grad</b>"})
+    assert lens is None and "Unknown lens" in problems[0] and "value_zeroing" in problems[0]
+
+
+def test_translate_draws_the_chosen_lens_and_keeps_it_in_the_link(at):  # noqa: F811
+    page(at, "pages/1_Translate.py")
+    at.text_input(key="tr_text").input(PAIRS[3][0]).run()
+    assert "lens" not in at.query_params  # raw: the default, not written
+    at.selectbox(key="tr_lens").set_value("alti").run()
+    assert not at.exception and at.query_params["lens"] == "alti"
+    translation = at.session_state["tr_result"]
+    expected = lens_maps(_model(at), translation.source_ids, translation.token_ids, "alti").cross[0][0]
+    heat = figures_of(at)[0]["data"][0]
+    z = plotly_array(heat["z"])  # cross-attention, layer 0, the one map of the layer
+    assert np.allclose(z, expected.numpy(), atol=1e-5)
+    assert (z.sum(1) < 1 + 1e-5).all() and (z.sum(1) < 1 - 1e-3).any()  # ALTI+: the prefix takes the rest
+    assert at.selectbox(key="tr_head").options == ["mean of heads", "head 0"]  # one map per layer
+    at.selectbox(key="tr_lens").set_value("norm").run()
+    assert at.query_params["lens"] == "norm" and len(at.selectbox(key="tr_head").options) == 5
+    shared = dict(at.query_params)
+    opened = AppTest.from_file(APP, default_timeout=60)  # a reload: a new session with the same address
+    opened.query_params.update({**shared, "lens": "rollout"})
+    opened.switch_page("pages/1_Translate.py").run()
+    assert not opened.exception and opened.selectbox(key="tr_lens").value == "rollout"
+    assert not [w for w in opened.warning if "link" in w.value]
+
+
+def _model(app):
+    """The app's own model: the one its cached translator holds."""
+    path = app.session_state["model_path"]
+    return _load(path, checkpoint_stamp(path)).model
+
+
+def test_a_bad_lens_in_the_link_says_so_and_shows_raw_weights(at):  # noqa: F811
+    at.query_params.update({"text": PAIRS[1][0], "lens": "saliency"})
+    at.switch_page("pages/1_Translate.py").run()
+    assert not at.exception
+    assert any("Unknown lens" in w.value for w in at.warning)
+    assert at.selectbox(key="tr_lens").value == "raw"
+
+
+def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
+    page(at, "pages/2_Step_by_step.py")
+    at.text_input(key="step_text").input(PAIRS[5][0]).run()
+    at.button(key="step_next").click().run()
+    at.button(key="step_next").click().run()
+    at.selectbox(key="step_lens").set_value("alti").run()
+    assert not at.exception and at.query_params["lens"] == "alti"
+    session = at.session_state["step_session"]
+    prefix = session.current.live[0].prefix  # <s> and the first token: the query reads the latter
+    expected = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "alti")
+    cross_row = plotly_array(figures_of(at)[1]["data"][0]["z"])  # (H' = 1, S) of decoder layer 0
+    assert np.allclose(cross_row, expected.cross[0][:, -1].numpy(), atol=1e-5)
+    at.selectbox(key="step_lens").set_value("shift").run()
+    assert any("reads the step after a token is chosen" in c.value for c in at.caption)
+    at.selectbox(key="step_lens").set_value("value_zeroing").run()
+    at.button(key="step_run_to_end").click().run()
+    assert not at.exception and at.query_params["lens"] == "value_zeroing"
+    z = plotly_array(figures_of(at)[-1]["data"][0]["z"])  # the finished hypothesis, through the same lens
+    hyp = at.session_state["step_session"].finished[0]
+    vz = lens_maps(session.model, session.src_ids, hyp.tokens, "value_zeroing").cross[0][0]
+    assert np.allclose(z, vz.numpy(), atol=1e-5) and np.allclose(z.sum(1), 1, atol=1e-5)
+    at.switch_page("pages/6_Explain_heads.py").run()
+    at.text_input(key="ex_text").input(PAIRS[5][0]).run()
+    at.multiselect(key="ex_off").set_value([("cross", 0, 0)]).run()
+    at.selectbox(key="ex_ab_lens").set_value("shift").run()
+    assert not at.exception and at.query_params["lens"] == "shift"
+    base, off = (plotly_array(f["data"][0]["z"]) for f in figures_of(at)[-2:])
+    assert base.shape == off.shape and not np.allclose(base, off)  # the head off changes the shifted map
+    assert torch.tensor(base).sum(1).allclose(torch.ones(base.shape[0], dtype=torch.float64), atol=1e-5)
+
+
+def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root / "checkpoints"))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    app = AppTest.from_file(APP, default_timeout=180)
+    sentence = "The young man buys a green bicycle."
+    app.query_params.update({"model": "en-fr-teaching", "text": sentence, "lens": "value_zeroing", "layer": "1"})
+    app.switch_page("pages/1_Translate.py").run()
+    assert not app.exception, app.exception
+    result = app.session_state["tr_result"]
+    gold = align(sentence)
+    assert result.text == gold.tgt
+    heatmap, markers = figures_of(app)[0]["data"][:2]
+    assert markers["name"] == "gold link"
+    maps = lens_maps(_model(app), result.source_ids, result.token_ids, "value_zeroing")
+    assert np.allclose(plotly_array(heatmap["z"]), maps.cross[1][0].numpy(), atol=1e-5)
+    expected = sentence_aer(maps.cross, result.source_pieces, result.target_pieces, gold.links)
+    text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))
+    assert f"**{100 * expected.layer_mean[1]:.0f}%**" in text  # the sentence's AER is the lens's
+    assert any("the test-split grid scores the raw weights" in c.value for c in app.caption)

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from ui.models import describe
+from ui.models import describe, find_models, translates
 from ui.widgets import current_translator, page_setup
 
 
@@ -11,8 +11,9 @@ def main() -> None:
     page_setup("home")
     st.title("Attention Explorer")
     st.markdown(
-        "A Transformer (Vaswani et al., 2017) written from scratch in PyTorch, translating English to French, "
-        "with every attention weight on show. **Translate & Attention** translates your sentence and draws the "
+        "A Transformer (Vaswani et al., 2017) written from scratch in PyTorch, translating "
+        f"{translates(find_models())}, with every attention weight on show. **Translate & Attention** translates "
+        "your sentence and draws the "
         "encoder self-, decoder self- and cross-attention of every layer and head; **Decode step by step** "
         "walks through greedy or beam search one token at a time; **Train** trains a model and plots the run "
         "live; **Learn** takes you through positional encodings, masks and scaled dot-product attention "

@@ -6,13 +6,21 @@ import streamlit as st
 from transformer.data.tokenizer import EOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
-from ui.bidi import is_rtl, isolate, piece_labels
+from ui import class_mode
+from ui.bidi import is_rtl, isolate
 from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
-from ui.figures import unique_labels
 from ui.lenses import split_note, translation_view
 from ui.models import source_language
-from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
+from ui.prob_table import probability_table
+from ui.teaching import (
+    alignment_panel,
+    contraction_warning,
+    gold_links,
+    is_teaching,
+    random_sentence_button,
+    words_known,
+)
 from ui.teaching_suggest import suggest_nearest
 from ui.text import plain, rtl_html, score
 from ui.translation import translate
@@ -42,18 +50,18 @@ def result(translation: Translation) -> None:
         st.markdown(f"### {plain(translation.text) or '∅'}")
     for warning in translation.warnings:
         st.warning(plain(warning))
-    columns = piece_labels(unique_labels(translation.target_pieces))
-    probs = pd.DataFrame([[f"{p:.3f}" for p in translation.token_probs]], index=["probability"], columns=columns)
     right_to_left = is_rtl(translation.text)
-    st.dataframe(probs[columns[::-1]] if right_to_left else probs, key="tr_probs")
+    st.markdown(probability_table(translation.target_pieces, translation.token_probs, rtl=right_to_left),
+                unsafe_allow_html=True)
     st.caption("The output's pieces, each with the probability the model gave it when it chose it"
                + (", first piece on the right." if right_to_left else "."))
     if translation.alternatives:
         nbest = [translation, *translation.alternatives]
         with st.expander(f"{len(nbest)} best hypotheses"):
-            st.dataframe(pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
-                                       "normalised score": [score(h.normalized_score) for h in nbest],
-                                       "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}), key="tr_nbest")
+            class_mode.table(st, pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
+                                               "normalised score": [score(h.normalized_score) for h in nbest],
+                                               "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}),
+                             key="tr_nbest")
 
 
 def main() -> None:
@@ -73,6 +81,8 @@ def main() -> None:
                      format_func=lambda s: s or "—")
     language = source_language(metadata)
     text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", default_sentence(metadata))
+    if teaching:
+        contraction_warning(text)
     settings: SearchSettings = search_settings("tr")
     if not text.strip():
         st.info(f"Type a sentence in {language} above, or pick an example.")

@@ -5,6 +5,7 @@ import streamlit as st
 
 from transformer.decoding.translate import Translation
 from ui import attribution_views, explain_views, head_views
+from ui.bidi import isolate
 from ui.defaults import default_sentence
 from ui.text import plain
 from ui.widgets import current_translator, link, page_setup, search_settings, sentence_input, share
@@ -49,7 +50,7 @@ def main() -> None:
     text, translation = sentence_translation(translator, settings)
     if translation is None:
         return
-    st.markdown(f"**Translation:** {plain(translation.text) or '∅'}")
+    st.markdown(f"**Translation:** {plain(isolate(translation.text)) or '∅'}")
     if view == "ablate":
         explain_views.ablation_view(translator, text, translation, settings)
     elif view == "cell":

@@ -17,6 +17,7 @@ from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps
 from ui import jobs
+from ui.examples import offline_examples
 from ui.figures import escape
 from ui.text import plain
 
@@ -159,7 +160,8 @@ def test_beam_translate_lists_nbest(at):
     at.radio(key="tr_method").set_value("beam").run()
     assert not at.exception
     result = at.session_state["tr_result"]
-    assert result.alternatives and len(at.dataframe[1].value) == 1 + len(result.alternatives)
+    assert result.alternatives and len(at.dataframe[0].value) == 1 + len(result.alternatives)
+    assert any("prob-table" in m.value for m in at.markdown)  # the probabilities: HTML that wraps, not a grid
 
 
 def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):
@@ -432,11 +434,10 @@ def test_example_sentences_follow_the_chosen_model(tmp_path, monkeypatch):
         at.query_params["model"] = name
         at.switch_page("pages/1_Translate.py").run()
         assert not at.exception, at.exception
-        if spec.kind == "mix":  # the parts' test sentences in turn; a part not built here is left out
+        if spec.kind == "mix":  # the parts' test sentences in turn; a Debian part not built here: offline ones
             verses = [s for s, _ in load_corpus(CorpusSpec(kind="bible")).test]
-            own_sources = [s for s, _ in load_corpus(own).test]
-            expected = ([v for pair in zip(verses, own_sources) for v in pair] + verses[len(own_sources):]
-                        if name == "mix" else verses)[:300]
+            other = [s for s, _ in load_corpus(own).test] if name == "mix" else offline_examples("debian")
+            expected = ([v for pair in zip(verses, other) for v in pair] + verses[len(other):])[:300]
         else:
             expected = [s for s, _ in load_corpus(spec).test][:300]
         assert at.selectbox(key="tr_example").options[1:] == expected, name

@@ -1,5 +1,7 @@
 """Right-to-left text: direction, isolates, joined Arabic pieces, and where the app's figures and pages use them."""
 
+import re
+
 from ui import candidates, figures
 from ui.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
 from ui.text import rtl_html
@@ -82,7 +84,8 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
     translation = at.session_state["tr_result"]
     assert is_rtl(translation.text)
     assert [m.value for m in at.markdown if "rtl-text" in m.value] == [rtl_html(translation.text, "h3")]
-    columns = list(at.dataframe[0].value.columns)  # reading order: the first piece on the right
-    assert columns == piece_labels(figures.unique_labels(translation.target_pieces))[::-1]
+    (table,) = [m.value for m in at.markdown if "prob-table" in m.value]  # laid out right to left: first piece right
+    assert 'dir="rtl"' in table
+    assert re.findall(r"<th>(.*?)</th>", table) == [figures.escape(p) for p in piece_labels(translation.target_pieces)]
     rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]  # cross-attention rows: the Arabic pieces
     assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))

@@ -26,6 +26,7 @@ from transformer.decoding.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
+BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.models)
 PLOT = '[data-testid="stPlotlyChart"]'
 EXCEPTION = '[data-testid="stException"]'
 
@@ -162,7 +163,7 @@ def _loopback_only(page) -> list[str]:
 
 def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
     outside = _loopback_only(page)
-    page.goto(server + "/Translate")
+    page.goto(server + "/Translate?" + (BIBLE if find_checkpoint() else ""))
     expect(page.get_by_role("heading", name="Translate & Attention")).to_be_visible(timeout=30_000)
     box = page.get_by_label("English sentence (press Enter to translate)")
     box.fill(_sentence())
@@ -227,7 +228,8 @@ def test_model_view_click_and_box_select_open_that_head(server, page):
 
 
 def test_a_link_opens_the_view_and_a_reload_keeps_it(server, page):
-    query = "att=enc_self&layer=1&head=3&search=beam&beam=3&text=" + _sentence().replace(" ", "+")
+    query = (BIBLE if find_checkpoint() else "") + "att=enc_self&layer=1&head=3&search=beam&beam=3&text=" + \
+        _sentence().replace(" ", "+")
     page.goto(server + "/Translate?" + query)
     title = page.get_by_text("encoder self-attention, layer 1, head 3")
     expect(title).to_be_visible(timeout=60_000)
@@ -240,7 +242,7 @@ def test_a_link_opens_the_view_and_a_reload_keeps_it(server, page):
 
 
 def test_select_boxes_show_the_new_options_text(server, page, tmp_path):
-    page.goto(server + "/Learn")
+    page.goto(server + "/Learn?" + (BIBLE if find_checkpoint() else ""))
     query = _box(page, "Query token")
     expect(query).to_have_value("0: ▁In" if find_checkpoint() else "0: <unk>", timeout=60_000)
     box = page.get_by_label("Your sentence")

@@ -93,10 +93,10 @@ def test_long_sentences_get_column_labels_that_do_not_overlap():
         font, angle, ticks = fig.layout.xaxis.tickfont.size, fig.layout.xaxis.tickangle, fig.layout.xaxis.tickvals
         footprint = figures.LINE_HEIGHT * font / abs(np.sin(np.radians(angle)))  # px along the axis per label
         assert footprint <= figures.PLOT_WIDTH / n * (ticks[1] - ticks[0]), (n, font, angle)
-        assert font >= 7 and (len(ticks) == n) == (n <= 80)
+        assert font >= figures.MIN_FONT == 10 and (len(ticks) == n) == (n <= 58)
         longest = len(f"▁word{n - 1}")
         assert fig.layout.margin.t >= 50 + 0.6 * font * longest * abs(np.sin(np.radians(angle)))  # labels fit
-    assert figures.column_font(5) == (12, -60, 1) and figures.column_font(60) == (9, -90, 1)
+    assert figures.column_font(5) == (12, -60, 1) and figures.column_font(60) == (10, -90, 2)
 
 
 def test_positional_heatmap_leaves_room_for_ticks_and_axis_titles():

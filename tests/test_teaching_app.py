@@ -137,7 +137,7 @@ def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):
     assert not at.exception, at.exception
     figures = {f["layout"]["title"]["text"]: f for f in figures_of(at) if f["layout"].get("title")}
     aer = figures["dev alignment error rate % (lower is better)"]["data"]
-    assert [t["name"] for t in aer] == ["dev_aer_best", "dev_aer_layer0", "dev_aer_layer1"]
+    assert [t["name"] for t in aer] == ["best head", "layer 0 (mean of heads)", "layer 1 (mean of heads)"]
     assert plotly_array(aer[0]["y"]).tolist() == [44.6, 24.5] and plotly_array(aer[0]["x"]).tolist() == [250, 500]
     exact = figures["dev exact-match sentences %"]["data"][0]
     assert plotly_array(exact["y"]).tolist() == [1.0, 69.0]

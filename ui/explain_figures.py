@@ -103,6 +103,11 @@ def difference_heatmap(a: np.ndarray, b: np.ndarray, query_labels: Sequence[str]
     return fig
 
 
+TOOLBAR = 30  # px: plotly's toolbar over the top right of a chart
+SLIDER_PAD = 50  # px from the plot's bottom to the slider: below the Play / Pause row
+CONTROLS = 150  # px under the plot: the buttons, then the slider with its label
+
+
 def training_animation(frames: Sequence[tuple[int, np.ndarray, Sequence[str], Sequence[str]]], *, title: str,
                        query_name: str, key_name: str) -> go.Figure:
     """(step, weights (L_q, L_k), query labels, key labels) per snapshot: a heatmap with Play and a step slider.
@@ -121,14 +126,18 @@ def training_animation(frames: Sequence[tuple[int, np.ndarray, Sequence[str], Se
         for step, w, r, c in frames]
     slider_steps = [dict(method="animate", label=str(step), args=[[str(step)], dict(mode="immediate",
                     frame=dict(duration=0, redraw=True), transition=dict(duration=0))]) for step, *_ in frames]
+    # The title drops below the chart's toolbar (TOOLBAR px at the top right); the step slider has a row of its own
+    # under the Play / Pause buttons, so its "step N" label cannot sit on them.
+    margin = fig.layout.margin.to_plotly_json()
     fig.update_layout(
-        height=height + 90, margin=dict(fig.layout.margin.to_plotly_json(), b=90),
+        height=height + CONTROLS + TOOLBAR, margin=dict(margin, t=margin["t"] + TOOLBAR, b=CONTROLS),
+        title=dict(pad=dict(t=TOOLBAR)),
         updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.02, yanchor="top", xanchor="left", buttons=[
             dict(label="▶ Play", method="animate", args=[None, dict(frame=dict(duration=700, redraw=True),
                                                                     fromcurrent=True, transition=dict(duration=0))]),
             dict(label="❚❚ Pause", method="animate", args=[[None], dict(mode="immediate",
                                                                         frame=dict(duration=0, redraw=False))])])],
-        sliders=[dict(active=len(frames) - 1, steps=slider_steps, x=0.15, len=0.85, y=-0.02, yanchor="top",
-                      currentvalue=dict(prefix="step "))])
+        sliders=[dict(active=len(frames) - 1, steps=slider_steps, x=0, len=1, y=-0.02, yanchor="top",
+                      pad=dict(t=SLIDER_PAD), currentvalue=dict(prefix="step ", xanchor="right"))])
     fig.layout.title.text = f"{title}: step {step0}"
     return fig

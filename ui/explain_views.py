@@ -32,12 +32,14 @@ from ui import (
     ablation,
     attention,
     attribution_views,
+    class_mode,
     compare,
     explain_figures,
     figures,
     lenses,
     links,
     report,
+    search_compare,
     view_links,
 )
 from ui.attention import FAMILIES
@@ -291,8 +293,8 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         outputs["reference"] = (ref_ids, as_attention(translator, greedy.source_ids, ref_ids, forced))
         rows.append(["reference (teacher-forced)", translator.tokenizer.decode_target(ref_ids), forced.score])
         rows.append(["its best token at each position", translator.tokenizer.decode_target(forced.predicted), None])
-    st.dataframe(pd.DataFrame(rows, columns=["output", "text", "log-probability"]), key="ex_search_table",
-                 hide_index=True)
+    class_mode.table(st, pd.DataFrame(search_compare.table_rows(rows), columns=["output", "text", "log-probability"]),
+                     key="ex_search_table", hide_index=True)
     c1, c2, c3, c4 = st.columns(4)
     names = list(outputs)
     a = c1.selectbox("Map of", names, key="ex_search_a")
@@ -305,12 +307,14 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
     map_a, rows_a, cols = attention.matrix(att_a, "cross", layer, head)
     map_b, _, _ = attention.matrix(att_b, "cross", layer, head)
     prefix = shared_prefix(ids_a, ids_b)
+    caption = search_compare.difference_caption(a, b, prefix, ids_a, ids_b)
+    if caption is None:
+        st.success(search_compare.same_output_note(a, b), icon=":material/check_circle:")
+        return
     fig = explain_figures.difference_heatmap(map_a, map_b, rows_a, cols, title=f"cross-attention: {a} − {b}",
                                              names=(a, b), divergence=prefix)
     chart(st, fig, key="ex_search_diff", filename=f"cross-attention-{a}-minus-{b}", theme=None)
-    st.caption(f"The outputs share their first {prefix} piece(s). Above the dashed line the rows are equal: a decoder "
-               "query reads only the tokens before it, which the two outputs share. Below it they part: red is "
-               f"more weight in {plain(a)}, blue more in {plain(b)} (rows are labelled with {plain(a)}'s pieces).")
+    st.caption(caption)
 
 
 # ----------------------------------------------------------------------------- 8. another model, 9. the report

@@ -107,16 +107,19 @@ def attention_heatmap(
     return fig
 
 
+MIN_FONT = 10  # px: the smallest column label; below it a projected or printed token cannot be read
+
+
 def column_font(n_columns: int) -> tuple[int, int, int]:
     """(font size, angle, step) of column labels that do not overlap on a plot about PLOT_WIDTH px wide: turned
-    60 degrees while there is room, upright and smaller for long sentences, and past about 100 columns only
-    every step-th label (the hover names every token)."""
+    60 degrees while there is room, upright and smaller for long sentences, never below MIN_FONT; past about 58
+    columns only every step-th label (the hover names every token)."""
     spacing = PLOT_WIDTH / max(n_columns, 1)  # px between two column labels
-    for font in range(12, 6, -1):
+    for font in range(12, MIN_FONT - 1, -1):
         for angle in (-60, -90):
             if LINE_HEIGHT * font / abs(math.sin(math.radians(angle))) <= spacing:
                 return font, angle, 1
-    return 7, -90, math.ceil(LINE_HEIGHT * 7 / spacing)
+    return MIN_FONT, -90, math.ceil(LINE_HEIGHT * MIN_FONT / spacing)
 
 
 def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) -> go.Figure:
@@ -210,6 +213,19 @@ def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequ
     return fig
 
 
+METRIC_NAMES = {"tokens_per_s": "tokens / s", "dev_aer_best": "best head", "dev_exact": "dev exact match"}
+
+
+def metric_name(key: str) -> str:
+    """A metric's name for a legend: "tokens / s", "layer 1 (mean of heads)", else the key with spaces."""
+    if key.startswith("dev_aer_layer"):
+        return f"layer {key.removeprefix('dev_aer_layer')} (mean of heads)"
+    return METRIC_NAMES.get(key, key.replace("_", " "))
+
+
+CURVE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+
+
 def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = "", log_y: bool = False) -> go.Figure:
     """Lines of metric keys against step, each from the records that have it (train or eval records)."""
     fig = go.Figure()
@@ -218,7 +234,7 @@ def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = 
         if points:
             steps, values = zip(*points)
             mode = "lines+markers" if len(points) < 30 else "lines"
-            fig.add_trace(go.Scatter(x=list(steps), y=list(values), mode=mode, name=key))
+            fig.add_trace(go.Scatter(x=list(steps), y=list(values), mode=mode, name=metric_name(key)))
     if not fig.data:  # e.g. dev metrics before the first evaluation: say so rather than draw empty axes
         fig.add_annotation(text="no values yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                            font=dict(size=14, color="#888888"))
@@ -226,7 +242,12 @@ def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = 
         fig.update_yaxes(showticklabels=False)
     fig.update_layout(title=title or None, height=260, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       xaxis_title="step", yaxis_type="log" if log_y else "linear",
-                      legend=dict(orientation="h", y=-0.3))
+                      legend=dict(orientation="h", y=-0.3), colorway=CURVE_COLORS)
+    single = {x for trace in fig.data for x in trace.x}
+    if len(single) == 1:  # one logged step: a range around it, integer ticks (not "25.000000")
+        (step,) = single
+        fig.update_xaxes(range=[step - 1, step + 1], tickformat="d")
+    fig.update_yaxes(tickformat="~g")
     return fig
 
 

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer.data.corpora.base import normalize_text
+from transformer.data.corpora.teaching import align
 from transformer.data.spec import LOCAL_KINDS
 from transformer.decoding.translate import Translator
 from transformer.explain import (
@@ -36,6 +38,7 @@ from ui.attention import FAMILIES
 from ui.corpus_access import corpus_readable
 from ui.explain_views import NAMES, SHORT, head_name
 from ui.models import checkpoint_stamp, runs_dir
+from ui.teaching import is_teaching
 from ui.text import code, plain
 from ui.translation import decode_slot
 from ui.widgets import chart, choice_box, decode_turn
@@ -65,8 +68,13 @@ def dev_pairs(translator: Translator, n: int) -> list[tuple[str, str]]:
 
 
 def reference_of(translator: Translator, source: str) -> str:
-    """The corpus's translation of source when it is one of its dev or test sentences, else ""."""
-    return next((tgt for src, tgt in dev_pairs(translator, 100_000) if src == source), "")
+    """The corpus's translation of source when it is one of its dev or test sentences, or, for the teaching model,
+    the grammar's French of any sentence the grammar parses (train sentences included); else ""."""
+    found = next((tgt for src, tgt in dev_pairs(translator, 100_000) if src == source), "")
+    if not found and is_teaching(translator.checkpoint.metadata):
+        pair = align(normalize_text(source))
+        found = pair.tgt if pair is not None else ""
+    return found
 
 
 def _stamp(translator: Translator) -> tuple[str, float]:

@@ -280,6 +280,14 @@ def resume_run(root: Path, max_steps: int | None = None) -> RunInfo:
     return _launch(root, ["--resume", str(root), *(["--max-steps", str(max_steps)] if max_steps else [])])
 
 
+def resume_target(info: RunInfo) -> int:
+    """The step a Resume runs to by default: the run's own end (its max_steps) while it is not there yet; a run that
+    reached its end gets as many steps again (at least 100)."""
+    if info.max_steps and info.max_steps > info.step:
+        return int(info.max_steps)
+    return info.step + max(info.step, 100)
+
+
 def stop_run(root: Path) -> bool:
     """SIGTERM: the trainer saves a checkpoint and writes state "stopped". False if nothing was running."""
     info = run_info(root)

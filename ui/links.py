@@ -19,7 +19,7 @@ VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.lenses
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),
-               "guide": ("model",),  # the parameters each page reads; page_setup drops the others
+               "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
                "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens")}
 
 Problems = list[str]

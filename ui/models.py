@@ -93,13 +93,18 @@ def _choice(path: Path, label: str, key: str) -> ModelChoice:
     return ModelChoice(label + language_pair(metadata, " · "), str(path), key, summary(metadata), languages(metadata))
 
 
+APP_MODEL = "en-fr-teaching"  # the model the app opens first: it translates its sentences right (99% exact)
+
+
 def find_models() -> list[ModelChoice]:
-    """Shipped checkpoints first (the default model, then by name), then the best/latest checkpoints of runs (newest
-    run first)."""
+    """Shipped checkpoints first (APP_MODEL, the package's default model, then by name), then the best/latest
+    checkpoints of runs (newest run first). The app opens the first: a newcomer's first translation is a good one,
+    where the Bible model, the command line's default, writes "Dieu créa l'a créé" for Genesis 1:1."""
     choices = []
     root = checkpoints_dir()
     if root.is_dir():
-        for path in checkpoint_order(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        shipped = checkpoint_order(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        for path in sorted(shipped, key=lambda p: p.name != APP_MODEL):  # stable: the rest keep their order
             if _is_checkpoint(path):
                 choices.append(_choice(path, path.name, path.name))
     runs = runs_dir()
@@ -164,6 +169,18 @@ def language_pair(metadata: dict[str, Any], prefix: str = "") -> str:
     """prefix + "English → Arabic", or "" when the checkpoint does not record its languages."""
     pair = languages(metadata)
     return f"{prefix}{LANGUAGES.get(pair[0], pair[0])} → {LANGUAGES.get(pair[1], pair[1])}" if pair else ""
+
+
+def translates(choices: list[ModelChoice]) -> str:
+    """What the listed models translate, for the Home page: "English to French, Italian and Arabic"."""
+    pairs = list(dict.fromkeys(c.languages for c in choices if c.languages))
+    if not pairs:
+        return "one language to another"
+    sources = list(dict.fromkeys(LANGUAGES.get(src, src) for src, _ in pairs))
+    targets = list(dict.fromkeys(LANGUAGES.get(tgt, tgt) for _, tgt in pairs))
+    def listing(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{listing(sources)} to {listing(targets)}"
 
 
 def summary(metadata: dict[str, Any]) -> str:

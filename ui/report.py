@@ -16,6 +16,8 @@ from transformer.decoding.translate import Translation
 from transformer.explain import STATISTICS, HeadStatistics, head_labels
 from ui import attention, explain_figures, figures
 from ui.attention import FAMILIES
+from ui.bidi import piece_labels
+from ui.text import html_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
@@ -41,14 +43,14 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
     extra more HTML sections at the end (`ui.attribution_figures.report_sections`)."""
     att = translation.attention
     parts = [f"<h1>{html.escape(translation.source)}</h1>",
-             f"<p><b>Translation:</b> {html.escape(translation.text)}<br><span class='note'>model {html.escape(model)}"
+             f"<p><b>Translation:</b> {html_text(translation.text)}<br><span class='note'>model {html.escape(model)}"
              f"; log-probability {translation.score:.3f}</span></p>"]
     nbest = [(translation.text, translation.score, translation.normalized_score)]
     nbest += [(a.text, a.score, a.normalized_score) for a in translation.alternatives]
-    parts.append("<h2>Hypotheses</h2>" + _rows([[html.escape(t), f"{s:.3f}", f"{n:.3f}"] for t, s, n in nbest],
+    parts.append("<h2>Hypotheses</h2>" + _rows([[html_text(t), f"{s:.3f}", f"{n:.3f}"] for t, s, n in nbest],
                                                 ["translation", "log-probability", "normalised score"]))
     parts.append("<h2>Output pieces</h2>" + _rows(
-        [[html.escape(p), f"{q:.3f}"] for p, q in zip(translation.target_pieces, translation.token_probs)],
+        [[html_text(p), f"{q:.3f}"] for p, q in zip(piece_labels(translation.target_pieces), translation.token_probs)],
         ["piece", "probability when chosen"]))
     if stats is not None:
         parts.append("<h2>Head statistics</h2><p class='note'>Hover a cell for every number; the bold line is the "

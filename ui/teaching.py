@@ -7,6 +7,7 @@ every sentence it can parse its French and its gold word alignment.
 from __future__ import annotations
 
 import random
+import re
 
 import streamlit as st
 
@@ -17,6 +18,8 @@ from transformer.explain import HeadAlignment, Link, link_cells, parse_links, pi
 from transformer.runs import ProbeRecord
 from ui import alignment
 from ui.models import checkpoint_stamp
+from ui.text import plain
+from ui.widgets import chart
 
 
 def is_teaching(metadata: dict) -> bool:
@@ -28,12 +31,45 @@ def gold_links(text: str, translation: Translation) -> tuple[frozenset[Link] | N
     """The sentence's gold links when they apply to the model's output, else None and a reason to show."""
     pair = align(normalize_text(text))
     if pair is None:
+        hint = contraction_hint(text)
         return None, ("This sentence is outside the teaching grammar, so there are no gold links for it. "
-                      "Build one from the words below to get them.")
+                      "Build one from the words listed under “Words the teaching model knows” at the top of this "
+                      "page to get them." + (f" {hint}" if hint else ""))
     if words(translation.text) != words(pair.tgt):
+        hint = contraction_hint(text)
         return None, (f"The grammar translates it as “{pair.tgt}”. The model's output differs, so the gold links, "
-                      "which join the grammar's words, are not drawn.")
+                      "which join the grammar's words, are not drawn." + (f" {hint}" if hint else ""))
     return pair.links, ""
+
+
+# English contractions the grammar never writes: the tokenizer cuts "don't" into "don", "'", "t", so a negation
+# can vanish from the translation without a word. Irregular ones first.
+_CONTRACTIONS = ((r"\bcan['’]t\b", "cannot"), (r"\bwon['’]t\b", "will not"), (r"\bshan['’]t\b", "shall not"),
+                 (r"n['’]t\b", " not"), (r"\bI['’]m\b", "I am"), (r"['’]re\b", " are"), (r"['’]ve\b", " have"),
+                 (r"['’]ll\b", " will"), (r"['’]d\b", " would"))
+
+
+def expand_contractions(text: str) -> str:
+    """text with its English contractions written out ("doesn't" -> "does not", "I'm" -> "I am")."""
+    for pattern, full in _CONTRACTIONS:
+        text = re.sub(pattern, full, text, flags=re.IGNORECASE)
+    return text
+
+
+def contraction_hint(text: str) -> str:
+    """A sentence telling the student to write text's contractions out, or "" when it has none."""
+    full = expand_contractions(text)
+    if full == text:
+        return ""
+    return (f"The teaching grammar has no contractions (n't, 'm, 're, 've…), and the model may drop a negation it "
+            f"cannot read: write “{plain(full)}”.")
+
+
+def contraction_warning(text: str) -> None:
+    """Warns beside the sentence box when the sentence holds a contraction the teaching model cannot read."""
+    hint = contraction_hint(text)
+    if hint:
+        st.warning(hint, icon=":material/edit_note:")
 
 
 def probe_gold_cells(record: ProbeRecord) -> list[tuple[int, int]]:
@@ -81,10 +117,10 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
         f"(0% = every target word's strongest source word is its gold translation). Best head on the test split: "
         f"layer {best_layer}, head {best_head}, AER {100 * best:.1f}% over {split.sentences} sentences.")
     c1, c2 = st.columns(2)
-    c1.plotly_chart(alignment.aer_grid(mine.heads, mine.layer_mean, title="AER %, this sentence"),
-                    key=f"{key}_aer_sentence", theme=None)
-    c2.plotly_chart(alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split"),
-                    key=f"{key}_aer_split", theme=None)
+    chart(c1, alignment.aer_grid(mine.heads, mine.layer_mean, title="AER %, this sentence"),
+          key=f"{key}_aer_sentence", filename="aer-this-sentence", theme=None)
+    chart(c2, alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split"),
+          key=f"{key}_aer_split", filename="aer-test-split", theme=None)
     st.caption("AER (Och and Ney, 2003) compares the links read off attention (each target word to the source "
                "word its row attends to most, pieces merged into words) with the grammar's gold links; the ring "
                "marks the best head. Heads that align well are the ones to show a class.")

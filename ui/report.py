@@ -1,6 +1,6 @@
 """A self-contained HTML report of one translated sentence: the translation, the n-best list, every family's
-token lines (the head view) and attention maps (with hover) and the statistics of every head, readable in any browser without the app (plotly.js is
-inlined: about 5 MB). No streamlit."""
+token lines (the head view) and attention maps (with hover) and the statistics of every head, readable in any
+browser without the app (plotly.js is inlined: about 5 MB). No streamlit."""
 
 from __future__ import annotations
 

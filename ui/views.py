@@ -1,6 +1,6 @@
 """The package's self-contained views (`transformer.explain.views`) on the app's pages: the head view and model
 view of token lines, Eq. 1 as one picture and the clickable beam tree. Each is drawn by the package; this module
-only places it (streamlit.components: an iframe for the views, a bidirectional component for the tree's clicks)
+only places it (st.iframe for the views, a bidirectional streamlit component for the tree's clicks)
 and adds the few widgets around it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import streamlit as st
-import streamlit.components.v1 as components
+import streamlit.components.v2 as bidi_components
 
 from transformer.decoding.search import HypothesisStep
 from transformer.decoding.translate import TranslationAttention, Translator
@@ -25,13 +25,13 @@ TREE_JS = f"""export default function(component){{const {{data,setTriggerValue,p
 let host=parentElement.querySelector('div.bt-host');if(!host){{host=document.createElement('div');
 host.className='bt-host';parentElement.appendChild(host);}}host.innerHTML=data.html;
 ({tree.TREE_JS})(host.querySelector('.bt'),(s,r)=>setTriggerValue('node',s+':'+r));}}"""
-_tree_component = components.v2.component("attention_beam_tree", js=TREE_JS) if hasattr(components, "v2") else None
+_tree_component = bidi_components.component("attention_beam_tree", js=TREE_JS)
 
 
 def show(view: views.View, container=None) -> None:
     """A view in an iframe of its own height (at most MAX_HEIGHT, then it scrolls)."""
     with container or st.container():
-        components.html(view.document(), height=min(view.height, MAX_HEIGHT), scrolling=True)
+        st.iframe(view.document(), height=min(view.height, MAX_HEIGHT))
 
 
 def head_view(att: TranslationAttention, family: str, layer: int, head: int | None, hide: bool = False) -> None:
@@ -75,9 +75,6 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str) 
     svg, _, height = tree.beam_tree_svg(session.history, tok.target_pieces, best.tokens if best else None)
     body = (f"<style>{tree.CSS}</style><div class='tv bt'>{tree.legend()}<div style='overflow-x:auto'>{svg}</div>"
             "<div class='info note'></div></div>")
-    if _tree_component is None:
-        st.html(body)
-        return
     result = _tree_component(data={"html": body}, key=key, on_node_change=lambda: None, height=height + 70)
     picked = getattr(result, "node", None)
     if picked:

@@ -24,12 +24,13 @@ BAR_H = 16  # px of a key's bar vector
 IN_DIMS = 48  # dimensions of the query's input drawn (d_model is several hundred)
 POS, NEG, HL = "#3b75af", "#d0644c", "#fff3c4"
 # stage -> (x of its column, width, heading)
-COLUMNS = {
-    "input": (8, 120, "input x"), "q": (146, 96, "q = x W^Q"), "key": (262, 96, "key"),
-    "k": (364, 80, "k = x W^K"), "v": (452, 80, "v = x W^V"), "score": (544, 74, "q·k / √d_k"),
-    "mask": (626, 62, "mask"), "weight": (696, 104, "softmax"), "wv": (810, 80, "weight × v"),
-    "output": (906, 124, "Σ weight × v"),
+COLUMNS = {  # the query's input and q share the first column, input on top
+    "input": (8, 100, "input x"), "q": (8, 100, "q = x W^Q"), "key": (124, 84, "key"),
+    "k": (212, 70, "k = x W^K"), "v": (290, 70, "v = x W^V"), "score": (368, 66, "q·k / √d_k"),
+    "mask": (440, 56, "mask"), "weight": (502, 96, "softmax"), "wv": (608, 70, "weight × v"),
+    "output": (688, 116, "Σ weight × v"),
 }
+Q_TOP = TOP + 124  # y of q's bars, under the input's
 STAGES = (("input", ["input"]), ("qkv", ["q", "key", "k", "v"]), ("score", ["score"]), ("mask", ["mask"]),
           ("softmax", ["weight"]), ("weighted", ["wv"]), ("sum", ["output"]))
 CSS = BASE_CSS + """.eq svg text{font-size:12px}.eq .row{cursor:pointer}.eq text.on{font-weight:700}
@@ -102,7 +103,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     wv = weights[:, None] * v  # (L_k, Dh)
     wv_scale = max(float(np.abs(wv).max()), float(np.abs(out).max()), 1e-9)
     col = COLUMNS
-    height = int(TOP + max(n, 5) * ROW + 30)
+    height = int(TOP + max(n, 9) * ROW + 30)
     width = col["output"][0] + col["output"][1] + 10
     groups: dict[str, list[str]] = {name: [] for name, _ in STAGES}
 
@@ -112,15 +113,15 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     for stage, cols in STAGES:
         for c in cols:
             x, w, heading = col[c]
-            add(stage, f'<text class="head" x="{x}" y="{TOP - 30}">{esc(heading)}</text>')
+            add(stage, f'<text class="head" x="{x}" y="{(Q_TOP if c == "q" else TOP) - 30}">{esc(heading)}</text>')
     xi, wi, _ = col["input"]
     add("input", bars(x_in[:IN_DIMS], xi, TOP - 12, wi, 48, float(np.abs(x_in).max()) or 1.0))
     add("input", f'<text x="{xi}" y="{TOP + 54}">«{esc(shorten(query_label, 14))}»</text>'
                  f'<text x="{xi}" y="{TOP + 70}" class="note">first {min(IN_DIMS, len(x_in))} of {len(x_in)}</text>')
     xq, wq, _ = col["q"]
-    add("qkv", bars(q, xq, TOP - 12, wq, 48, float(np.abs(q).max()) or 1.0, ' data-part="q"'))
-    add("qkv", f'<text x="{xq}" y="{TOP + 54}" class="note">d_k = {d_k}</text>')
-    add("qkv", f'<line class="qk" x1="{xq + wq:.1f}" y1="{TOP + 12}" x2="{col["key"][0] - 4}" y2="{TOP + key * ROW}" '
+    add("qkv", bars(q, xq, Q_TOP - 12, wq, 48, float(np.abs(q).max()) or 1.0, ' data-part="q"'))
+    add("qkv", f'<text x="{xq}" y="{Q_TOP + 54}" class="note">d_k = {d_k}</text>')
+    add("qkv", f'<line class="qk" x1="{xq + wq:.1f}" y1="{Q_TOP + 12}" x2="{col["key"][0] - 4}" y2="{TOP + key * ROW}" '
                f'stroke="#c98a00" stroke-width="1.5"/>')
     for j in range(n):
         y = TOP + j * ROW
@@ -146,7 +147,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     agree = float(np.abs(weights - _np(cell.model_weights)).max()) if n else 0.0
     add("sum", f'<text x="{xo}" y="{TOP + 54}" class="note">{len(out)} numbers</text>'
                f'<text x="{xo}" y="{TOP + 70}" class="note">Σ weights = {weights.sum():.3f}</text>'
-               f'<text x="{xo}" y="{TOP + 86}" class="note">model\'s own: Δ {agree:.0e}</text>')
+               f'<text x="{xo}" y="{TOP + 86}" class="note">vs model: Δ {agree:.0e}</text>')
     x0, x1 = col["key"][0], col["wv"][0] + col["wv"][1]
     body = [f'<rect class="hl" x="{x0}" y="{TOP + key * ROW - ROW / 2}" width="{x1 - x0}" height="{ROW}" fill="{HL}"/>']
     body += [f'<g class="st" data-stage="{name}">{"".join(groups[name])}</g>' for name, _ in STAGES]

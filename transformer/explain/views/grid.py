@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from transformer.explain.views.lines import as_maps
-from transformer.explain.views.svg import BASE_CSS, View, column_is_rtl, esc, shorten, text_width
+from transformer.explain.views.svg import BASE_CSS, View, anchored, column_is_rtl, esc, shorten, text_width
 
 CELL = 12  # px of one weight
 LABEL_CHARS = 14
@@ -18,7 +18,7 @@ CSS = BASE_CSS + ".hm svg text{font-size:10px}.hm .maps{display:flex;flex-wrap:w
 def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str = "",
                 row_labels: bool = True) -> tuple[str, int, int]:
     """One map (Lq, Lk) as SVG: a rect per weight with fill-opacity = weight."""
-    rtl_k = column_is_rtl(key_labels)
+    rtl_q, rtl_k = column_is_rtl(query_labels), column_is_rtl(key_labels)
     left = (min(max((text_width(t, 10) for t in query_labels), default=10), text_width("x" * LABEL_CHARS, 10)) + 6
             if row_labels else 4)
     top = min(max((text_width(t, 10) for t in key_labels), default=10), text_width("x" * LABEL_CHARS, 10)) + 22
@@ -33,7 +33,7 @@ def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], 
     for i, label in enumerate(query_labels):
         if row_labels:
             parts.append(f'<text class="row" data-i="{i}" x="{left - 4}" y="{top + i * CELL + CELL - 2}" '
-                         f'text-anchor="end">{esc(shorten(label, LABEL_CHARS))}</text>')
+                         f'{anchored("right", rtl_q)}>{esc(shorten(label, LABEL_CHARS))}</text>')
         for j in range(n_k):
             w = float(matrix[i][j])
             parts.append(f'<rect x="{col_x(j)}" y="{top + i * CELL}" width="{CELL - 1}" height="{CELL - 1}" '

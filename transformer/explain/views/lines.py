@@ -18,6 +18,7 @@ from transformer.explain.views.svg import (
     BASE_CSS,
     HEAD_COLOURS,
     View,
+    anchored,
     column_is_rtl,
     esc,
     new_id,
@@ -73,12 +74,10 @@ def as_maps(weights, n_queries: int, n_keys: int) -> np.ndarray:
 
 def _label(kind: str, i: int, text: str, x: float, y: float, edge: str, rtl: bool, dim: bool = False) -> str:
     """A token label whose `edge` ("left" or "right") sits at x; right-to-left text anchors the other way round."""
-    anchor = {("left", False): "start", ("right", False): "end", ("left", True): "end", ("right", True): "start"}
     shown = shorten(text, LABEL_CHARS)
-    rtl_attr = ' direction="rtl"' if rtl else ""
     cls = f"t{kind}" + (" dim" if dim else "")
     return (f'<text class="{cls}" data-kind="{kind}" data-i="{i}" x="{x:.1f}" y="{y:.1f}" '
-            f'text-anchor="{anchor[edge, rtl]}"{rtl_attr} dominant-baseline="middle"><title>{esc(text)}</title>'
+            f'{anchored(edge, rtl)} dominant-baseline="middle"><title>{esc(text)}</title>'
             f"{esc(shown)}</text>")
 
 
@@ -117,6 +116,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     mirrored = rtl_q  # a right-to-left target reads from the right: its queries stand there
     w_q = min(max((text_width(t, 13) for t in query_labels), default=20), text_width("x" * LABEL_CHARS, 13))
     w_k = min(max((text_width(t, 13) for t in key_labels), default=20), text_width("x" * LABEL_CHARS, 13))
+    w_q, w_k = max(w_q, text_width(query_name, 12)), max(w_k, text_width(key_name, 12))  # the headings fit too
     left_w, right_w = (w_k, w_q) if mirrored else (w_q, w_k)
     x_left, x_right = left_w + 10, left_w + 10 + GAP  # the inner edges of the two label columns
     x_q, x_k = (x_right, x_left) if mirrored else (x_left, x_right)
@@ -170,7 +170,8 @@ def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[s
             cells.append(f'<div class="cell" data-layer="{lay}" data-head="{h}"><svg class="thumb" width="{THUMB_W}" '
                          f'height="{THUMB_H}" viewBox="0 0 {THUMB_W} {THUMB_H}" data-layer="{lay}" data-head="{h}">'
                          f'<g stroke="{colour}">{lines}</g></svg><div>L{lay} H{h}</div></div>')
-    grid = (f'<div class="grid" style="grid-template-columns:auto repeat({n_heads},{THUMB_W + 2}px)">'
+    grid = (f'<div class="grid" style="grid-template-columns:max-content repeat({n_heads},{THUMB_W + 2}px);'
+            'justify-content:start">'
             + "".join(cells) + "</div>")
     head = head_view_from(maps, query_labels, key_labels, title="", query_name=query_name, key_name=key_name)
     root = new_id("mv")

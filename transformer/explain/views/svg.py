@@ -50,6 +50,13 @@ def column_is_rtl(labels: Sequence[str]) -> bool:
     return is_rtl("".join(labels))
 
 
+def anchored(edge: str, rtl: bool) -> str:
+    """SVG attributes that put a label's `edge` ("left" or "right") at its x: right-to-left text starts on the right,
+    so its anchors swap."""
+    anchor = {("left", False): "start", ("right", False): "end", ("left", True): "end", ("right", True): "start"}
+    return f'text-anchor="{anchor[edge, rtl]}"' + (' direction="rtl"' if rtl else "")
+
+
 def shorten(label: str, limit: int) -> str:
     """At most `limit` characters: the rest becomes an ellipsis (the full piece is in the node's title)."""
     return label if len(label) <= limit else label[: max(limit - 1, 1)] + "…"

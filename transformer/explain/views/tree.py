@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from transformer.decoding.search import SearchStep
-from transformer.explain.views.svg import BASE_CSS, View, esc, new_id, shorten, text_width
+from transformer.explain.views.svg import BASE_CSS, View, anchored, esc, is_rtl, new_id, shorten, text_width
 
 COL, ROW, RADIUS, FONT_PX = 92, 24, 5, 11  # px: a step's column, a rank's row, a node, the labels' font
 LEFT, TOP = 34, 44  # px: room for the root <s> and the step numbers
@@ -119,7 +119,8 @@ def beam_tree_svg(steps: Sequence[SearchStep], pieces: Callable[[list[int]], lis
             nodes.append(f'<g class="{classes}" data-id="{t}-{rank}" data-up="{up}" data-step="{t}" '
                          f'data-rank="{rank}" data-status="{node.status}" data-summary="{esc(summary)}">'
                          f"{_marker(node.status, x, y, on_path)}"
-                         f'<text class="label" x="{x + RADIUS + 4}" y="{y}" dominant-baseline="middle">'
+                         f'<text class="label" x="{x + RADIUS + 4}" y="{y}" {anchored("left", is_rtl(piece))} '
+                         'dominant-baseline="middle">'
                          f"{esc(_fit(piece))}</text><title>{esc(title)}</title></g>")
             if node.status == "live":
                 next_slot[node.slot] = (f"{t}-{rank}", x, float(y))

@@ -175,15 +175,15 @@ def cell_view(translator: Translator, translation: Translation, key: str = "ex_c
     cell = views.eq1_picture(translator.model, translation.source_ids, decoder_input, family, layer, head, query,
                              rows[query], cols, column)
     d_head = cell.q.numel()
+    st.markdown(f"**Query {code(rows[query])} (row {query}) → key {code(cols[column])} (column {column}).** The "
+                f"layer's input at the query is projected to $q$, at every key to $k$ and $v$ ($d_k$ = {d_head}). "
+                "The score is $q \\cdot k / \\sqrt{d_k}$; masked keys get $-\\infty$; the softmax of the row gives "
+                "the weights; the head's output is the weighted sum of the values.")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("q · k / √d_k", f"{float(cell.scores[column]):.4f}")
+    c2.metric("weight (softmax)", f"{float(cell.weights[column]):.4f}")
+    c3.metric("the model's weight", f"{float(cell.model_weights[column]):.4f}")
     with st.expander("The same numbers as tables"):
-        st.markdown(f"**Query {code(rows[query])} (row {query}) → key {code(cols[column])} (column {column}).** The "
-                    f"layer's input at the query is projected to $q$, at every key to $k$ and $v$ ($d_k$ = {d_head}). "
-                    "The score is $q \\cdot k / \\sqrt{d_k}$; masked keys get $-\\infty$; the softmax of the row gives "
-                    "the weights; the head's output is the weighted sum of the values.")
-        c1, c2, c3 = st.columns(3)
-        c1.metric("q · k / √d_k", f"{float(cell.scores[column]):.4f}")
-        c2.metric("weight (softmax)", f"{float(cell.weights[column]):.4f}")
-        c3.metric("the model's weight", f"{float(cell.model_weights[column]):.4f}")
         table = pd.DataFrame({"key": cols, "q·k / √d_k": cell.scores.numpy(), "may attend": cell.mask.numpy(),
                               "after mask": cell.masked.numpy(), "softmax": cell.weights.numpy(),
                               "model's weight": cell.model_weights.numpy()})

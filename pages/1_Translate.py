@@ -7,11 +7,12 @@ from transformer.data.tokenizer import EOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
 from ui.bidi import is_rtl, isolate, piece_labels
+from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
 from ui.figures import unique_labels
 from ui.models import source_language
 from ui.teaching import alignment_panel, gold_links, is_teaching, random_sentence_button, words_known
-from ui.text import plain, rtl_html
+from ui.text import plain, rtl_html, score
 from ui.translation import translate
 from ui.widgets import (
     current_translator,
@@ -49,7 +50,7 @@ def result(translation: Translation) -> None:
         nbest = [translation, *translation.alternatives]
         with st.expander(f"{len(nbest)} best hypotheses"):
             st.dataframe(pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
-                                       "normalised score": [h.normalized_score for h in nbest],
+                                       "normalised score": [score(h.normalized_score) for h in nbest],
                                        "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}), key="tr_nbest")
 
 
@@ -69,7 +70,7 @@ def main() -> None:
         st.selectbox("Pick an example (test split)", [""] + examples, key="tr_example", on_change=_use_example,
                      format_func=lambda s: s or "—")
     language = source_language(metadata)
-    text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", examples[0] if examples else "")
+    text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", default_sentence(metadata))
     settings: SearchSettings = search_settings("tr")
     if not text.strip():
         st.info(f"Type a sentence in {language} above, or pick an example.")

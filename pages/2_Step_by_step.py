@@ -4,15 +4,16 @@ import streamlit as st
 
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
-from ui import figures, views
+from ui import figures, step_view, views
 from ui.bidi import isolate
+from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
 from ui.models import source_language
-from ui.text import code, plain
-from ui.translation import bounded, decode_slot, follow_prefix, prepare
+from ui.sentences import typed_sentence
+from ui.text import code, plain, score
+from ui.translation import bounded, decode_slot, prepare
 from ui.widgets import (
     chart,
-    choice_box,
     current_translator,
     decode_turn,
     page_setup,
@@ -21,7 +22,6 @@ from ui.widgets import (
     tokens_help,
 )
 
-DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
            "Reset": DecodingSession.reset}
 
@@ -36,20 +36,12 @@ def current_step(session, tok, src_pieces) -> None:
         st.info("Press **Next** to feed `<s>` and predict the first token.")
         return
     prefixes = [tuple(h.prefix) for h in step.live]  # a hypothesis is followed by its prefix, not by its rank
-    picked = st.session_state.get("step_hyp")
-    if picked is not None and follow_prefix(picked, prefixes) is None:
-        st.info(f"The hypothesis you followed, {code(' '.join(tok.target_pieces(picked)))}, has left the beam "
-                "(finished or pruned); showing the best live one.")
-        st.session_state.step_hyp = prefixes[0]
-    if len(prefixes) > 1:
-        choice_box(st, "Hypothesis", prefixes, key="step_hyp", follow=lambda old, opts: follow_prefix(old, opts) or 0,
-                   format_func=lambda p: f"{prefixes.index(p)}: {isolate(' '.join(tok.target_pieces(p)))}")
-    hyp = step.live[prefixes.index(st.session_state.step_hyp)] if st.session_state.get("step_hyp") in prefixes \
-        else step.live[0]
+    hyp = step.live[prefixes.index(step_view.followed_prefix(prefixes, lambda p: isolate(" ".join(
+        tok.target_pieces(p)))))]
     prefix = tok.target_pieces(hyp.prefix)
     st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-prob "
-                f"{hyp.score:.3f}); its newest token {code(isolate(prefix[-1]))} is the query whose attention is "
-                "shown. Its candidates for the next token:")
+                f"{score(hyp.score)}); its newest token {code(isolate(prefix[-1]))} is the query whose "
+                "attention is shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
     chart(c1, figures.candidates_bar(tok.target_pieces(hyp.candidates.tokens), hyp.candidates.probs,
                                      title=f"top {len(hyp.candidates.tokens)} next tokens"),
@@ -69,8 +61,9 @@ def main() -> None:
     if translator is None:
         return
     tok = translator.tokenizer
-    text = sentence_input(f"{source_language(translator.checkpoint.metadata)} sentence", "step_text",
-                          (st.session_state.get("tr_text") or "").strip() or DEFAULT_SENTENCE)
+    metadata = translator.checkpoint.metadata
+    text = sentence_input(f"{source_language(metadata)} sentence", "step_text",
+                          typed_sentence("tr_text") or default_sentence(metadata))
     settings = bounded(search_settings("step"))
     try:
         source = prepare(translator, text)
@@ -85,7 +78,7 @@ def main() -> None:
         with decode_turn() as on_wait, decode_slot(on_wait):
             if st.session_state.get("step_request") != request:
                 st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
-                st.session_state.pop("step_hyp", None)
+                step_view.forget_followed()
                 st.session_state.step_request = request
             elif pending is not None:
                 ACTIONS[pending](st.session_state.step_session)
@@ -106,13 +99,13 @@ def main() -> None:
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
         views.beam_tree(session, translator, source.ids, key="step_tree")
-    finished = session.finished
+    finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
-        st.subheader("Finished hypotheses")
-        labels = [f"{plain(isolate(tok.decode_target(h.tokens))) or '∅'}  (score {h.normalized_score:.3f})"
-                  for h in finished]
+        st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")
+        labels = [step_view.nbest_label(plain(isolate(tok.decode_target(h.tokens))), h, settings) for h in finished]
         pick = st.radio("Open a hypothesis to see its attention", range(len(labels)), format_func=labels.__getitem__,
                         key="step_pick")
+        st.caption(step_view.penalty_note(settings))
         hyp = finished[min(pick, len(finished) - 1)]
         st.markdown(f"**Result:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):

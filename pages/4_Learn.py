@@ -11,10 +11,10 @@ from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
 from ui import figures, views
 from ui.attention import encoder_attention_steps
+from ui.defaults import default_sentence
 from ui.translation import MAX_SOURCE_TOKENS, translate
+from ui.view_links import seed_indexes, share_indexes
 from ui.widgets import chart, choice_box, current_translator, decode_turn, page_setup, sentence_input, tokens_help
-
-DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 
 
 def positions(d_model: int) -> None:
@@ -48,8 +48,9 @@ def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
     causal = subsequent_mask(len(tgt_pieces))[0, 0].numpy()
     chart(c2, figures.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
           key="learn_causal", filename="causal-mask", theme=None)
-    st.caption("Green: may attend (True). Grey: masked; its score is set to the smallest float before the softmax, "
-               "so it gets exactly 0 weight. Rows are queries, columns keys.")
+    st.caption("Green: may attend (True). Grey: masked; its score becomes -inf before the softmax, so it gets "
+               "exactly 0 weight (the model writes the smallest float instead, which gives the same 0). Rows are "
+               "queries, columns keys.")
     return pad_to
 
 
@@ -61,10 +62,13 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str], pad_to: int) 
                 f"{n_pad} `<pad>` as in section 2 (the slider there sets how many).")
     c = checkpoint.config
     c1, c2, c3 = st.columns(3)
+    seed_indexes({"layer": ("learn_layer", c.n_encoder_layers), "head": ("learn_head", c.n_heads),
+                  "query": ("learn_query", len(pieces))})
     layer = c1.selectbox("Encoder layer", range(c.n_encoder_layers), key="learn_layer")
     head = c2.selectbox("Head", range(c.n_heads), key="learn_head")
     query = choice_box(c3, "Query token", list(range(len(pieces))), key="learn_query",
                        format_func=lambda i: f"{i}: {pieces[i]}", follow=lambda old, opts: 0)
+    share_indexes(layer=layer, head=head, query=query)
     s = encoder_attention_steps(checkpoint.model, src_ids, layer, head, query, pad_to=pad_to)
     keys = pieces + ["<pad>"] * n_pad
     views.eq1_picture(checkpoint.model, src_ids + [PAD_ID] * n_pad, None, "enc_self", layer, head, query,
@@ -79,12 +83,12 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str], pad_to: int) 
                                   columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key="learn_qk")
         table = pd.DataFrame({"key": keys, f"q·k / √{d_head}": s.scores, "may attend": s.mask,
                               "after mask": s.masked, "softmax": s.weights, "model's weight": s.model_weights})
-        st.markdown("**Scores, mask, softmax.** The dot product of the query with each key, divided by $\\sqrt{d_k}$ "
-                    "so that the softmax does not saturate; the `<pad>` keys may not be attended to, so their scores "
-                    "become −∞ and their weights exactly 0; softmax turns scores into weights that sum to 1. The last "
-                    "column is what the model itself returned: they agree.")
+        st.markdown("**Scores, mask, softmax.** The dot product of the query with each key, divided by "
+                    "$\\sqrt{d_k}$ so that the softmax does not saturate; the `<pad>` keys may not be attended to, so "
+                    "their scores become `-inf` and their weights exactly 0; softmax turns scores into weights that "
+                    "sum to 1. The last column is what the model itself returned: they agree.")
         st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}),
-                     key="learn_table")
+                     key="learn_table", height="content")  # every row, the -inf of the <pad> keys, no scrolling
         st.markdown(f"**Times V.** The output is the weighted sum of the values: first {show} of {d_head} numbers.")
         st.dataframe(pd.DataFrame([s.output[:show]], index=["output"], columns=[f"d{j}" for j in range(show)]),
                      key="learn_out")
@@ -96,7 +100,8 @@ def main() -> None:
     page_setup("learn")
     st.title("Learn: how attention works")
     translator = current_translator(required=False)
-    sentence = sentence_input("Your sentence", "learn_sentence", DEFAULT_SENTENCE)
+    sentence = sentence_input("Your sentence", "learn_sentence",
+                              default_sentence(translator.checkpoint.metadata if translator else None))
     d_model = translator.model.config.d_model if translator else 64
     positions(d_model)
     if not sentence.strip():

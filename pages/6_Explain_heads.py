@@ -5,10 +5,10 @@ import streamlit as st
 
 from transformer.decoding.translate import Translation
 from ui import explain_views, head_views
+from ui.defaults import default_sentence
 from ui.text import plain
 from ui.widgets import current_translator, link, page_setup, search_settings, sentence_input, share
 
-DEFAULT_SENTENCE = "In the beginning God created the heaven and the earth."
 VIEWS = {"ablate": "Switch heads off", "cell": "Arithmetic of a cell", "whatif": "What if…",
          "search": "Greedy, beam, reference", "compare": "Compare models", "report": "Report",
          "stats": "Head statistics", "importance": "Head importance", "training": "Across training"}
@@ -16,7 +16,7 @@ WHOLE_MODEL = ("stats", "importance", "training")  # views of every head, not of
 
 
 def sentence_translation(translator, settings) -> tuple[str, Translation | None]:
-    text = sentence_input("Sentence (press Enter)", "ex_text", DEFAULT_SENTENCE)
+    text = sentence_input("Sentence (press Enter)", "ex_text", default_sentence(translator.checkpoint.metadata))
     if not text.strip():
         st.info("Type a sentence above.")
         return text, None

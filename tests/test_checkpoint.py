@@ -7,8 +7,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import random_batch, tiny_config
+from tests.fuzz_inputs import HOSTILE_CHECKPOINTS
 from transformer import Transformer
 from transformer.data.tokenizer import train_tokenizer
+from transformer.model import checkpoint
 from transformer.model.checkpoint import (
     CheckpointError,
     average_checkpoints,
@@ -20,17 +22,27 @@ from transformer.model.checkpoint import (
 
 
 @pytest.fixture
-def saved(tmp_path, tiny_model):
+def saved(tmp_path):
     tokenizer = train_tokenizer([("the house", "la maison"), ("a cat", "un chat")], kind="wordlevel",
                                 vocab_size=50, min_frequency=1)
-    path = save_checkpoint(tmp_path / "ckpt", tiny_model, tokenizer=tokenizer, metadata={"step": 7})
-    return path, tiny_model, tokenizer
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(src_vocab_size=tokenizer.src_vocab_size,
+                                    tgt_vocab_size=tokenizer.tgt_vocab_size)).eval()
+    path = save_checkpoint(tmp_path / "ckpt", model, tokenizer=tokenizer, metadata={"step": 7})
+    return path, model, tokenizer
+
+
+@pytest.fixture
+def unsummed(saved):
+    """A checkpoint as written before checksums existed: every check but the checksum one must still hold."""
+    (saved[0] / "checksums.json").unlink()
+    return saved
 
 
 def test_round_trip_gives_identical_logits(saved):
     path, model, tokenizer = saved
-    assert sorted(p.name for p in path.iterdir()) == ["config.json", "metadata.json", "model.safetensors",
-                                                      "tokenizer.json"]
+    assert sorted(p.name for p in path.iterdir()) == ["checksums.json", "config.json", "metadata.json",
+                                                      "model.safetensors", "tokenizer.json"]
     loaded = load_checkpoint(path)
     src, tgt = random_batch(model.config)
     assert loaded.config == model.config and loaded.metadata == {"step": 7}
@@ -95,10 +107,20 @@ def test_save_replaces_an_existing_checkpoint_only_when_complete(saved):
         (lambda p: (p / "metadata.json").write_text("[1, 2]"), "metadata.json: expected a JSON object"),
     ],
 )
-def test_damaged_checkpoint_raises_one_clear_error(saved, damage, message):
-    path, _, _ = saved
+def test_damaged_checkpoint_raises_one_clear_error(unsummed, saved, damage, message):
+    path, _, _ = unsummed
     damage(path)
     with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "tokenizer.json"])
+def test_a_flipped_bit_in_any_checksummed_file_is_found(saved, name):
+    path, _, _ = saved
+    data = bytearray((path / name).read_bytes())
+    data[len(data) // 2] ^= 0x04  # one bit, mid-file: for the weights, inside a tensor, still valid safetensors
+    (path / name).write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=f"{name}: its SHA-256 differs from the one in checksums.json"):
         load_checkpoint(path)
 
 
@@ -147,8 +169,8 @@ class _CreatesAFile:
 
 @pytest.mark.parametrize("name", ["model.safetensors", "config.json", "tokenizer.json", "metadata.json"])
 @pytest.mark.parametrize("writer", ["pickle", "torch.save"])
-def test_a_pickle_in_place_of_any_file_is_refused_and_never_executed(saved, tmp_path, name, writer):
-    path, _, _ = saved
+def test_a_pickle_in_place_of_any_file_is_refused_and_never_executed(unsummed, tmp_path, name, writer):
+    path, _, _ = unsummed
     marker = tmp_path / "pwned"
     if writer == "pickle":
         (path / name).write_bytes(pickle.dumps({"weights": _CreatesAFile(marker)}))
@@ -161,8 +183,8 @@ def test_a_pickle_in_place_of_any_file_is_refused_and_never_executed(saved, tmp_
 
 
 @pytest.mark.parametrize("name", ["model.safetensors", "config.json", "tokenizer.json", "metadata.json"])
-def test_a_symlink_out_of_the_checkpoint_is_refused(saved, tmp_path, name):
-    path, _, _ = saved
+def test_a_symlink_out_of_the_checkpoint_is_refused(unsummed, tmp_path, name):
+    path, _, _ = unsummed
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     shutil.move(path / name, outside / name)  # a valid file: only where it lives is wrong
@@ -183,14 +205,16 @@ def test_a_symlink_inside_the_checkpoint_is_fine(saved):
     assert load_checkpoint(path).metadata == {"step": 7}
 
 
-def test_a_tokenizer_larger_than_the_embeddings_is_refused(saved):
-    path, model, _ = saved
-    words = " ".join(f"w{i}" for i in range(40))
-    big = train_tokenizer([(words, words)], kind="wordlevel", vocab_size=100, min_frequency=1)
-    assert big.src_vocab_size > model.config.src_vocab_size
-    big.save(path / "tokenizer.json")
-    with pytest.raises(CheckpointError, match=r"tokenizer.json: vocabularies of 44 \(source\) and 44 \(target\) "
-                                              r"tokens do not fit the embeddings of config.json \(23 and 19 rows\)"):
+@pytest.mark.parametrize("words", [40, 3])
+def test_a_tokenizer_of_another_size_than_the_embeddings_is_refused(unsummed, words):
+    path, model, _ = unsummed
+    text = " ".join(f"w{i}" for i in range(words))
+    other = train_tokenizer([(text, text)], kind="wordlevel", vocab_size=100, min_frequency=1)
+    assert other.src_vocab_size != model.config.src_vocab_size
+    other.save(path / "tokenizer.json")
+    n = other.src_vocab_size
+    with pytest.raises(CheckpointError, match=rf"tokenizer.json: vocabularies of {n} \(source\) and {n} \(target\) "
+                                              r"tokens do not match the embeddings of config.json \(12 and 12 rows\)"):
         load_checkpoint(path)
 
 
@@ -205,3 +229,38 @@ def test_a_swap_cut_in_two_by_a_kill_is_recovered(saved):
     copy = copy_checkpoint(path, path.parent / "copy")
     assert load_checkpoint(copy).metadata == {"step": 7}
     assert sorted(p.name for p in path.parent.iterdir()) == ["ckpt", "copy"]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_CHECKPOINTS))
+def test_a_hostile_checkpoint_is_one_clear_error_before_the_model_is_built(unsummed, monkeypatch, name):
+    path, _, _ = unsummed
+    damage, message = HOSTILE_CHECKPOINTS[name]
+    damage(path)
+    built = []
+    monkeypatch.setattr(checkpoint, "Transformer", lambda config: built.append(config))
+    with pytest.raises(CheckpointError, match=message) as caught:
+        load_checkpoint(path)
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 400 + len(str(path))
+    assert not built
+
+
+def test_another_models_tokenizer_of_the_same_size_is_refused_by_its_checksum(saved, tmp_path):
+    path, model, tokenizer = saved
+    pairs = [("the dog", "le chien"), ("a hat", "un chapeau")]  # same number of words: the same vocabulary size
+    other = train_tokenizer(pairs, kind="wordlevel", vocab_size=50, min_frequency=1)
+    assert other.src_vocab_size == tokenizer.src_vocab_size and other.to_json() != tokenizer.to_json()
+    other.save(path / "tokenizer.json")
+    with pytest.raises(CheckpointError, match="tokenizer.json: its SHA-256 differs.*another checkpoint"):
+        load_checkpoint(path)
+
+
+def test_a_checkpoint_written_before_checksums_still_loads_and_checksums_change_no_weight(unsummed):
+    path, model, _ = unsummed
+    weights = (path / "model.safetensors").read_bytes()
+    loaded = load_checkpoint(path)
+    assert loaded.metadata == {"step": 7}
+    checkpoint.write_checksums(path)
+    assert (path / "model.safetensors").read_bytes() == weights
+    assert set(json.loads((path / "checksums.json").read_text())["sha256"]) == {"config.json", "model.safetensors",
+                                                                                "tokenizer.json"}
+    assert load_checkpoint(path).metadata == {"step": 7}

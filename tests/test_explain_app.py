@@ -187,6 +187,7 @@ def test_attention_across_training_with_curves_and_animation(at, tmp_path):
 
 def test_compare_two_models_and_download_the_report(at):
     open_view(at, "compare")
+    at.radio(key="ex_cmp_family").set_value("enc_self").run()  # both cut the sentence the same way
     assert len(figures_of(at)) == 3  # this model, the other, their difference
     at.radio(key="ex_view").set_value("report").run()
     assert not at.exception

@@ -188,7 +188,8 @@ def test_uploaded_tsv_is_checked_for_encoding_columns_size_and_lines(monkeypatch
         (b"caf\xe9\tx\n" * 20, "not UTF-8 text (line 1"), (good + b"a\x00b\tc\n", "NUL character (line 31)"),
         (good + b"only one column\n", "Line 31 is not `source<TAB>target` (it has 1"),
         (good + b"a\tb\tc\td\n", "it has 4"), (good + b"\tmissing source\n", "an empty one"),
-        (b"a\tb\n" * 3, "3 sentence pair(s); at least 10"),
+        (b"a\tb\n" * 3, "3 sentence pair(s): too few to hold out dev and test sentences (the dev and test splits "
+                          "would be empty, at 2% each); at least 26 are needed"),
         (b"a\tb\n" * (jobs.MAX_TSV_LINES + 1), "lines; at most 1,000,000"),
         (b"x" * (jobs.MAX_TSV_BYTES + 1), "at most 20 MB"),
     ]:

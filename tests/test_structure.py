@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "transformer"
 
 LAYERS = [  # (layer name, module prefixes)
-    ("helpers", ("transformer.files", "transformer.progress", "transformer.memory", "transformer.runs")),
+    ("helpers", ("transformer.files", "transformer.progress", "transformer.memory", "transformer.runs",
+                 "transformer.devices")),
     ("data", ("transformer.data",)),
     ("model", ("transformer.model",)),
     ("decoding", ("transformer.decoding",)),
@@ -33,6 +34,7 @@ OWNERS = {  # a file name of an on-disk format -> the one module that spells it
     "config.json": "transformer/model/checkpoint.py",
     "model.safetensors": "transformer/model/checkpoint.py",
     "metadata.json": "transformer/model/checkpoint.py",
+    "checksums.json": "transformer/model/checkpoint.py",
     "run.json": "transformer/runs.py",
     "metrics.jsonl": "transformer/runs.py",
     "status.json": "transformer/runs.py",

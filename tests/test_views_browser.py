@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect  # noqa: I001  (after test_e2e's skip, below)
 
-from tests.test_e2e import browser_context_args, browser_type_launch_args  # noqa: F401  (pytest fixtures)
 from tests.app_fixtures import make_checkpoint
+from tests.test_e2e import browser_context_args, browser_type_launch_args  # noqa: F401  (pytest fixtures)
 from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator, find_checkpoint

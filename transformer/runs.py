@@ -164,7 +164,17 @@ def truncate_metrics(path: Path, last_step: int) -> int:
 # ----------------------------------------------------------------------------- status.json
 
 def write_status(files: RunFiles, state: str, **fields: Any) -> None:
-    write_json_atomic(files.status, {"state": state, "pid": os.getpid(), "updated": time.time(), **fields})
+    """Atomically; in a folder that became read-only (no new file can be made there) the existing status.json is
+    overwritten in place, so that a run stopped by the folder still says how it ended rather than "running"."""
+    data = {"state": state, "pid": os.getpid(), "updated": time.time(), **fields}
+    try:
+        write_json_atomic(files.status, data)
+    except OSError:
+        if not files.status.is_file() or files.status.is_symlink():
+            raise
+        with open(files.status, "r+", encoding="utf-8") as f:  # not atomic: a reader may see it torn, and skips it
+            f.write(json.dumps(data, indent=2, ensure_ascii=False))
+            f.truncate()
 
 
 def read_status(path: str | Path) -> dict[str, Any]:
@@ -177,6 +187,22 @@ def read_status(path: str | Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+# ----------------------------------------------------------------------------- run folder names
+
+# Names Windows reserves for devices, whatever the extension: a runs folder copied there could not hold them.
+WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
+                              *(f"lpt{i}" for i in range(10)), "com¹", "com²", "com³", "lpt¹", "lpt²", "lpt³"})
+
+
+def run_name_problem(name: str) -> str | None:
+    """Why name cannot be a run folder's name on every system (Windows included), or None."""
+    if name.split(".")[0].lower().rstrip() in WINDOWS_RESERVED:
+        return f"{name[:20]!r} is a device name on Windows (CON, NUL, AUX, PRN, COM1-9, LPT1-9)"
+    if name.endswith((".", " ")):
+        return f"{name[:20]!r} ends with '.' or a space, which Windows drops"
+    return None
 
 
 # ----------------------------------------------------------------------------- probes

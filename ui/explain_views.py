@@ -27,12 +27,12 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.model.checkpoint import load_checkpoint
-from ui import attention, explain_figures, figures, report, views
+from ui import ablation, attention, compare, explain_figures, figures, links, report, view_links, views
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
 from ui.text import code, plain
 from ui.translation import decode_slot, translate
-from ui.widgets import chart, choice_box, decode_turn
+from ui.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
 SHORT = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
 NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query", "target key"),
@@ -141,10 +141,13 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
               delta=f"{under - translation.score:+.3f}")
     st.caption("Orange pieces differ between the two outputs. The last number scores the trained model's output with "
                "the heads off: how much less likely the heads' absence makes it.")
+    ablation.jump_to_switched_off(off, "ex_ab")
     family, layer, head = map_picker("ex_ab", translation.attention)
+    base_title, new_title = ablation.map_titles(off, family, layer, head)
     c1, c2 = st.columns(2)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_ab_map_base", title="trained model")
-    draw_map(c2, new.attention, family, layer, head, key="ex_ab_map_new", title="heads off")
+    draw_map(c1, translation.attention, family, layer, head, key="ex_ab_map_base", title=base_title)
+    draw_map(c2, new.attention, family, layer, head, key="ex_ab_map_new", title=new_title)
+    st.caption(ablation.OFF_NOTE)
 
 
 # ----------------------------------------------------------------------------- 4. the arithmetic behind a cell
@@ -253,10 +256,13 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
 
 
 def search_view(translator: Translator, text: str, reference: str) -> None:
-    if st.session_state.get("ex_ref_source") != text:  # a new sentence: its own reference, if the corpus has one
+    if view_links.seed_text("ex_ref", "ref"):  # a link's reference, for the link's sentence
+        st.session_state["ex_ref_source"] = text
+    elif st.session_state.get("ex_ref_source") != text:  # a new sentence: its own reference, if the corpus has one
         st.session_state["ex_ref_source"], st.session_state["ex_ref"] = text, reference
     ref = st.text_input("Reference translation", key="ex_ref",
                         help="Filled in when the sentence is one of the corpus's examples.")
+    share(ref=ref if ref != reference and len(ref) <= links.MAX_TEXT else None)  # the corpus's own goes without
     greedy = translated(translator, text, SearchSettings())
     beam = translated(translator, text, SearchSettings(beam_size=4))
     if greedy is None or beam is None:
@@ -300,11 +306,21 @@ def _other_model(path: str, stamp: float) -> Translator:
 
 
 def compare_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
-    choices = {c.path: c.label for c in find_models() if c.path != str(translator.checkpoint.path)}
-    if not choices:
+    models = find_models()
+    offered = compare.partners(models, str(translator.checkpoint.path))
+    if not offered:
         st.info("Only one model is available: train another (Train page) or pick a checkpoint of a run.")
         return
-    path = st.selectbox("Compare with", list(choices), format_func=choices.get, key="ex_other")
+    choices = {c.path: c.label for c in offered}
+    by_key = {c.key: c for c in offered}
+    key, problems = links.read_model({"model": link()["partner"]} if "partner" in link() else {}, list(by_key))
+    link_problems(problems)
+    if key is not None:
+        st.session_state["ex_other"] = by_key[key].path
+    path = st.selectbox("Compare with", list(choices), format_func=choices.get, key="ex_other",
+                        help="Models with this model's language pair come first: their maps can be subtracted.")
+    partner = next(c for c in offered if c.path == path)
+    share(partner=partner.key)
     other = translated(_other_model(path, checkpoint_stamp(path)), text, settings)
     if other is None:
         return
@@ -324,13 +340,18 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     layer = min(layer, len(getattr(att_b, family)) - 1)
     draw_map(c1, translation.attention, family, layer, head, key="ex_cmp_map_a", title="this model")
     draw_map(c2, att_b, family, layer, head, key="ex_cmp_map_b", title="the other model")
+    me = next((c for c in models if c.path == str(translator.checkpoint.path)), None)
+    why_not = compare.why_no_difference(family, translation, other, me, partner)
+    if why_not:
+        st.info(why_not)
+        return
     map_a, rows, cols = attention.matrix(translation.attention, family, layer, head)
     map_b, _, _ = attention.matrix(att_b, family, layer, head)
     chart(st, explain_figures.difference_heatmap(map_a, map_b, rows, cols, title="this model − the other",
                                                  names=("this model", "the other")), key="ex_cmp_diff",
           filename="model-difference", theme=None)
-    st.caption("The difference covers the rows and columns both maps have; it means most where the two models cut "
-               "the sentence into the same pieces and wrote the same output.")
+    st.caption("Both models cut the sentence into the same pieces and wrote the same output, so each row is the same "
+               "query in both: red is more weight in this model, blue more in the other.")
 
 
 def report_view(translator: Translator, translation: Translation) -> None:

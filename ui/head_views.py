@@ -31,7 +31,7 @@ from transformer.explain import (
 from transformer.explain.history import probe_labels
 from transformer.explain.interventions import Head
 from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
-from ui import curves, explain_figures, figures, jobs
+from ui import curves, explain_figures, figures, jobs, ties
 from ui.attention import FAMILIES
 from ui.explain_views import NAMES, SHORT, head_name
 from ui.models import checkpoint_stamp, runs_dir
@@ -228,10 +228,14 @@ def importance_view(translator: Translator) -> None:
               on_select=lambda f=family: _head_clicked(f), selection_mode="points")
     ranked = result.ranked(by)
     st.markdown("**The most important heads**")
+    tied = {i for first, end, _ in result.ties(by) for i in range(first, end)}
     for i, (head, value) in enumerate(ranked[:5]):
         c1, c2 = st.columns([3, 1])
-        c1.markdown(f"{i + 1}. {head_name(head)}: {value:+.3f}")
+        c1.markdown(f"{i + 1}. {head_name(head)}: {value:+.3f}" + (" (tie)" if i in tied else ""))
         c2.button("Switch it off", key=f"ex_imp_off_{i}", on_click=_open_in_ablation, args=([head],))
+    note = ties.ranking_note(result, by, 5)
+    if note:
+        st.info(note, icon=":material/balance:")
     _keep_top(translator, result, by, pairs[: result.bleu_sentences or 16])
 
 
@@ -241,6 +245,9 @@ def _keep_top(translator: Translator, result: HeadImportance, by: str, bleu_pair
     c1, c2, c3 = st.columns([2, 1, 1])
     k = c1.slider("k", 1, n_heads, max(1, n_heads // 4), key="ex_imp_k")
     kept = result.keep_top(k, by)
+    note = ties.keep_note(result, k, by)
+    if note:
+        st.info(note, icon=":material/balance:")
     scores = st.session_state.setdefault("ex_imp_kept", {})
     if c2.button("Measure BLEU", key="ex_imp_measure"):
         with decode_turn() as on_wait, decode_slot(on_wait):

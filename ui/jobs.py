@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from transformer.runs import RunFiles, read_status
+from transformer.data.corpora.base import split_sizes
+from transformer.data.spec import CorpusSpec
+from transformer.runs import RunFiles, read_status, run_name_problem
 from ui.models import REPO, read_json
 
 ACTIVE = ("starting", "running")
@@ -96,7 +98,9 @@ def run_info(root: str | Path) -> RunInfo:
             error = "the training process exited before it started training; see the log below"
     elif state in ACTIVE and not alive:
         state = "crashed"
-        error = error or f"the training process (pid {pid}) died without saving its state; see the log below"
+        error = error or (f"the run folder {root} is read-only, so the training process (pid {pid}) stopped without "
+                          "recording how it ended" if not os.access(root, os.W_OK) else
+                          f"the training process (pid {pid}) died without saving its state; see the log below")
     return RunInfo(root, state, int(status.get("step", 0)), status.get("max_steps"), pid, error,
                    setup_choices(status.get("setup")))
 
@@ -130,16 +134,22 @@ HF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-
 HF_CONFIG = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 MAX_TSV_BYTES = 20 * 1024 * 1024  # as .streamlit/config.toml's server.maxUploadSize (MB), checked here too
 MAX_TSV_LINES = 1_000_000
-MIN_TSV_PAIRS = 10  # fewer cannot fill train, dev and test splits
+MAX_SENTENCE_CHARS = 1000  # per sentence, as the app's translation box (ui.translation.MAX_CHARS)
+MAX_SENTENCE_WORDS = CorpusSpec.max_words  # the trainer drops longer pairs (max_words): they would not count
+# the splits of an uploaded corpus, as the trainer makes them (CorpusSpec's default fractions)
+SPLIT_FRACTIONS = (CorpusSpec.dev_fraction, CorpusSpec.test_fraction)
 
 
 def valid_run_name(name: str) -> bool:
-    return bool(RUN_NAME.fullmatch(name)) and name not in (".", "..") and ".." not in name
+    return (bool(RUN_NAME.fullmatch(name)) and name not in (".", "..") and ".." not in name
+            and run_name_problem(name) is None)
 
 
 def check_run_name(name: str) -> None:
     if not valid_run_name(name):
-        raise ValueError("A run name uses letters, digits, '-', '_' or '.' (not '..'), starts with a letter or "
+        problem = run_name_problem(name) if RUN_NAME.fullmatch(name) else None
+        raise ValueError(f"{problem[0].upper() + problem[1:]}: choose another name." if problem else
+                         "A run name uses letters, digits, '-', '_' or '.' (not '..'), starts with a letter or "
                          "digit, and has at most 64 characters.")
 
 
@@ -161,7 +171,9 @@ def check_hf_name(name: str, config: str = "") -> None:
 
 def check_tsv(data: bytes) -> int:
     """The number of sentence pairs of an uploaded TSV corpus, or ValueError saying what is wrong with it:
-    size, encoding, NUL bytes, line count, or a line without exactly 2 (or 3) tab-separated non-empty columns."""
+    size, encoding, NUL bytes, line count, a line without exactly 2 (or 3) tab-separated non-empty columns, a
+    sentence longer than MAX_SENTENCE_CHARS characters or MAX_SENTENCE_WORDS words, or too few pairs to give the
+    train, dev and test splits one pair each. All of it before a run is created: training could not use it."""
     if len(data) > MAX_TSV_BYTES:
         raise ValueError(f"The file has {len(data) / 2**20:.1f} MB; at most {MAX_TSV_BYTES // 2**20} MB are accepted.")
     try:
@@ -183,9 +195,20 @@ def check_tsv(data: bytes) -> int:
         if len(fields) not in (2, 3) or not fields[0].strip() or not fields[1].strip():
             raise ValueError(f"Line {number} is not `source<TAB>target` (it has {len(fields)} tab-separated "
                              "column(s), or an empty one).")
+        for side, sentence in zip(("source", "target"), fields[:2]):
+            if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) > MAX_SENTENCE_WORDS:
+                raise ValueError(f"Line {number}: the {side} sentence has {len(sentence):,} characters and "
+                                 f"{len(sentence.split()):,} words; at most {MAX_SENTENCE_CHARS:,} characters and "
+                                 f"{MAX_SENTENCE_WORDS} words are accepted (one sentence per line).")
         pairs += 1
-    if pairs < MIN_TSV_PAIRS:
-        raise ValueError(f"The file has {pairs} sentence pair(s); at least {MIN_TSV_PAIRS} are needed.")
+    sizes = split_sizes(pairs, *SPLIT_FRACTIONS)
+    if min(sizes.values()) < 1:
+        names = [name for name, n in sizes.items() if n < 1]
+        empty = " and ".join(names) + (" splits" if len(names) > 1 else " split")
+        needed = next(n for n in range(pairs, 10**6) if min(split_sizes(n, *SPLIT_FRACTIONS).values()) >= 1)
+        raise ValueError(f"The file has {pairs} sentence pair(s): too few to hold out dev and test sentences "
+                         f"(the {empty} would be empty, at {SPLIT_FRACTIONS[0]:.0%} each); at least "
+                         f"{needed} are needed.")
     return pairs
 
 
@@ -234,6 +257,8 @@ def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | No
     check_run_name(name)
     root = runs_dir / name
     files = RunFiles(root)
+    if root.is_symlink() or (root.exists() and not root.is_dir()):  # never follow it out of the runs folder
+        raise ValueError(f"a file or link named {name!r} is in the runs folder: choose another name")
     if files.run_json.exists() or files.launch.exists():
         raise ValueError(f"a run named {name!r} already exists: choose another name or resume it")
     if corpus_tsv is not None:

@@ -16,9 +16,10 @@ MEAN = "mean"  # head=mean: the mean of the heads
 
 SEARCH, VIEW = ("search", "beam", "alpha", "nbest"), ("att", "layer", "head", "hide")
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
-               "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",), "learn": ("model", "text"),
+               "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
+               "learn": ("model", "text", "layer", "head", "query"),
                "guide": ("model",),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view")}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref")}
 
 Problems = list[str]
 
@@ -31,14 +32,24 @@ def _int(value: str, lo: int, hi: int) -> int | None:
     return number if lo <= number <= hi else None
 
 
-def read_text(params: Mapping[str, str]) -> tuple[str | None, Problems]:
-    """The sentence of a link, without control characters; None when the link has none."""
-    if "text" not in params:
+def read_text(params: Mapping[str, str], name: str = "text") -> tuple[str | None, Problems]:
+    """The sentence of a link (or another text, such as `ref`), without control characters; None when absent."""
+    if name not in params:
         return None, []
-    text = "".join(c for c in params["text"] if c.isprintable() or c == " ")
+    text = "".join(c for c in params[name] if c.isprintable() or c == " ")
     if len(text) > MAX_TEXT:
         return text[:MAX_TEXT], [f"The link's sentence is longer than {MAX_TEXT} characters; it was cut."]
     return text, []
+
+
+def read_index(params: Mapping[str, str], name: str, count: int) -> tuple[int | None, Problems]:
+    """params[name] when it is a whole number from 0 to count - 1 (a layer, a head, a token)."""
+    if name not in params:
+        return None, []
+    value = _int(params[name], 0, count - 1)
+    if value is None:
+        return None, [f"{name.capitalize()} {params[name]!r} in the link does not exist here: use 0 to {count - 1}."]
+    return value, []
 
 
 def read_model(params: Mapping[str, str], keys: Sequence[str]) -> tuple[str | None, Problems]:

@@ -44,3 +44,8 @@ def rtl_html(text: object, tag: str = "div") -> str | None:
     if not is_rtl(text):
         return None
     return f'<{tag} dir="rtl" class="rtl-text" style="text-align: right">{html.escape(text)}</{tag}>'
+
+
+def score(value: float) -> str:
+    """A log-probability or a search score, with the one precision the app shows them in (-4.694)."""
+    return f"{value:.3f}"

@@ -17,7 +17,7 @@ from transformer.data.tokenizer import TokenizerError
 from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
-from ui import figures, links
+from ui import figures, links, sentences
 from ui.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.text import code, plain
 from ui.translation import DECODE_THREADS, OnWait
@@ -152,15 +152,15 @@ def current_translator(required: bool = True) -> Translator | None:
 
 
 def sentence_input(label: str, key: str, default: str) -> str:
-    """A text box for the sentence, seeded from the link's `text` and shared back into it."""
+    """A text box for the sentence, seeded from the link's `text` (else ui.sentences.seed_box) and shared back into
+    it."""
     text, problems = links.read_text(link())
     link_problems(problems)
-    if text is not None:
-        st.session_state[key] = text
-    elif key not in st.session_state:
-        st.session_state[key] = default
+    sentences.seed_box(key, default, text)
     value = st.text_input(label, key=key)
-    share(text=value or None)
+    sentences.keep(key, value)
+    if len(value) <= links.MAX_TEXT:  # a refused text stays out of the link, which keeps the last one taken
+        share(text=value or None)
     return value
 
 

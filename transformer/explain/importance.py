@@ -35,6 +35,7 @@ from transformer.model.layers import Transformer
 
 Progress = Callable[[int, int, Head | None], None]  # (heads done, heads in all, the head just done)
 Batch = tuple[Tensor, Tensor, Tensor]  # src (B, S), decoder input (B, T), target (B, T)
+TIE = 1e-9  # importances closer than this are equal (BLEU drops of 0 are exactly 0.0)
 
 
 @dataclass
@@ -51,17 +52,40 @@ class HeadImportance:
     base: Intervention = NO_CHANGE
 
     def ranked(self, by: str = "log_likelihood") -> list[tuple[Head, float]]:
-        """Every head with its importance, most important first (ties: encoder first, then by layer and head)."""
+        """Every head with its importance, most important first. Ties (BLEU on a small sample often leaves many
+        heads at exactly 0) are broken by the drop in log-likelihood, then encoder first, then by layer and head."""
         values = self.log_likelihood if by == "log_likelihood" else self.bleu
         if values is None:
             raise ValueError("no BLEU was sampled")
         heads = [((family, layer, head), float(v[layer, head])) for family, v in values.items()
                  for layer in range(v.size(0)) for head in range(v.size(1))]
         order = {f: i for i, f in enumerate(FAMILIES)}
-        return sorted(heads, key=lambda item: (-item[1], order[item[0][0]], item[0][1:]))
+
+        def second(head: Head) -> float:  # the tie-break: 0 when ranking by log-likelihood itself
+            family, layer, index = head
+            return 0.0 if by == "log_likelihood" else -float(self.log_likelihood[family][layer, index])
+
+        return sorted(heads, key=lambda item: (-item[1], second(item[0]), order[item[0][0]], item[0][1:]))
+
+    def ties(self, by: str = "log_likelihood") -> list[tuple[int, int, float]]:
+        """(first, end, value) of every run of two or more heads with the same importance, as positions in
+        ranked(by): the heads at first..end-1 tie at value."""
+        values = [value for _, value in self.ranked(by)]
+        runs, first = [], 0
+        for i in range(1, len(values) + 1):
+            if i == len(values) or abs(values[i] - values[first]) > TIE:
+                if i - first > 1:
+                    runs.append((first, i, values[first]))
+                first = i
+        return runs
+
+    def tie_at(self, k: int, by: str = "log_likelihood") -> tuple[int, int, float] | None:
+        """The tie that keep_top(k, by) cuts through (some of its heads kept, others off), else None."""
+        return next(((first, end, value) for first, end, value in self.ties(by) if first < k < end), None)
 
     def keep_top(self, k: int, by: str = "log_likelihood") -> Intervention:
-        """The base intervention with every head but the k most important switched off."""
+        """The base intervention with every head but the k most important switched off (a tie cut at k is decided
+        as ranked(by) breaks it)."""
         ranked = [head for head, _ in self.ranked(by)]
         return Intervention(self.base.heads_off | frozenset(ranked[k:]), self.base.positions, self.base.temperature)
 

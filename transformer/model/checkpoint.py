@@ -1,16 +1,23 @@
-"""Checkpoints are directories: config.json, model.safetensors, tokenizer.json, metadata.json.
+"""Checkpoints are directories: config.json, model.safetensors, tokenizer.json, metadata.json, checksums.json.
 
 No pickle anywhere: weights are safetensors, everything else JSON, and nothing else is ever read. Writes go
 to a temporary sibling directory that is renamed into place, so a killed process never leaves a
 half-written checkpoint (`recover_interrupted_saves` finishes a swap that a kill cut in two).
 `load_checkpoint` is the one loader for the CLI, the app and the tests; whatever is wrong with a checkpoint
-(truncated, not safetensors, shapes or dtypes that do not match its config, a tokenizer of another size, a
-symlink out of the directory) raises one CheckpointError naming the file and the problem.
+(truncated, not safetensors, a config of the wrong types or out of range, shapes or dtypes that do not match
+its config, NaN or infinite weights, a tokenizer of another size, a file too large, not a regular file, or a
+symlink out of the directory, a checksum that does not match) raises one CheckpointError naming the file and
+the problem, and it is found before the model is built.
+
+checksums.json holds the SHA-256 of every file save_checkpoint writes except metadata.json (descriptive, edited
+by hand; `transformer.model.metadata` checks its types instead). A checkpoint written before checksums existed
+has none and loads as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -25,8 +32,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from transformer.data.tokenizer import Tokenizer
+from transformer.devices import inference_device
 from transformer.model.config import ModelConfig
 from transformer.model.layers import Transformer
+from transformer.model.metadata import metadata_problem
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,11 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 METADATA_FILE = "metadata.json"
+CHECKSUMS_FILE = "checksums.json"
+# Largest files read: far above what a real checkpoint holds (a shipped tokenizer is 0.4 MB), so that a hostile
+# file is refused by its size before it is parsed (a 200 MB tokenizer took 59 s and 3.3 GB to refuse otherwise).
+MAX_JSON_BYTES = {CONFIG_FILE: 64 * 1024, METADATA_FILE: 1024 * 1024, CHECKSUMS_FILE: 64 * 1024}
+MAX_TOKENIZER_BYTES = 32 * 1024 * 1024
 WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what save_checkpoint writes
 
 
@@ -85,6 +99,7 @@ def save_checkpoint(
         (tmp / METADATA_FILE).write_text(json.dumps(metadata or {}, indent=2, ensure_ascii=False), encoding="utf-8")
         if write_extra is not None:
             write_extra(tmp)
+        write_checksums(tmp)
         _swap_into_place(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -159,22 +174,94 @@ def inside_checkpoint(directory: Path, file: Path) -> Path:
     return file
 
 
-def _read_json(file: Path) -> Any:
+def regular_file(file: Path, max_bytes: int | None = None) -> Path:
+    """file, or CheckpointError when it is missing, not a regular file (a FIFO would block the reader), or larger
+    than max_bytes (refused by its size, before a byte is read)."""
     inside_checkpoint(file.parent, file)
-    if not file.is_file():
+    if not file.exists():
         raise CheckpointError(f"{file}: file is missing")
+    if not file.is_file():
+        raise CheckpointError(f"{file}: not a regular file; refused")
+    size = file.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise CheckpointError(f"{file}: {size:,} bytes, more than the {max_bytes:,} a checkpoint's file may have; "
+                              "refused")
+    return file
+
+
+def _read_json(file: Path) -> Any:
+    regular_file(file, MAX_JSON_BYTES.get(file.name))
     try:
         return json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{file}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise CheckpointError(f"{file}: JSON nested too deeply; refused") from None
+
+
+# ----------------------------------------------------------------------------- checksums
+
+
+def _sha256(file: Path) -> str:
+    digest = hashlib.sha256()
+    with file.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_checksums(directory: Path) -> None:
+    """checksums.json: the SHA-256 of every file in directory but metadata.json (and itself)."""
+    files = {f.name: _sha256(f) for f in sorted(directory.iterdir())
+             if f.is_file() and f.name not in (METADATA_FILE, CHECKSUMS_FILE)}
+    (directory / CHECKSUMS_FILE).write_text(json.dumps({"sha256": files}, indent=2), encoding="utf-8")
+
+
+def read_checksums(directory: Path) -> dict[str, str] | None:
+    """The recorded SHA-256 per file name, or None for a checkpoint written before checksums existed."""
+    if not (directory / CHECKSUMS_FILE).exists() and not (directory / CHECKSUMS_FILE).is_symlink():
+        return None
+    data = _read_json(directory / CHECKSUMS_FILE)
+    sums = data.get("sha256") if isinstance(data, dict) else None
+    if not isinstance(sums, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in sums.items()):
+        raise CheckpointError(f"{directory / CHECKSUMS_FILE}: expected {{\"sha256\": {{file: digest}}}}")
+    return sums
+
+
+def verify_checksum(file: Path, sums: dict[str, str] | None) -> None:
+    """CheckpointError when file's SHA-256 differs from what its checkpoint recorded (a flipped bit, a file
+    swapped from another model), or when a checkpoint with checksums has none for it."""
+    if sums is None:
+        return
+    if file.name not in sums:
+        raise CheckpointError(f"{file}: {CHECKSUMS_FILE} has no checksum for it; refused")
+    if _sha256(file) != sums[file.name]:
+        raise CheckpointError(f"{file}: its SHA-256 differs from the one in {CHECKSUMS_FILE}: the file is damaged "
+                              "or comes from another checkpoint")
+
+
+def minimum_parameters(config: ModelConfig) -> int:
+    """A lower bound on the parameters config describes (its weight matrices and embeddings, without biases and
+    norms): more than the weights file holds means the config does not describe those weights."""
+    d, f = config.d_model, config.d_ff
+    embeddings = config.src_vocab_size * d + (0 if config.share_embeddings else config.tgt_vocab_size * d)
+    output = 0 if config.tie_output else config.tgt_vocab_size * d
+    return (embeddings + output + config.n_encoder_layers * (4 * d * d + 2 * d * f)
+            + config.n_decoder_layers * (8 * d * d + 2 * d * f))
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
-    """Load a checkpoint directory; every failure raises CheckpointError naming the file and the problem."""
-    path = Path(path)
+    """Load a checkpoint directory; every failure raises CheckpointError naming the file and the problem.
+
+    Everything is checked before the model is built: the config's types and ranges, its size against the
+    weights, each file's size and checksum, and every weight finite.
+    """
+    path, device = Path(path), inference_device(device)  # ValueError for a device this machine lacks
     if not path.is_dir():
         raise CheckpointError(f"{path}: no checkpoint directory here")
+    sums = read_checksums(path)
     config_file, weights_file = path / CONFIG_FILE, inside_checkpoint(path, path / WEIGHTS_FILE)
+    verify_checksum(regular_file(config_file, MAX_JSON_BYTES[CONFIG_FILE]), sums)
     config_data = _read_json(config_file)
     try:
         config = ModelConfig.from_dict(config_data)
@@ -183,12 +270,40 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
     missing_keys = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(config_data))
     if missing_keys:  # a default would silently stand in for what the weights were trained with
         raise CheckpointError(f"{config_file}: missing ModelConfig keys: {', '.join(missing_keys)}")
-    if not weights_file.is_file():
-        raise CheckpointError(f"{weights_file}: file is missing")
+    tokenizer = None
+    tokenizer_file = inside_checkpoint(path, path / TOKENIZER_FILE)
+    if tokenizer_file.exists() or tokenizer_file.is_symlink():
+        regular_file(tokenizer_file, MAX_TOKENIZER_BYTES)
+        verify_checksum(tokenizer_file, sums)
+        try:
+            tokenizer = Tokenizer.load(tokenizer_file)
+        except ValueError as e:
+            raise CheckpointError(f"{tokenizer_file}: {e}") from e
+        sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
+        if sizes != (config.src_vocab_size, config.tgt_vocab_size):  # ids past the table, or rows never used
+            raise CheckpointError(f"{tokenizer_file}: vocabularies of {sizes[0]} (source) and {sizes[1]} (target) "
+                                  f"tokens do not match the embeddings of {CONFIG_FILE} ({config.src_vocab_size} and "
+                                  f"{config.tgt_vocab_size} rows): is it another model's tokenizer?")
+    metadata_file = path / METADATA_FILE
+    metadata = _read_json(metadata_file) if metadata_file.exists() or metadata_file.is_symlink() else {}
+    if (problem := metadata_problem(metadata)) is not None:
+        raise CheckpointError(f"{metadata_file}: {problem}")
+    regular_file(weights_file)
+    verify_checksum(weights_file, sums)
     try:
         weights = load_file(str(weights_file))
     except Exception as e:  # safetensors raises its own error types for truncated or garbage files
         raise CheckpointError(f"{weights_file}: cannot be read as safetensors ({e})") from e
+    held, needed = sum(t.numel() for t in weights.values()), minimum_parameters(config)
+    if needed > held:  # before building: 10^9 layers would fill the memory first
+        raise CheckpointError(f"{config_file}: describes a model of at least {needed:,} parameters, but {WEIGHTS_FILE} "
+                              f"holds {held:,}")
+    for name, tensor in weights.items():
+        if tensor.dtype not in WEIGHT_DTYPES:
+            raise CheckpointError(f"{weights_file}: {name} has dtype {tensor.dtype}, expected one of "
+                                  f"{', '.join(str(d) for d in WEIGHT_DTYPES)}")
+        if not torch.isfinite(tensor).all():
+            raise CheckpointError(f"{weights_file}: {name} holds NaN or infinite values; refused")
 
     model = Transformer(config)
     expected = unique_state_dict(model)
@@ -202,28 +317,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
             raise CheckpointError(
                 f"{weights_file}: {name} has shape {tuple(tensor.shape)}, config expects {tuple(expected[name].shape)}"
             )
-        if tensor.dtype not in WEIGHT_DTYPES:
-            raise CheckpointError(f"{weights_file}: {name} has dtype {tensor.dtype}, expected one of "
-                                  f"{', '.join(str(d) for d in WEIGHT_DTYPES)}")
     weights = {k: v.float() for k, v in weights.items()}
     model.load_state_dict(weights, strict=False)  # shared weights are filled through their first name
     model.to(device).eval()
 
-    tokenizer = None
-    tokenizer_file = inside_checkpoint(path, path / TOKENIZER_FILE)
-    if tokenizer_file.is_file():
-        try:
-            tokenizer = Tokenizer.load(tokenizer_file)
-        except ValueError as e:
-            raise CheckpointError(f"{tokenizer_file}: {e}") from e
-        sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
-        if sizes[0] > config.src_vocab_size or sizes[1] > config.tgt_vocab_size:  # ids past the embedding table
-            raise CheckpointError(f"{tokenizer_file}: vocabularies of {sizes[0]} (source) and {sizes[1]} (target) "
-                                  f"tokens do not fit the embeddings of {CONFIG_FILE} ({config.src_vocab_size} and "
-                                  f"{config.tgt_vocab_size} rows)")
-    metadata = _read_json(path / METADATA_FILE) if (path / METADATA_FILE).exists() else {}
-    if not isinstance(metadata, dict):
-        raise CheckpointError(f"{path / METADATA_FILE}: expected a JSON object, got {type(metadata).__name__}")
     return Checkpoint(path, config, model, tokenizer, metadata)
 
 

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 ACTIVATIONS = ("relu", "gelu")
+# Upper bounds on what a config may ask for: far above any model this tool trains (the shipped ones have d_model
+# 256, 3 + 3 layers, max_len 512), low enough that a hostile config.json cannot make a model that fills the memory.
+LIMITS = {"src_vocab_size": 1_000_000, "tgt_vocab_size": 1_000_000, "d_model": 8192, "n_heads": 256,
+          "n_encoder_layers": 64, "n_decoder_layers": 64, "d_ff": 65_536, "max_len": 16_384}
+BOOLS = ("norm_first", "share_embeddings", "tie_output")
 
 
 @dataclass(frozen=True)
@@ -30,15 +35,29 @@ class ModelConfig:
     tie_output: bool = False  # output projection reuses the target embedding (Section 3.4)
 
     def __post_init__(self) -> None:
+        # types first: "no" is not False, 6.0 layers is not 6, and 0 heads must not reach the modulo below
+        for name, limit in LIMITS.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an integer, got {type(value).__name__} {_short(value)}")
+            if not 1 <= value <= limit:
+                raise ValueError(f"{name} must be between 1 and {limit:,}, got {_short(value)}")
+        if not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool) \
+                or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(f"pad_id must be an integer id of both vocabularies, got {_short(self.pad_id)}")
+        for name in BOOLS:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {_short(getattr(self, name))}")
+        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool):
+            raise ValueError(f"dropout must be a number, got {type(self.dropout).__name__} {_short(self.dropout)}")
+        if not isinstance(self.activation, str):
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {_short(self.activation)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("share_embeddings needs src_vocab_size == tgt_vocab_size")
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
@@ -59,6 +78,12 @@ class ModelConfig:
     @classmethod
     def from_json(cls, text: str) -> ModelConfig:
         return cls.from_dict(json.loads(text))
+
+
+def _short(value: Any) -> str:
+    """value for an error message, cut to one short line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def strict_from_dict(cls: type, data: dict[str, Any]) -> Any:

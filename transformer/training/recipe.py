@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.model.checkpoint import CheckpointError, inside_checkpoint
+from transformer.model.checkpoint import CheckpointError, inside_checkpoint, read_checksums, verify_checksum
 from transformer.runs import RunFiles, append_metrics, read_metrics, read_status, write_status  # noqa: F401
 
 OPTIMIZER_FILE = "optimizer.safetensors"
@@ -158,20 +158,60 @@ def save_training_state(directory: Path, optimizer: torch.optim.Optimizer, state
 
 
 def load_training_state(directory: Path, optimizer: torch.optim.Optimizer) -> TrainState:
-    """Restore the optimizer and torch's RNG; returns the trainer state saved beside them."""
+    """Restore the optimizer and torch's RNG; returns the trainer state saved beside them.
+
+    Both files are checked against the checkpoint's checksums (when it has them) and the JSON's fields by type:
+    anything wrong is a CheckpointError that names the file, never a KeyError or TypeError from deep inside.
+    """
     state_file = inside_checkpoint(directory, directory / TRAINER_STATE_FILE)
     tensor_file = inside_checkpoint(directory, directory / OPTIMIZER_FILE)
     if not state_file.is_file() or not tensor_file.is_file():
         raise CheckpointError(f"{directory}: no training state to resume from ({TRAINER_STATE_FILE} missing)")
+    sums = read_checksums(directory)
+    verify_checksum(state_file, sums)
+    verify_checksum(tensor_file, sums)
     try:
         state = json.loads(state_file.read_text(encoding="utf-8"))
         tensors = load_file(str(tensor_file))
     except Exception as e:
         raise CheckpointError(f"{directory}: training state cannot be read ({e})") from e
+    problem = _state_problem(state, tensors)
+    if problem:
+        raise CheckpointError(f"{state_file}: {problem}; cannot resume from it")
     torch.set_rng_state(tensors.pop("rng.torch"))
     per_param: dict[int, dict[str, Any]] = {}
     for key, value in [*tensors.items(), *state.pop("scalars").items()]:
         index, name = key.split(".", 1)
         per_param.setdefault(int(index), {})[name] = value
-    optimizer.load_state_dict({"state": per_param, "param_groups": state.pop("param_groups")})
+    try:
+        optimizer.load_state_dict({"state": per_param, "param_groups": state.pop("param_groups")})
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{directory}: the optimizer state does not fit this model ({e})") from e
     return TrainState(**{f.name: state[f.name] for f in fields(TrainState) if f.name in state})
+
+
+def _state_problem(state: Any, tensors: dict[str, torch.Tensor]) -> str | None:
+    """What is wrong with trainer_state.json's fields (and the RNG state beside them), or None."""
+    if not isinstance(state, dict):
+        return f"expected a JSON object, got {type(state).__name__}"
+    for name in ("step", "epoch", "batch"):
+        value = state.get(name, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return f"{name} should be a whole number >= 0, not {str(value)[:30]!r}"
+    for name in ("elapsed", "best_bleu"):
+        value = state.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            return f"{name} should be a finite number, not {str(value)[:30]!r}"
+    scalars, groups = state.get("scalars"), state.get("param_groups")
+    if not isinstance(scalars, dict):
+        return "scalars (the optimizer's per-parameter numbers) are missing"
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        return "param_groups (the optimizer's settings) are missing"
+    for key in [*scalars, *(k for k in tensors if k != "rng.torch")]:
+        index, _, name = str(key).partition(".")
+        if not index.isdigit() or not name:
+            return f"optimizer entry {str(key)[:30]!r} is not INDEX.NAME"
+    if "rng.torch" not in tensors or tensors["rng.torch"].dtype != torch.uint8:
+        return f"{OPTIMIZER_FILE} has no random-number state (rng.torch)"
+    return None

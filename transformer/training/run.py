@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
+import logging
+import math
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,11 +20,29 @@ from typing import Any
 from transformer.data.spec import CorpusSpec
 from transformer.data.tokenizer import Tokenizer
 from transformer.files import write_json_atomic
-from transformer.model.checkpoint import copy_checkpoint, save_checkpoint
+from transformer.model.checkpoint import (
+    CONFIG_FILE,
+    METADATA_FILE,
+    WEIGHTS_FILE,
+    CheckpointError,
+    copy_checkpoint,
+    read_checksums,
+    save_checkpoint,
+    verify_checksum,
+)
 from transformer.model.config import strict_from_dict
 from transformer.model.layers import Transformer
-from transformer.runs import RunFiles, read_run_json
-from transformer.training.recipe import TokenizerSettings, TrainConfig, TrainState, save_training_state
+from transformer.runs import RunFiles, read_run_json, run_name_problem
+from transformer.training.recipe import (
+    OPTIMIZER_FILE,
+    TRAINER_STATE_FILE,
+    TokenizerSettings,
+    TrainConfig,
+    TrainState,
+    save_training_state,
+)
+
+log = logging.getLogger(__name__)
 
 
 class TrainingError(RuntimeError):
@@ -56,6 +77,10 @@ class RunSpec:
 def create_run(root: str | Path, spec: RunSpec) -> Path:
     """Make a new run directory holding run.json; refuses to overwrite an existing run."""
     files = RunFiles(Path(root))
+    if problem := run_name_problem(files.root.name):
+        raise TrainingError(f"--out {root}: {problem}; choose another name")
+    if files.root.is_symlink() or (files.root.exists() and not files.root.is_dir()):
+        raise TrainingError(f"--out {root}: a file or link of that name is in the way; choose another name")
     if files.run_json.exists():
         raise TrainingError(f"{root} already holds a run; resume it with --resume, or choose another --out")
     files.root.mkdir(parents=True, exist_ok=True)
@@ -109,3 +134,55 @@ class RunCheckpoints:
                 copy_checkpoint(path, step_path)
             for old in sorted(self.files.checkpoints.glob("step-*"))[: -self.keep_last]:
                 shutil.rmtree(old, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- where a resume starts
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why a run's checkpoint cannot be resumed from (a file missing, a checksum that differs), or None."""
+    for name in (CONFIG_FILE, WEIGHTS_FILE, TRAINER_STATE_FILE, OPTIMIZER_FILE):
+        if not (path / name).is_file():
+            return f"{name} is missing"
+    try:
+        sums = read_checksums(path)
+        for name in sums or ():
+            verify_checksum(path / name, sums)
+    except (CheckpointError, OSError) as e:
+        return str(e)
+    return None
+
+
+def resume_point(files: RunFiles) -> Path | None:
+    """The checkpoint a run continues from: `latest` when it is intact, else the newest intact step-N (a warning
+    says so). None for a run that has saved no checkpoint yet, which starts at step 0 (what a killed run logged
+    before its first save is logged again). A run with checkpoints but none intact to resume from is refused
+    (TrainingError): starting again would drop its metric records and let a worse model overwrite `best`."""
+    latest = files.checkpoint("latest")
+    steps = sorted(files.checkpoints.glob("step-*"), reverse=True) if files.checkpoints.is_dir() else []
+    problems = []
+    for path in [latest, *steps]:
+        if not path.is_dir():
+            continue
+        problem = checkpoint_problem(path)
+        if problem is None:
+            if path != latest:
+                log.warning("%s: %s; resuming from %s, the newest intact checkpoint", latest,
+                            problems[0] if problems else "missing", path.name)
+            return path
+        problems.append(f"{path.name}: {problem}")
+    if not problems and not files.checkpoint("best").is_dir():
+        return None
+    found = "; ".join(problems) if problems else "checkpoints/latest is missing and there is no step-N checkpoint"
+    raise TrainingError(f"{files.root}: cannot resume: {found}. Starting again from step 0 would drop the run's "
+                        "metrics and overwrite its best checkpoint; train into a new run (--out) instead")
+
+
+def best_saved_score(files: RunFiles) -> float | None:
+    """The dev BLEU recorded in the run's `best` checkpoint, or None: a resume never replaces it by a worse one."""
+    try:
+        score = json.loads((files.checkpoint("best") / METADATA_FILE).read_text(encoding="utf-8")).get("best_dev_bleu")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    ok = isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+    return float(score) if ok else None

@@ -33,7 +33,7 @@ from transformer.training.recipe import (
     make_optimizer,
     resolve_device,
 )
-from transformer.training.run import RunSpec, TrainingError, writing
+from transformer.training.run import RunSpec, TrainingError, best_saved_score, resume_point, writing
 
 log = logging.getLogger(__name__)
 
@@ -131,11 +131,11 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
         recover_interrupted_saves(files.checkpoints)
     corpus = load_corpus(spec.corpus)
     tokenizer = run_tokenizer(files, spec, corpus, is_main, world_size)
-    latest = files.checkpoint("latest")
-    if latest.is_dir() or spec.init_from:
-        checkpoint = load_checkpoint(latest if latest.is_dir() else spec.init_from, device)
+    latest = resume_point(files)  # checkpoints/latest, or the newest intact step-N when latest is lost
+    if latest is not None or spec.init_from:
+        checkpoint = load_checkpoint(latest if latest is not None else spec.init_from, device)
         model, model_config = checkpoint.model, checkpoint.config
-        if not latest.is_dir():
+        if latest is None:
             log.info("starting from the weights of %s (%s)", spec.init_from,
                      checkpoint.metadata.get("description", "no description"))
     else:
@@ -143,11 +143,19 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
         model = Transformer(model_config).to(device)
     train = encode_pairs(corpus.train, tokenizer, model_config.max_len)
     dev = encode_pairs(corpus.dev, tokenizer, model_config.max_len)
+    for name, split, pairs in (("train", corpus.train, train), ("dev", corpus.dev, dev)):
+        if not pairs:  # no batch to train on loops forever at step 0; no dev sentence fails the first evaluation
+            raise TrainingError(f"the {name} split is empty: the corpus gave {len(split)} {name} pair(s), none of them "
+                                f"within the model's {model_config.max_len} tokens. Give a larger corpus, or shorter "
+                                "sentences")
     optimizer = make_optimizer(model, c)
     state = TrainState()
-    if latest.is_dir():
+    if latest is not None:
         state = load_training_state(latest, optimizer)
         log.info("resumed from %s at step %d", latest, state.step)
+    kept = best_saved_score(files)
+    if kept is not None and (state.best_bleu is None or kept > state.best_bleu):
+        state.best_bleu = kept  # best/ holds a better model than the resume point knew of: only beat it
     loss_fn = TokenLoss(model)
     translator = Translator(Checkpoint(files.root, model_config, model, tokenizer), batch_size=64)
     evaluator = DevEvaluator(corpus, dev, translator, loss_fn, max_tokens=c.max_tokens, n_sentences=c.eval_sentences)

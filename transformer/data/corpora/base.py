@@ -38,11 +38,18 @@ def normalize_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
+def split_sizes(n_pairs: int, dev_fraction: float, test_fraction: float) -> dict[str, int]:
+    """How many of n_pairs pairs random_split puts in train, dev and test (a check before a corpus is used)."""
+    n_dev, n_test = round(n_pairs * dev_fraction), round(n_pairs * test_fraction)
+    return {"train": n_pairs - n_dev - n_test, "dev": n_dev, "test": n_test}
+
+
 def random_split(pairs: list[Pair], dev_fraction: float, test_fraction: float,
                  seed: int) -> dict[str, list[Pair]]:
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
-    n_dev, n_test = round(len(pairs) * dev_fraction), round(len(pairs) * test_fraction)
+    sizes = split_sizes(len(pairs), dev_fraction, test_fraction)
+    n_dev, n_test = sizes["dev"], sizes["test"]
     chosen = {"dev": order[:n_dev], "test": order[n_dev:n_dev + n_test],
               "train": order[n_dev + n_test:]}
     # Sorted indices keep the file's order inside each split, which makes diffs readable.

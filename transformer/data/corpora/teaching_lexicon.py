@@ -461,6 +461,31 @@ VERBS = f"""
     return,returned retourner motion people family animals | - | - être to
     arrive,arrived arriver motion people family | - | - être at
 """
+# Grammar 2: reflexive verbs (French "se" + verb, compound past with être). The English particle may be several
+# words ("go_to_bed"); the French infinitive is given without its "se". Then the weather verbs (it is raining).
+VERBS_2 = """
+    wake_up,woke réveiller refl people family animals | - | - être
+    get_up,got,getting lever refl people family animals | - | - être
+    go_to_bed,went coucher refl people family animals | - | - être
+    get_dressed,got,getting habiller refl people family | - | - être
+    sit_down,sat,sitting asseoir refl people family animals | - | - être
+    hurry,hurried dépêcher refl people family | - | - être
+    rest,rested reposer refl people family animals | - | - être
+    have_fun,had amuser refl people family animals | - | - être
+    get_lost,got,getting perdre refl people family animals | - | - être
+    calm_down,calmed calmer refl people family animals | - | - être
+    hide,hid cacher refl people family animals | - | - être
+    get_married,got,getting marier refl people family | - | - être
+    rain pleuvoir weather - | - | -
+    snow neiger weather - | - | -
+"""
+# English past participles that differ from the past tense ("has just eaten")
+EN_PARTICIPLES = dict(pair.split(":") for pair in """
+    eat:eaten drink:drunk see:seen take:taken write:written draw:drawn wear:worn break:broken give:given
+    show:shown sing:sung swim:swum run:run go:gone come:come forget:forgotten choose:chosen drive:driven
+    wake:woken get:got hide:hidden ride:ridden fly:flown grow:grown know:known throw:thrown begin:begun
+    speak:spoken steal:stolen fall:fallen
+""".split())
 
 NUMBERS = ("one un", "two deux", "three trois", "four quatre", "five cinq", "six six", "seven sept", "eight huit",
            "nine neuf", "ten dix", "eleven onze", "twelve douze", "thirteen treize", "fourteen quatorze",
@@ -517,6 +542,7 @@ class Noun:
     category: str      # "people", "animals", ...
     flags: frozenset[str]
     locative: tuple[str, str] | None  # places: (english preposition, french preposition)
+    grammar: int = 1   # the grammar version that introduced it
 
     @property
     def mass(self) -> bool:
@@ -532,6 +558,7 @@ class Adjective:
     category: str                     # "colours" | "adjectives"
     describes: frozenset[str]         # noun categories and "+flag"s it suits
     count_only: bool                  # "!mass": never of an uncountable noun
+    grammar: int = 1                  # the grammar version that introduced it
 
     def suits(self, noun: Noun) -> bool:
         return not (self.count_only and noun.mass) and selects(self.describes, noun)
@@ -550,7 +577,7 @@ class Verb:
     s3: str
     past: str
     ing: str
-    particle: str | None         # "for"
+    particle: str | None         # "for", "up", "to bed"
     fr: str                      # infinitive
     present: tuple[str, ...]     # by person (je, tu, il, nous, ils)
     future: tuple[str, ...]
@@ -560,10 +587,16 @@ class Verb:
     objects: frozenset[str]
     recipients: frozenset[str]
     flags: frozenset[str]
+    pp: str = ""                 # English past participle ("eaten"), for "has just eaten"
+    grammar: int = 1             # the grammar version that introduced it
 
     @property
     def etre(self) -> bool:
         return "être" in self.flags
+
+    @property
+    def reflexive(self) -> bool:
+        return "refl" in self.kinds
 
 
 @dataclass(frozen=True)
@@ -607,14 +640,15 @@ def _words(field: str) -> frozenset[str]:
     return frozenset() if field.strip() == "-" else frozenset(field.split())
 
 
-def _verbs() -> dict[str, Verb]:
+def _verbs(table: str, grammar: int) -> dict[str, Verb]:
     verbs = {}
-    for line in VERBS.strip().splitlines():
+    for line in table.strip().splitlines():
         head, selection = line.split(None, 3), line.split("|")
         en, fr, kinds = head[0], head[1], head[2]
         subjects = selection[0].split(None, 3)[3]
         recipients, *flags = selection[2].split()
         base, _, particle = en.split(",")[0].partition("_")
+        particle = particle.replace("_", " ")
         given = en.split(",")[1:]
         past = given[0] if given else english_past(base)
         ing = given[1] if len(given) > 1 else english_ing(base)
@@ -622,7 +656,7 @@ def _verbs() -> dict[str, Verb]:
         lemma = f"{base} {particle}" if particle else base
         verbs[lemma] = Verb(lemma, base, english_s3(base), past, ing, particle or None, fr, present, future,
                             participle, frozenset(kinds.split(",")), _words(subjects), _words(selection[1]),
-                            _words(recipients), frozenset(flags))
+                            _words(recipients), frozenset(flags), EN_PARTICIPLES.get(base, past), grammar)
     return verbs
 
 
@@ -641,6 +675,55 @@ def _times() -> dict[str, TimePhrase]:
 
 NOUN = _nouns()
 ADJECTIVE = _adjectives()
-VERB = _verbs()
+VERB = _verbs(VERBS, 1) | _verbs(VERBS_2, 2)
 TIME = _times()
 NUMBER = dict(n.split() for n in NUMBERS)
+
+
+# Grammar 2's closed classes.
+OBJECT_PRONOUNS = {  # english -> (direct, indirect, after an affirmative imperative (direct, indirect), person, gender)
+    "me": ("me", "me", ("moi", "moi"), 0, "m"), "you": ("te", "te", ("toi", "toi"), 1, "m"),
+    "him": ("le", "lui", ("le", "lui"), 2, "m"), "her": ("la", "lui", ("la", "lui"), 2, "f"),
+    "us": ("nous", "nous", ("nous", "nous"), 3, "m"), "them": ("les", "leur", ("les", "leur"), 4, "m"),
+}
+REFLEXIVE_PRONOUNS = ("me", "te", "se", "nous", "se")  # by person; "vous" for the vous imperative
+ADVERBS = {"always": "toujours", "often": "souvent", "sometimes": "parfois", "never": "jamais",
+           "usually": "généralement", "rarely": "rarement"}
+IDIOMS = {"hungry": "faim", "thirsty": "soif", "afraid": "peur", "sleepy": "sommeil", "right": "raison",
+          "wrong": "tort", "cold": "froid", "hot": "chaud"}  # be + adjective -> avoir + noun
+WEATHER_ADJECTIVES = {"cold": "froid", "hot": "chaud", "nice": "beau"}  # it is cold -> il fait froid
+WH_WORDS = {"where": "où", "when": "quand", "why": "pourquoi", "how": "comment", "what": "qu'", "who": "qui"}
+RELATIVE_WORDS = ("who", "that", "which")  # who: people; which: things; that: either
+PLEASE = {"tu": "s'il te plaît", "vous": "s'il vous plaît"}
+
+# Noun-noun compounds: english modifier | its French after the head | the heads it goes with
+COMPOUNDS_TABLE = """
+    kitchen | de cuisine | table chair knife clock lamp cupboard window door
+    orange | d'orange | juice
+    apple | de pomme | juice
+    apple | aux pommes | pie cake
+    chocolate | au chocolat | cake ice_cream cookie
+    strawberry | à la fraise | ice_cream
+    strawberry | aux fraises | pie
+    tomato | à la tomate | soup
+    chicken | au poulet | soup sandwich salad
+    cheese | au fromage | sandwich pizza
+    coffee | à café | cup
+    tea | à thé | cup
+    wine | à vin | glass
+    water | d'eau | bottle
+    milk | de lait | bottle
+    school | d'école | bag
+    bus | de bus | ticket driver
+    train | de train | ticket
+    taxi | de taxi | driver
+    piano | de piano | teacher
+    guitar | de guitare | teacher
+    paper | en papier | bag plate cup
+    birthday | d'anniversaire | cake gift
+"""
+COMPOUNDS: dict[tuple[str, str], str] = {}  # (modifier, head) -> French after the head
+for _line in COMPOUNDS_TABLE.strip().splitlines():
+    _modifier, _french, _heads = (part.strip() for part in _line.split("|"))
+    for _head in _heads.split():
+        COMPOUNDS[_modifier, _head.replace("_", " ")] = _french

@@ -35,11 +35,14 @@ IRREGULAR_VERBS: dict[str, tuple[str, str, str]] = {
     "préférer": ("préfère préfères préfère préférons préfèrent", "préférer", "préféré"),
     "nettoyer": ("nettoie nettoies nettoie nettoyons nettoient", "nettoier", "nettoyé"),
     "envoyer": ("envoie envoies envoie envoyons envoient", "enverr", "envoyé"),
+    "lever": ("lève lèves lève levons lèvent", "lèver", "levé"),
+    "asseoir": ("assieds assieds assied asseyons asseyent", "assiér", "assis"),
+    "pleuvoir": ("pleus pleus pleut pleuvons pleuvent", "pleuvr", "plu"),
 }
 ETRE_IMPERFECT = ("étais", "étais", "était", "étions", "étaient")
 
 # Words starting with a mute h elide like vowels (l'homme); others with h do not (le hibou).
-_H_MUET = ("homme", "hôpita", "hôtel", "histoire", "horloge", "herbe", "heure", "heureu", "habit", "hiver")
+_H_MUET = ("homme", "hôpita", "hôtel", "histoire", "horloge", "herbe", "heure", "heureu", "habit", "habill", "hiver")
 _FRENCH_VOWELS = set("aâàeéèêëiîïoôuûùœæ")
 _NO_ELISION = {"onze"}  # "Est-ce que onze enfants", not "qu'onze"
 
@@ -52,6 +55,8 @@ def french_vowel_initial(word: str) -> bool:
     w = word.lower()
     if not w or w in _NO_ELISION:
         return False
+    if w == "y":  # n'y a, j'y vais
+        return True
     return w[0] in _FRENCH_VOWELS or w.startswith(_H_MUET)
 
 
@@ -139,3 +144,31 @@ def french_conjugation(infinitive: str) -> tuple[tuple[str, ...], tuple[str, ...
     else:
         raise ValueError(f"no conjugation for {infinitive!r}")
     return forms, tuple(future_stem + e for e in ENDINGS_FUTURE), participle
+
+
+def french_vous(nous: str, infinitive: str) -> str:
+    """The "vous" present from the "nous" one (mangeons -> mangez, finissons -> finissez), with the irregulars."""
+    irregular = {"être": "êtes", "faire": "faites", "dire": "dites"}
+    if infinitive in irregular:
+        return irregular[infinitive]
+    stem = nous[:-3]
+    return (stem[:-1] if stem.endswith("ge") else stem) + "ez"
+
+
+def french_imperfect(nous: str, infinitive: str) -> tuple[str, ...]:
+    """The imperfect by person (je, tu, il, nous, ils) from the "nous" present: avons -> avais, faisons -> faisait."""
+    if infinitive == "être":
+        return ETRE_IMPERFECT
+    stem = nous[:-3]
+    return tuple(stem + e for e in ("ais", "ais", "ait", "ions", "aient"))
+
+
+def french_imperative(present: tuple[str, ...], vous: str, infinitive: str) -> tuple[str, str, str]:
+    """(tu, nous, vous) imperative: the present without the tu "s" of -er verbs (mange, va, ouvre)."""
+    irregular = {"être": ("sois", "soyons", "soyez"), "avoir": ("aie", "ayons", "ayez")}
+    if infinitive in irregular:
+        return irregular[infinitive]
+    tu = present[1]
+    if tu.endswith("es") or tu == "vas":
+        tu = tu[:-1]
+    return tu, present[3], vous

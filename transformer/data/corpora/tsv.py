@@ -11,10 +11,11 @@ DEBIAN_COLUMNS = 4  # split<TAB>source<TAB>english<TAB>target (transformer.data.
 
 def load_tsv(path: str | Path, src: str = "en", tgt: str = "fr", dev_fraction: float = 0.02,
              test_fraction: float = 0.02, seed: int = 0) -> ParallelCorpus:
-    """`src<TAB>tgt` lines; a third column (Tatoeba/manythings attribution) is ignored."""
+    """`src<TAB>tgt` lines; a third column (Tatoeba/manythings attribution) is ignored; a byte-order mark is not
+    part of the first sentence."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError as exc:
         raise CorpusError(f"corpus file not found: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,0 +1,100 @@
+"""The run folder under hostile conditions (issue 27): it becomes read-only mid-run, its name is one Windows reserves,
+or a file or a link already has its name."""
+
+import errno
+import os
+
+import pytest
+
+from tests.fuzz_inputs import RUN_NAMES
+from tests.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
+from transformer import files as atomic_files
+from transformer.model import checkpoint
+from transformer.runs import RunFiles, read_status, run_name_problem, write_status
+from transformer.training.loop import Trainer
+from transformer.training.run import TrainingError, create_run
+from ui import jobs
+
+
+def read_only(switch: list[bool]):
+    """mkstemp / mkdtemp that fail as in a read-only folder once switch[0] is set (root ignores chmod, so a test
+    run as root could not make a real one)."""
+    def fail(real):
+        def maker(*args, **kwargs):
+            if switch[0]:
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+            return real(*args, **kwargs)
+        return maker
+    return fail
+
+
+@pytest.mark.timeout(120)
+def test_a_run_folder_that_becomes_read_only_ends_with_a_status_that_says_so(tmp_path, corpus_file,  # noqa: F811
+                                                                             monkeypatch):
+    root = create_run(tmp_path / "run", tiny_spec(corpus_file, max_steps=8, save_every=4))
+    switch = [False]
+    wrap = read_only(switch)
+    monkeypatch.setattr(atomic_files.tempfile, "mkstemp", wrap(atomic_files.tempfile.mkstemp))
+    monkeypatch.setattr(checkpoint.tempfile, "mkdtemp", wrap(checkpoint.tempfile.mkdtemp))
+    with pytest.raises(TrainingError, match=r"could not write the checkpoint .*latest: \[Errno 30\] Read-only"):
+        for record in Trainer(root).fit():
+            if record["step"] == 2:
+                switch[0] = True  # the folder turns read-only: the checkpoint at step 4 cannot be made
+    status = read_status(root)
+    assert status["state"] == "failed" and "Read-only file system" in status["error"], status
+
+
+def test_write_status_overwrites_in_place_when_no_file_can_be_made_beside_it(tmp_path, monkeypatch):
+    files = RunFiles(tmp_path)
+    write_status(files, "running", step=3)
+    monkeypatch.setattr(atomic_files.tempfile, "mkstemp", read_only([True])(None))
+    write_status(files, "stopped", step=4)
+    assert read_status(files.status) | {"pid": 0, "updated": 0} == {"state": "stopped", "step": 4, "pid": 0,
+                                                                    "updated": 0}
+
+
+def test_the_app_says_a_dead_run_in_a_read_only_folder_could_not_record_its_end(tmp_path, monkeypatch):
+    files = RunFiles(tmp_path / "run")
+    files.root.mkdir()
+    write_status(files, "running", step=3)
+    monkeypatch.setattr(jobs, "pid_alive", lambda pid: False)
+    assert "died without saving its state" in jobs.run_info(files.root).error
+    monkeypatch.setattr(jobs.os, "access", lambda path, mode: False)
+    info = jobs.run_info(files.root)
+    assert info.state == "crashed" and "is read-only" in info.error and "died" not in info.error
+
+
+@pytest.mark.parametrize("name", RUN_NAMES)
+def test_windows_reserved_run_names_are_refused_everywhere(tmp_path, monkeypatch, name):
+    assert run_name_problem(name)
+    monkeypatch.setattr(jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
+    with pytest.raises(ValueError, match="Windows|A run name"):
+        jobs.start_run(tmp_path / "runs", name, ["--corpus", "teaching"])
+    with pytest.raises(TrainingError, match="Windows"):
+        create_run(tmp_path / name, tiny_spec(tmp_path / "c.tsv"))
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("name", ["con-1", "lpt10", "nullable", "auxiliary", "v1.0", "com-port"])
+def test_names_that_only_look_reserved_are_fine(name):
+    assert run_name_problem(name) is None and jobs.valid_run_name(name)
+
+
+@pytest.mark.parametrize("kind", ["file", "link to a folder outside", "dangling link"])
+def test_a_file_or_link_with_the_runs_name_is_a_clear_error_and_nothing_is_written_outside(tmp_path, monkeypatch,
+                                                                                           kind):
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    runs.mkdir()
+    outside.mkdir()
+    if kind == "file":
+        (runs / "taken").write_text("not a run")
+    elif kind == "dangling link":
+        (runs / "taken").symlink_to(tmp_path / "nowhere")
+    else:
+        (runs / "taken").symlink_to(outside)
+    monkeypatch.setattr(jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
+    with pytest.raises(ValueError, match="a file or link named 'taken' is in the runs folder"):
+        jobs.start_run(runs, "taken", ["--corpus", "teaching"], corpus_tsv=b"a b\tc d\n" * 60)
+    with pytest.raises(TrainingError, match="a file or link of that name is in the way"):
+        create_run(runs / "taken", tiny_spec(tmp_path / "c.tsv"))
+    assert list(outside.iterdir()) == [] and not (tmp_path / "nowhere").exists()

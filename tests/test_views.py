@@ -208,6 +208,7 @@ def test_beam_tree_has_every_node_and_draws_the_best_hypothesis_strongly(transla
     view = views.beam_tree(session.history, translator.tokenizer.target_pieces, best.tokens)
     root = svg_of(view, "bt")
     nodes = [g for g in find(root, "g") if "node" in classes(g)]
+    assert "".join(nodes[0].find(SVG + "text").itertext()) == "<s>"  # escaped in the markup, not read as a tag
     assert len(nodes) == 1 + sum(len(s.nodes) for s in session.history)  # + the root <s>
     win = sorted((int(g.get("data-step")), int(g.get("data-rank"))) for g in nodes if "win" in classes(g))
     assert [s for s, _ in win] == list(range(len(best.tokens)))  # one node per step, from the first on

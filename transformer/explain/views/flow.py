@@ -63,17 +63,21 @@ def _np(t) -> np.ndarray:
 
 
 def bars(values: np.ndarray, x: float, y: float, width: float, height: float, scale: float, extra: str = "") -> str:
-    """A vector as a row of thin bars about a baseline at mid-height, blue up and red down, scaled by `scale`."""
+    """A vector as a row of thin bars about a baseline at mid-height, blue up and red down, scaled by `scale`:
+    one path per sign (a vertical stroke per number), so that a long sentence's 120 vectors stay small."""
     n = max(len(values), 1)
     step, mid = width / n, y + height / 2
     scale = scale or 1.0
-    parts = [f'<line x1="{x:.1f}" y1="{mid:.1f}" x2="{x + width:.1f}" y2="{mid:.1f}" stroke="#ccc"/>']
+    strokes = {True: [], False: []}
+    values = np.asarray(values, dtype=float).tolist()  # Python floats: formatting numpy scalars is slow
     for i, v in enumerate(values):
         h = max(min(abs(v) / scale, 1.0) * height / 2, 0.3)
-        parts.append(f'<rect x="{x + i * step:.2f}" y="{mid - h if v >= 0 else mid:.2f}" width="{step * 0.8:.2f}" '
-                     f'height="{h:.2f}" fill="{POS if v >= 0 else NEG}"/>')
+        strokes[v >= 0].append(f"M{x + (i + 0.5) * step:.1f},{mid:.1f}v{-h if v >= 0 else h:.1f}")
+    paths = "".join(f'<path d="{"".join(d)}" stroke="{POS if up else NEG}" stroke-width="{step * 0.8:.2f}"/>'
+                    for up, d in strokes.items() if d)
     shown = ", ".join(f"{v:.3f}" for v in values[:8])
-    return f'<g class="vec"{extra}><title>{shown}{", …" if len(values) > 8 else ""}</title>{"".join(parts)}</g>'
+    return (f'<g class="vec"{extra}><title>{shown}{", …" if len(values) > 8 else ""}</title>'
+            f'<line x1="{x:.1f}" y1="{mid:.1f}" x2="{x + width:.1f}" y2="{mid:.1f}" stroke="#ccc"/>{paths}</g>')
 
 
 def input_name(family: str, layer: int) -> str:

@@ -1,13 +1,16 @@
 """Attention heatmaps as SVG: one small map per layer and head (rows queries, columns keys, darker = more weight on
 one fixed 0..1 scale), for a notebook or a report where plotly.js is not at hand. Each cell's title holds its
-query, key and weight. Right-to-left key labels are set with direction="rtl" and the columns run right to left.
+query, key and weight; cells under lines.MIN_WEIGHT are left white (not drawn), as the head view leaves out
+their lines. Right-to-left key labels are set with direction="rtl" and the columns run right to left.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from transformer.explain.views.lines import as_maps
+import numpy as np
+
+from transformer.explain.views.lines import MIN_WEIGHT, as_maps
 from transformer.explain.views.svg import BASE_CSS, View, anchored, column_is_rtl, esc, shorten, text_width
 
 CELL = 12  # px of one weight
@@ -23,6 +26,7 @@ def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], 
             if row_labels else 4)
     top = min(max((text_width(t, 10) for t in key_labels), default=10), text_width("x" * LABEL_CHARS, 10)) + 22
     n_q, n_k = len(query_labels), len(key_labels)
+    matrix = np.asarray(matrix, dtype=float).tolist()
     width, height = int(left + n_k * CELL + 4), int(top + n_q * CELL + 4)
     parts = [f'<text x="{left}" y="11" font-weight="600">{esc(title)}</text>']
     col_x = (lambda j: left + (n_k - 1 - j) * CELL) if rtl_k else (lambda j: left + j * CELL)
@@ -36,6 +40,8 @@ def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], 
                          f'{anchored("right", rtl_q)}>{esc(shorten(label, LABEL_CHARS))}</text>')
         for j in range(n_k):
             w = float(matrix[i][j])
+            if w < MIN_WEIGHT:
+                continue
             parts.append(f'<rect x="{col_x(j)}" y="{top + i * CELL}" width="{CELL - 1}" height="{CELL - 1}" '
                          f'fill="#08306b" fill-opacity="{w:.3f}" data-i="{i}" data-j="{j}"><title>'
                          f"{esc(label)} → {esc(key_labels[j])}: {w:.3f}</title></rect>")

@@ -82,13 +82,13 @@ def _label(kind: str, i: int, text: str, x: float, y: float, edge: str, rtl: boo
 
 
 def _lines(maps: np.ndarray, layer: int, head: int, positions: Sequence[int], x_q: float, x_k: float,
-           y0: float, row: float, width: float) -> str:
-    out = []
+           y0: float, row: float) -> str:
+    out, rows = [], maps[layer, head].tolist()  # Python floats: formatting numpy scalars is slow
     for r, q in enumerate(positions):
-        for k, w in enumerate(maps[layer, head, r]):
+        for k, w in enumerate(rows[r]):
             if w >= MIN_WEIGHT:
-                out.append(f'<line x1="{x_q:.1f}" y1="{y0 + q * row:.1f}" x2="{x_k:.1f}" y2="{y0 + k * row:.1f}" '
-                           f'stroke-opacity="{w:.3f}" data-q="{q}" data-k="{k}" stroke-width="{width}"/>')
+                out.append(f'<line x1="{x_q:g}" y1="{y0 + q * row:g}" x2="{x_k:g}" y2="{y0 + k * row:g}" '
+                           f'stroke-opacity="{w:.3f}" data-q="{q}" data-k="{k}"/>')
     return "".join(out)
 
 
@@ -118,9 +118,9 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     w_k = min(max((text_width(t, 13) for t in key_labels), default=20), text_width("x" * LABEL_CHARS, 13))
     w_q, w_k = max(w_q, text_width(query_name, 12)), max(w_k, text_width(key_name, 12))  # the headings fit too
     left_w, right_w = (w_k, w_q) if mirrored else (w_q, w_k)
-    x_left, x_right = left_w + 10, left_w + 10 + GAP  # the inner edges of the two label columns
+    x_left, x_right = round(left_w + 10), round(left_w + 10 + GAP)  # the inner edges of the two label columns
     x_q, x_k = (x_right, x_left) if mirrored else (x_left, x_right)
-    y0, rows = 34.0, max(len(query_labels), len(key_labels))
+    y0, rows = 34, max(len(query_labels), len(key_labels))
     width, height = int(x_right + right_w + 12), int(y0 + rows * ROW + 6)
     active = set(positions)
     q_edge, k_edge = ("left", "right") if mirrored else ("right", "left")
@@ -135,8 +135,9 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     parts += [_label("k", j, t, k_x, y0 + j * ROW, k_edge, rtl_k) for j, t in enumerate(key_labels)]
     for lay in range(n_layers):
         groups = "".join(
-            f'<g class="hd" data-head="{h}" stroke="{HEAD_COLOURS[h % len(HEAD_COLOURS)]}"{"" if h in on else HIDDEN}>'
-            f"{_lines(maps, lay, h, positions, x_q, x_k, y0, ROW, 2)}</g>" for h in range(n_heads))
+            f'<g class="hd" data-head="{h}" stroke="{HEAD_COLOURS[h % len(HEAD_COLOURS)]}" stroke-width="2"'
+            f'{"" if h in on else HIDDEN}>{_lines(maps, lay, h, positions, x_q, x_k, y0, ROW)}</g>'
+            for h in range(n_heads))
         parts.append(f'<g class="ly" data-layer="{lay}"{"" if lay == layer else HIDDEN}>{groups}</g>')
     svg = (f'<svg class="hv" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" data-mirrored="{int(mirrored)}">{"".join(parts)}</svg>')
@@ -166,10 +167,10 @@ def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[s
         cells.append(f'<div class="note" style="align-self:center">layer {lay}</div>')
         for h in range(n_heads):
             colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
-            lines = _lines(maps, lay, h, range(len(query_labels)), 4, THUMB_W - 4, row / 2, row, 1)
+            lines = _lines(maps, lay, h, range(len(query_labels)), 4, THUMB_W - 4, round(row / 2, 2), round(row, 2))
             cells.append(f'<div class="cell" data-layer="{lay}" data-head="{h}"><svg class="thumb" width="{THUMB_W}" '
                          f'height="{THUMB_H}" viewBox="0 0 {THUMB_W} {THUMB_H}" data-layer="{lay}" data-head="{h}">'
-                         f'<g stroke="{colour}">{lines}</g></svg><div>L{lay} H{h}</div></div>')
+                         f'<g stroke="{colour}" stroke-width="1">{lines}</g></svg><div>L{lay} H{h}</div></div>')
     grid = (f'<div class="grid" style="grid-template-columns:max-content repeat({n_heads},{THUMB_W + 2}px);'
             'justify-content:start">'
             + "".join(cells) + "</div>")

@@ -76,6 +76,9 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str) 
     body = (f"<style>{tree.CSS}</style><div class='tv bt'>{tree.legend()}<div style='overflow-x:auto'>{svg}</div>"
             "<div class='info note'></div></div>")
     result = _tree_component(data={"html": body}, key=key, on_node_change=lambda: None, height=height + 70)
+    if st.session_state.get(f"{key}_session") != id(session):  # another sentence's tree: nothing opened yet
+        st.session_state[f"{key}_session"] = id(session)
+        st.session_state.pop(f"{key}_open", None)
     picked = getattr(result, "node", None)
     if picked:
         st.session_state[f"{key}_open"] = picked

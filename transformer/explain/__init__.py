@@ -7,6 +7,8 @@
 - `statistics`: per-head statistics over a sample and the plain-language roles they suggest
 - `importance`: what each head is worth, as the drop in log-likelihood and BLEU without it
 - `history`: a probe sentence's attention across the snapshots of a training run
+- `views`: the pictures of all these that display themselves (Jupyter, a browser, the app): the head view and
+  model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree
 
 Nothing here stores state on the model: an intervention edits the weights of a copy.
 """

@@ -93,13 +93,14 @@ def test_an_arabic_query_column_stands_on_the_right_and_reads_right_to_left(arab
     texts = list(root.iter(SVG + "text"))
     q_labels, k_labels = [e for e in texts if "tq" in classes(e)], [e for e in texts if "tk" in classes(e)]
     assert min(float(e.get("x")) for e in q_labels) > max(float(e.get("x")) for e in k_labels)
-    rtl = [e for e in q_labels if views.column_is_rtl([e.find(SVG + "title").text])]
-    assert rtl and all(e.get("direction") == "rtl" for e in rtl)
+    assert all(e.get("direction") == "rtl" for e in q_labels if views.column_is_rtl([e.find(SVG + "title").text]))
     assert all(e.get("direction") is None for e in k_labels)  # the English source reads left to right
     line = next(root.iter(SVG + "line"))
     assert float(line.get("x1")) > float(line.get("x2"))  # from the query (right) to the key (left)
     english = svg_of(views.head_view(att, "enc_self"), "hv")
     assert english.get("data-mirrored") == "0"
+    mixed = svg_of(views.head_view_from(np.full((1, 1, 4, 2), 0.5), ["▁قال", "▁الله", ".", "</s>"], ["a", "b"]), "hv")
+    assert [e.get("direction") for e in mixed.iter(SVG + "text") if "tq" in classes(e)] == ["rtl", "rtl", None, None]
 
 
 def test_the_head_view_of_a_translation_is_drawn_from_its_maps(translator):
@@ -256,3 +257,12 @@ def test_head_view_refuses_maps_that_do_not_match_the_labels():
         views.head_view_from(np.zeros((2, 1, 2, 4)), ["a", "b"], list("wxyz"), layer=2)
     with pytest.raises(ValueError, match="unknown family"):
         views.family_labels(None, "self")
+
+
+def test_heatmaps_of_arabic_keys_run_right_to_left(arabic):
+    att = arabic.translate("the cat sleeps .", attention=True).attention
+    markup = re.search(r'<svg class="heatmap".*?</svg>', views.heatmaps(att, "dec_self").html, flags=re.S).group(0)
+    root = ET.fromstring(markup)
+    assert root.get("data-rtl") == "1"
+    x_of = {int(e.get("data-j")): float(e.get("x")) for e in root.iter(SVG + "rect") if e.get("data-i") == "0"}
+    assert x_of[0] == max(x_of.values())  # <s>, the first key, on the right

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from transformer.explain.views.lines import MIN_WEIGHT, as_maps
-from transformer.explain.views.svg import BASE_CSS, View, anchored, column_is_rtl, esc, shorten, text_width
+from transformer.explain.views.svg import BASE_CSS, View, anchored, column_is_rtl, esc, is_rtl, shorten, text_width
 
 CELL = 12  # px of one weight
 LABEL_CHARS = 14
@@ -21,7 +21,7 @@ CSS = BASE_CSS + ".hm svg text{font-size:10px}.hm .maps{display:flex;flex-wrap:w
 def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str = "",
                 row_labels: bool = True) -> tuple[str, int, int]:
     """One map (Lq, Lk) as SVG: a rect per weight with fill-opacity = weight."""
-    rtl_q, rtl_k = column_is_rtl(query_labels), column_is_rtl(key_labels)
+    rtl_k = column_is_rtl(key_labels)
     left = (min(max((text_width(t, 10) for t in query_labels), default=10), text_width("x" * LABEL_CHARS, 10)) + 6
             if row_labels else 4)
     top = min(max((text_width(t, 10) for t in key_labels), default=10), text_width("x" * LABEL_CHARS, 10)) + 22
@@ -37,7 +37,7 @@ def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], 
     for i, label in enumerate(query_labels):
         if row_labels:
             parts.append(f'<text class="row" data-i="{i}" x="{left - 4}" y="{top + i * CELL + CELL - 2}" '
-                         f'{anchored("right", rtl_q)}>{esc(shorten(label, LABEL_CHARS))}</text>')
+                         f'{anchored("right", is_rtl(label))}>{esc(shorten(label, LABEL_CHARS))}</text>')
         for j in range(n_k):
             w = float(matrix[i][j])
             if w < MIN_WEIGHT:

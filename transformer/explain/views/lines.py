@@ -21,6 +21,7 @@ from transformer.explain.views.svg import (
     anchored,
     column_is_rtl,
     esc,
+    is_rtl,
     new_id,
     shorten,
     text_width,
@@ -72,12 +73,13 @@ def as_maps(weights, n_queries: int, n_keys: int) -> np.ndarray:
     return maps
 
 
-def _label(kind: str, i: int, text: str, x: float, y: float, edge: str, rtl: bool, dim: bool = False) -> str:
-    """A token label whose `edge` ("left" or "right") sits at x; right-to-left text anchors the other way round."""
+def _label(kind: str, i: int, text: str, x: float, y: float, edge: str, dim: bool = False) -> str:
+    """A token label whose `edge` ("left" or "right") sits at x; right-to-left text anchors the other way round
+    (decided per label: "</s>" or "." in an Arabic column still reads left to right)."""
     shown = shorten(text, LABEL_CHARS)
     cls = f"t{kind}" + (" dim" if dim else "")
     return (f'<text class="{cls}" data-kind="{kind}" data-i="{i}" x="{x:.1f}" y="{y:.1f}" '
-            f'{anchored(edge, rtl)} dominant-baseline="middle"><title>{esc(text)}</title>'
+            f'{anchored(edge, is_rtl(text))} dominant-baseline="middle"><title>{esc(text)}</title>'
             f"{esc(shown)}</text>")
 
 
@@ -112,8 +114,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer {layer} is not one of the {n_layers} layers")
     on = set(range(n_heads) if heads is None else heads)
-    rtl_q, rtl_k = column_is_rtl(query_labels), column_is_rtl(key_labels)
-    mirrored = rtl_q  # a right-to-left target reads from the right: its queries stand there
+    mirrored = column_is_rtl(query_labels)  # a right-to-left target reads from the right: its queries stand there
     w_q = min(max((text_width(t, 13) for t in query_labels), default=20), text_width("x" * LABEL_CHARS, 13))
     w_k = min(max((text_width(t, 13) for t in key_labels), default=20), text_width("x" * LABEL_CHARS, 13))
     w_q, w_k = max(w_q, text_width(query_name, 12)), max(w_k, text_width(key_name, 12))  # the headings fit too
@@ -130,9 +131,8 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
              f"{esc(query_name)}</text>",
              f'<text x="{k_x:.1f}" y="14" text-anchor="{"end" if mirrored else "start"}" class="note">'
              f"{esc(key_name)}</text>"]
-    parts += [_label("q", i, t, q_x, y0 + i * ROW, q_edge, rtl_q, dim=i not in active)
-              for i, t in enumerate(query_labels)]
-    parts += [_label("k", j, t, k_x, y0 + j * ROW, k_edge, rtl_k) for j, t in enumerate(key_labels)]
+    parts += [_label("q", i, t, q_x, y0 + i * ROW, q_edge, dim=i not in active) for i, t in enumerate(query_labels)]
+    parts += [_label("k", j, t, k_x, y0 + j * ROW, k_edge) for j, t in enumerate(key_labels)]
     for lay in range(n_layers):
         groups = "".join(
             f'<g class="hd" data-head="{h}" stroke="{HEAD_COLOURS[h % len(HEAD_COLOURS)]}" stroke-width="2"'

@@ -92,7 +92,8 @@ def main() -> None:
     print(f"signatures: {numbers['test_beam1']['bleu_signature']} | {numbers['test_beam1']['chrf_signature']}")
 
     if corpus.alignments:
-        print_alignment(numbers, translator, [AlignedExample(s, t, corpus.alignments[(s, t)])
+        print_alignment(numbers, translator, [AlignedExample(s, t, corpus.alignments[(s, t)],
+                                                             corpus.possible_alignments.get((s, t), frozenset()))
                                               for s, t in corpus.test[: args.limit]])
     test = corpus.test[: args.limit]
     hyps = outputs[f"test_beam{args.beam}"]

@@ -4,7 +4,7 @@ compare searches and models, measure every head over a dev sample, and watch a h
 import streamlit as st
 
 from transformer.decoding.translate import Translation
-from ui import explain_views, head_views
+from ui import attribution_views, explain_views, head_views
 from ui.defaults import default_sentence
 from ui.text import plain
 from ui.widgets import current_translator, link, page_setup, search_settings, sentence_input, share
@@ -12,6 +12,7 @@ from ui.widgets import current_translator, link, page_setup, search_settings, se
 VIEWS = {"ablate": "Switch heads off", "cell": "Arithmetic of a cell", "whatif": "What if…",
          "search": "Greedy, beam, reference", "compare": "Compare models", "report": "Report",
          "stats": "Head statistics", "importance": "Head importance", "training": "Across training"}
+VIEWS.update(attribution_views.VIEWS)  # attribution, logit lens and DecoderLens, activation patching
 WHOLE_MODEL = ("stats", "importance", "training")  # views of every head, not of one sentence
 
 
@@ -59,8 +60,10 @@ def main() -> None:
         explain_views.search_view(translator, text, head_views.reference_of(translator, translation.source))
     elif view == "compare":
         explain_views.compare_view(translator, text, translation, settings)
+    elif view in attribution_views.VIEWS:
+        attribution_views.show(view, translator, text, translation, settings)
     else:
-        explain_views.report_view(translator, translation)
+        explain_views.report_view(translator, translation, settings)
 
 
 main()

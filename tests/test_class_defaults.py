@@ -165,9 +165,9 @@ def test_a_bleu_ranking_breaks_ties_by_log_likelihood_and_says_so():
     kept = result.keep_top(8, "bleu")  # the two of the five tied heads with the largest log-likelihood drop
     assert {("cross", 1, 0), ("enc_self", 0, 0)}.isdisjoint(kept.heads_off) and ("dec_self", 0, 0) in kept.heads_off
     assert ties.ranking_note(result, "bleu", 5) is None  # the first five do not tie
-    assert "heads 7 to 11 of 12 tie at +0.0 BLEU" in ties.ranking_note(result, "bleu", 8)
+    assert "heads 7 to 11 of 12 tie at +0.00 BLEU" in ties.ranking_note(result, "bleu", 8)
     note = ties.keep_note(result, 8, "bleu")
-    assert note.startswith("The top 8 keeps 2 of the 5 heads that tie at +0.0 BLEU (ranks 7 to 11)")
+    assert note.startswith("The top 8 keeps 2 of the 5 heads that tie at +0.00 BLEU (ranks 7 to 11)")
     assert ties.keep_note(result, 6, "bleu") is None and ties.keep_note(result, 8, "log_likelihood") is None
 
 
@@ -273,7 +273,7 @@ def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_i
     assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
             ) == ("cross", 1, 2)
     base, changed = figures_of(at)
-    assert "head 2" in base["layout"]["title"]["text"] and "this head is off" in changed["layout"]["title"]["text"]
+    assert "head 2" in base["layout"]["title"]["text"] and "(this head is off)" in changed["layout"]["title"]["text"]
     assert any("still computes its attention weights" in c.value and "output is removed" in c.value
                for c in at.caption)
     at.selectbox(key="ex_ab_head").set_value(0).run()  # the user's own pick stays while the heads off do not change

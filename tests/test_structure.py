@@ -46,7 +46,7 @@ OWNERS = {  # a file name of an on-disk format -> the one module that spells it
     "pairs.tsv": "transformer/data/corpora/debian.py",
 }
 MAX_LINES = 400
-DATA_TABLES = {"transformer/data/corpora/teaching_lexicon.py"}
+DATA_TABLES = {"transformer/data/corpora/teaching_lexicon.py", "transformer/data/corpora/teaching_lexicon_more.py"}
 
 
 def module_name(path: Path) -> str:

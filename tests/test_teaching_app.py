@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.test_app import altair_views, curve_panels, curve_points, figures_of, plotly_array
 from transformer.data.corpora.teaching import align, build_teaching_corpus, vocabulary
+from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
 from transformer.explain import AlignedExample, cross_attention_aer, link_cells, piece_words, sentence_aer
 from transformer.model.checkpoint import load_checkpoint
@@ -20,6 +21,9 @@ from ui.models import describe, find_models
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 SENTENCE = "The young man buys a green bicycle."
+# the grammar version of the shipped model's corpus (1 for a model trained before versions, which records none)
+GRAMMAR = CorpusSpec.from_dict(json.loads((ROOT / "checkpoints" / "en-fr-teaching" / "metadata.json").read_text())
+                               ["corpus"]).grammar
 
 
 @pytest.fixture
@@ -70,7 +74,7 @@ def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_packag
     assert np.allclose(sentence_grid[:, -1], 100 * np.array(expected.layer_mean))
     split_grid = plotly_array(grids["AER %, test split"]["data"][0]["z"])
     translator = Translator(ROOT / "checkpoints" / "en-fr-teaching")
-    examples = [AlignedExample(p.src, p.tgt, p.links) for p in build_teaching_corpus(0).test]
+    examples = [AlignedExample(p.src, p.tgt, p.links, p.possible) for p in build_teaching_corpus(0, GRAMMAR).test]
     split = cross_attention_aer(translator.model, translator.tokenizer, examples)
     assert np.allclose(split_grid, 100 * np.column_stack([split.heads, split.layer_mean]))
     at.radio(key="tr_family").set_value("enc_self").run()
@@ -87,7 +91,7 @@ def test_random_sentence_comes_from_the_test_split_and_the_lexicon_is_listed(at)
     translate_page(at)
     at.button(key="tr_text_random").click().run()
     assert not at.exception
-    test_sources = {p.src for p in build_teaching_corpus(0).test}
+    test_sources = {p.src for p in build_teaching_corpus(0, GRAMMAR).test}
     assert at.session_state["tr_text"] in test_sources and at.session_state["tr_text"] != SENTENCE
     assert at.session_state["tr_result"].source == at.session_state["tr_text"]
     listed = "\n".join(m.value for m in at.markdown)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from transformer.data.corpora.teaching import (
+    GRAMMAR,
     TEACHING_SIZES,
     AlignedPair,
     align,
@@ -21,6 +23,7 @@ from transformer.data.corpora.teaching import (
 )
 from transformer.data.corpora.teaching_grammar import Clause, realize
 from transformer.data.corpora.teaching_lexicon import ADJECTIVE, NOUN, NUMBER, PRONOUNS, VERB
+from transformer.data.corpora.teaching_morphology import french_imperative, french_vous
 from transformer.data.corpora.teaching_parser import parse
 from transformer.data.words import format_links, parse_links, words
 
@@ -29,12 +32,14 @@ DOCS = ROOT / "docs" / "teaching-corpus.md"
 PUNCTUATION = {".", "?"}
 
 
-def _golden() -> list[tuple[str, str, str]]:
+def _golden() -> list[tuple[str, str, str, str]]:
+    """(English, French, sure links, possible links) of the docs' example tables (the first has no possible)."""
     rows = []
     for line in DOCS.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and re.fullmatch(r"(\d+-\d+ ?)+", cells[2]):
-            rows.append((cells[0], cells[1], cells[2]))
+        if len(cells) in (3, 4) and re.fullmatch(r"(\d+-\d+ ?)+", cells[2]):
+            possible = cells[3] if len(cells) == 4 else ""
+            rows.append((cells[0], cells[1], cells[2], "" if possible == "-" else possible))
     return rows
 
 
@@ -58,14 +63,15 @@ def frames(every_pair) -> dict[str, Clause | None]:
 
 
 def test_docs_table_has_enough_examples():
-    assert len(GOLDEN) >= 60
+    assert len(GOLDEN) >= 150
 
 
-@pytest.mark.parametrize("english, french, links", GOLDEN, ids=[g[0] for g in GOLDEN])
-def test_golden_examples_from_the_docs(english, french, links):
+@pytest.mark.parametrize("english, french, links, possible", GOLDEN, ids=[g[0] for g in GOLDEN])
+def test_golden_examples_from_the_docs(english, french, links, possible):
     pair = align(english)
     assert pair is not None
-    assert (pair.src, pair.tgt, format_links(pair.links)) == (english, french, links)
+    assert (pair.src, pair.tgt, format_links(pair.links), format_links(pair.possible)) == (english, french, links,
+                                                                                          possible)
 
 
 @pytest.mark.parametrize("english, french", [
@@ -108,8 +114,8 @@ def test_outside_the_grammar_is_none(english):
 
 
 def test_sizes(corpus):
-    assert (len(corpus.train), len(corpus.dev), len(corpus.test)) == tuple(TEACHING_SIZES[s]
-                                                                         for s in ("train", "dev", "test"))
+    sizes = TEACHING_SIZES[GRAMMAR]
+    assert (len(corpus.train), len(corpus.dev), len(corpus.test)) == tuple(sizes[s] for s in ("train", "dev", "test"))
 
 
 def test_every_pair_round_trips_through_align(every_pair, frames):
@@ -125,6 +131,7 @@ def test_words_and_links(every_pair):
         assert all(0 <= i < len(src) and 0 <= j < len(tgt) for i, j in p.links), p
         assert {i for i, _ in p.links} == set(range(len(src))), p    # every English word is linked
         assert {j for _, j in p.links} == set(range(len(tgt))), p    # and every French word
+        assert not p.possible & p.links and all(0 <= i < len(src) and 0 <= j < len(tgt) for i, j in p.possible)
         for i, j in p.links:  # punctuation links to punctuation, and only to it
             assert (src[i] in PUNCTUATION) == (tgt[j] in PUNCTUATION), (p, src[i], tgt[j])
         assert p.tgt[0].isupper() and p.src[0].isupper()
@@ -144,8 +151,10 @@ def _translations() -> dict[str, set[str]]:
     for a in ADJECTIVE.values():
         add([a.en], " ".join(a.forms) + " " + (a.before_vowel or ""))
     for v in VERB.values():
-        add({v.base, v.s3, v.past, v.ing}, " ".join((v.fr, v.participle, *v.present, *v.future)) + " "
-            + " ".join(v.participle + e for e in ("e", "s", "es")))
+        vous = french_vous(v.present[3], v.fr)
+        french = (v.fr, v.participle, *v.present, *v.future, vous, *french_imperative(v.present, vous, v.fr))
+        add({v.base, v.s3, v.past, v.ing, v.pp, *(v.particle or "").split()},
+            " ".join(french) + " " + " ".join(v.participle + e for e in ("e", "s", "es")))
     for en, fr in NUMBER.items():
         add([en], fr + (" une" if en == "one" else ""))
     return known
@@ -170,7 +179,12 @@ _FUNCTION_FRENCH = {"le", "la", "les", "du", "de", "d'", "des", "au", "aux", "un
                     "voulons", "veulent", "-", "ce", "que", "qu'", "ne", "n'", "pas", "l'", "à", "tous", "hui",
                     "aujourd'", "matin", "soir", "nuit", "midi", "après", "semaine", "dernière", "prochaine",
                     "hier", "demain", "maintenant", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi",
-                    "dimanche", "jours", "matins"}
+                    "dimanche", "jours", "matins",
+                    # grammar 2: reflexive pronouns (a part of their verb), est-ce que's "qu'", aller and venir as
+                    # auxiliaries (va manger, vient de manger), the age idiom's "ans", a compound's preposition
+                    "se", "s'", "me", "m'", "te", "t'", "nous", "vous", "toi", "moi", "va", "vas", "vais",
+                    "allons", "vont", "vient", "viens", "venons", "viennent", "an", "ans", "en", "il", "y", "aura",
+                    "lui", "leur", "avait", "fait", "faisait", "fera"}
 
 
 def test_splits_are_disjoint_and_held_out_combinations_stay_out_of_train(corpus, frames):
@@ -220,7 +234,7 @@ def test_vocabulary():
     groups = vocabulary()
     content = [pair for name, pairs in groups.items() if name not in ("pronouns", "possessives", "prepositions", "time")
                for pair in pairs]
-    assert len(content) >= 400
+    assert len(content) >= 1500
     for name in ("people", "animals", "food", "colours", "verbs", "numbers", "days"):
         assert groups[name], name
     assert ("cat", "chat") in groups["animals"] and ("go", "aller") in groups["verbs"]
@@ -229,10 +243,49 @@ def test_vocabulary():
 
 
 def test_english_forms_are_unambiguous():
-    """No English word form belongs to two verbs, or to both a noun and an adjective: the parser relies on it."""
-    forms: dict[str, str] = {}
+    """No English word form with its particle belongs to two verbs ("go" and "go to bed" differ by theirs), and
+    none to both a noun and an adjective: the parser relies on it."""
+    forms: dict[tuple[str, str | None], str] = {}
     for v in VERB.values():
         for form in {v.base, v.s3, v.past, v.ing}:
-            assert forms.setdefault(form, v.en) == v.en, form
+            assert forms.setdefault((form, v.particle), v.en) == v.en, form
     nouns = {w for n in NOUN.values() for w in (n.en, n.en_plural)}
     assert not nouns & set(ADJECTIVE)
+
+
+def test_grammar_one_reproduces_the_shipped_models_corpus():
+    """Grammar 1 is what checkpoints/en-fr-teaching was trained and scored on: its build must not move, so the
+    fingerprint of every pair (recorded when grammar 2 was written) pins it."""
+    c = build_teaching_corpus(0, grammar=1)
+    assert (len(c.train), len(c.dev), len(c.test)) == (25_000, 500, 500)
+    text = "\n".join(f"{p.src}\t{p.tgt}\t{format_links(p.links)}" for p in c.train + c.dev + c.test)
+    digest = hashlib.sha256((text + "\n" + repr(sorted(c.held_out))).encode()).hexdigest()
+    assert digest == "7c1bf4f855054892b8341a5aa0571f8971bbb78cf3a6a91c03c35d51f22f90a7"
+    assert not any(p.possible for p in c.test)
+
+
+def test_idioms_have_possible_links_inside_their_block_and_aer_counts_them():
+    """ "The boy is hungry." -> "Le garçon a faim.": is-a and hungry-faim are sure, is-faim and hungry-a possible.
+    An extraction that links "a" to "hungry" scores AER 1 - (3 + 4) / (4 + 5) = 2/9 instead of 1 - 6/9 = 1/3."""
+    from transformer.explain.alignment import alignment_error_rate
+
+    pair = align("The boy is hungry.")
+    assert pair.tgt == "Le garçon a faim."
+    assert pair.links == {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)} and pair.possible == {(2, 3), (3, 2)}
+    predicted = frozenset({(0, 0), (1, 1), (3, 2), (4, 4)})  # "a" read off "hungry"
+    assert alignment_error_rate(predicted, pair.links, pair.possible) == pytest.approx(2 / 9)
+    assert alignment_error_rate(predicted, pair.links) == pytest.approx(1 / 3)
+    with_out_block = frozenset({(0, 0), (1, 1), (0, 2), (4, 4)})  # "a" read off "The": outside the block
+    assert alignment_error_rate(with_out_block, pair.links, pair.possible) == pytest.approx(1 / 3)
+
+
+def test_the_shipped_models_spec_reads_as_grammar_one_and_new_specs_as_the_latest():
+    from transformer.data.spec import CorpusSpec
+
+    old = json.loads((ROOT / "checkpoints" / "en-fr-teaching" / "metadata.json").read_text())["corpus"]
+    assert "grammar" not in old and CorpusSpec.from_dict(old).grammar == 1
+    new = CorpusSpec(kind="teaching")
+    assert new.grammar == GRAMMAR and new.to_dict()["grammar"] == GRAMMAR
+    assert "grammar" not in CorpusSpec(kind="bible").to_dict()
+    with pytest.raises(Exception, match="grammar"):
+        CorpusSpec(kind="teaching", grammar=7)

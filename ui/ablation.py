@@ -11,7 +11,6 @@ from collections.abc import Iterable
 import streamlit as st
 
 from transformer.explain.interventions import Head
-from ui.attention import FAMILIES
 
 _SHOWN = "ex_ab_jumped"  # session state: the heads that were off when the maps last jumped
 
@@ -37,6 +36,6 @@ def jump_to_switched_off(off: Iterable[Head], key: str) -> None:
 def map_titles(off: Iterable[Head], family: str, layer: int, head: int | None) -> tuple[str, str]:
     """The titles of the trained model's and the changed model's maps: which head they show, and whether it is one
     of those switched off."""
-    where = f"{FAMILIES[family]}, layer {layer}, " + ("mean of heads" if head is None else f"head {head}")
+    where = f"layer {layer}, " + ("mean of heads" if head is None else f"head {head}")  # the family: the radio above
     is_off = head is not None and (family, layer, head) in set(map(tuple, off))
-    return f"trained model · {where}", f"heads off · {where}" + (" · this head is off" if is_off else "")
+    return f"trained model · {where}", f"heads off · {where}" + (" (this head is off)" if is_off else "")

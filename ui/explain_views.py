@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.data.tokenizer import BOS_ID
-from transformer.decoding.search import SearchSettings
+from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
     Intervention,
@@ -27,7 +27,18 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.model.checkpoint import load_checkpoint
-from ui import ablation, attention, compare, explain_figures, figures, links, report, view_links, views
+from ui import (
+    ablation,
+    attention,
+    attribution_views,
+    compare,
+    explain_figures,
+    figures,
+    links,
+    report,
+    view_links,
+    views,
+)
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
 from ui.text import code, plain
@@ -354,16 +365,19 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
                "query in both: red is more weight in this model, blue more in the other.")
 
 
-def report_view(translator: Translator, translation: Translation) -> None:
+def report_view(translator: Translator, translation: Translation, settings: SearchSettings = DEFAULT_SETTINGS) -> None:
     st.markdown("One file with this sentence's translation, its hypotheses, every attention map (hover for the "
-                "tokens and weights) and the statistics of every head on this sentence. It opens in any browser, "
-                "without the app: for a course page or a paper's supplement.")
+                "tokens and weights) and the statistics of every head on this sentence, then the Attribution, Logit "
+                "lens and Patching views with their current picks. It opens in any browser, without the app: for a "
+                "course page or a paper's supplement.")
+    picks = attribution_views.report_picks(translation)
     att = translation.attention
     accumulator = StatisticsAccumulator()
     accumulator.add({f: getattr(att, f) for f in FAMILIES}, {"enc_self": att.source_pieces, "cross": att.source_pieces,
                                                              "dec_self": att.target_input_pieces})
     model = translator.checkpoint.path.name if translator.checkpoint.path else "model"
     st.download_button("Download the report (.html)",
-                       lambda: report.sentence_report(translation, model=model, stats=accumulator.result()),
+                       lambda: report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
+                           attribution_views.report_sections(translator, translation, settings, picks))),
                        "attention-report.html", "text/html", key="ex_report", on_click="ignore",
                        icon=":material/download:")

@@ -231,7 +231,7 @@ def importance_view(translator: Translator) -> None:
     tied = {i for first, end, _ in result.ties(by) for i in range(first, end)}
     for i, (head, value) in enumerate(ranked[:5]):
         c1, c2 = st.columns([3, 1])
-        c1.markdown(f"{i + 1}. {head_name(head)}: {value:+.3f}" + (" (tie)" if i in tied else ""))
+        c1.markdown(f"{i + 1}. {head_name(head)}: {ties.value_text(value, by)}" + (" (tie)" if i in tied else ""))
         c2.button("Switch it off", key=f"ex_imp_off_{i}", on_click=_open_in_ablation, args=([head],))
     note = ties.ranking_note(result, by, 5)
     if note:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -34,8 +35,10 @@ def _rows(cells: list[list[str]], header: list[str]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def sentence_report(translation: Translation, *, model: str, stats: HeadStatistics | None = None) -> str:
-    """The whole report as one HTML document; stats are the heads' statistics (of this sentence or a sample)."""
+def sentence_report(translation: Translation, *, model: str, stats: HeadStatistics | None = None,
+                    extra: Sequence[str] = ()) -> str:
+    """The whole report as one HTML document; stats are the heads' statistics (of this sentence or a sample),
+    extra more HTML sections at the end (`ui.attribution_figures.report_sections`)."""
     att = translation.attention
     parts = [f"<h1>{html.escape(translation.source)}</h1>",
              f"<p><b>Translation:</b> {html.escape(translation.text)}<br><span class='note'>model {html.escape(model)}"
@@ -71,7 +74,7 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
                     key_name=NAMES[family][1], row_px=16)
                 fig.update_layout(width=520)
                 parts.append(_figure(fig))
-    body = "\n".join(parts)
+    body = "\n".join([*parts, *extra])
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(translation.source)}</title>"
             f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>{body}</body></html>")
 

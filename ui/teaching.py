@@ -62,7 +62,8 @@ def _test_split_aer(path: str, stamp: float, _translator: Translator) -> HeadAli
     from transformer.explain import AlignedExample, cross_attention_aer
 
     corpus = load_corpus(CorpusSpec.from_dict(_translator.checkpoint.metadata["corpus"]))
-    examples = [AlignedExample(s, t, corpus.alignments[(s, t)]) for s, t in corpus.test]
+    examples = [AlignedExample(s, t, corpus.alignments[(s, t)], corpus.possible_alignments.get((s, t), frozenset()))
+                for s, t in corpus.test]
     return cross_attention_aer(_translator.model, _translator.tokenizer, examples)
 
 

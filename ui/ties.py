@@ -11,8 +11,9 @@ from transformer.explain import HeadImportance
 UNITS = {"log_likelihood": "log-likelihood per token", "bleu": "BLEU"}
 
 
-def _value(value: float, by: str) -> str:
-    return f"{value:+.3f}" if by == "log_likelihood" else f"{value:+.1f}"
+def value_text(value: float, by: str) -> str:
+    """An importance as the page writes it: log-likelihood to 3 decimals, BLEU to 2 (a drop of 0.04 is no tie)."""
+    return f"{value:+.3f}" if by == "log_likelihood" else f"{value:+.2f}"
 
 
 def ranking_note(result: HeadImportance, by: str, shown: int) -> str | None:
@@ -20,7 +21,7 @@ def ranking_note(result: HeadImportance, by: str, shown: int) -> str | None:
     ties = [(first, end, value) for first, end, value in result.ties(by) if first < shown]
     if not ties:
         return None
-    parts = [f"heads {first + 1} to {end} of {len(result.ranked(by))} tie at {_value(value, by)} {UNITS[by]}"
+    parts = [f"heads {first + 1} to {end} of {len(result.ranked(by))} tie at {value_text(value, by)} {UNITS[by]}"
              for first, end, value in ties]
     broken = " by their drop in log-likelihood" if by == "bleu" else " by family, layer and head"
     return ("A tie: " + "; ".join(parts) + ". Switching any one of them off changes the score by the same amount, "
@@ -34,5 +35,5 @@ def keep_note(result: HeadImportance, k: int, by: str) -> str | None:
         return None
     first, end, value = tie
     broken = "their drop in log-likelihood" if by == "bleu" else "family, layer and head"
-    return (f"The top {k} keeps {k - first} of the {end - first} heads that tie at {_value(value, by)} {UNITS[by]} "
+    return (f"The top {k} keeps {k - first} of the {end - first} heads that tie at {value_text(value, by)} {UNITS[by]} "
             f"(ranks {first + 1} to {end}): which of them stay on is decided by {broken}, not by {UNITS[by]}.")

@@ -28,7 +28,7 @@ def load_corpus(spec: CorpusSpec) -> ParallelCorpus:
     if spec.kind == "bible":
         corpus = load_bible(spec.src, spec.tgt, spec.src_translation, spec.tgt_translation)
     elif spec.kind == "teaching":
-        corpus = load_teaching(spec.seed)
+        corpus = load_teaching(spec.seed, spec.grammar)
     elif spec.kind == "tsv":
         corpus = load_tsv(spec.path, spec.src, spec.tgt, spec.dev_fraction, spec.test_fraction, spec.seed)
     elif spec.kind == "debian":
@@ -58,15 +58,20 @@ def filter_corpus(corpus: ParallelCorpus, max_words: int | None, dedup: bool) ->
     return dataclasses.replace(corpus, **splits)
 
 
-def load_teaching(seed: int = 0) -> ParallelCorpus:
-    """The generated English -> French corpus of everyday sentences, with gold word alignments."""
-    from transformer.data.corpora.teaching import build_teaching_corpus
+def load_teaching(seed: int = 0, grammar: int | None = None) -> ParallelCorpus:
+    """The generated English -> French corpus of everyday sentences, with gold word alignments (sure, and
+    possible inside idioms); `grammar` 1 is the shipped teaching model's corpus, None the latest."""
+    from transformer.data.corpora.teaching import GRAMMAR, build_teaching_corpus
 
-    generated = build_teaching_corpus(seed)
+    grammar = GRAMMAR if grammar is None else grammar
+    generated = build_teaching_corpus(seed, grammar)
+    pairs = [p for name in SPLITS for p in getattr(generated, name)]
     splits = {name: [(p.src, p.tgt) for p in getattr(generated, name)] for name in SPLITS}
-    alignments = {(p.src, p.tgt): p.links for name in SPLITS for p in getattr(generated, name)}
-    return ParallelCorpus("en", "fr", **splits, alignments=alignments,
-                          description=f"Teaching corpus (generated everyday sentences, seed {seed}): en -> fr")
+    grammar_note = "" if grammar == 1 else f", grammar {grammar}"
+    return ParallelCorpus("en", "fr", **splits, alignments={(p.src, p.tgt): p.links for p in pairs},
+                          possible_alignments={(p.src, p.tgt): p.possible for p in pairs if p.possible},
+                          description=f"Teaching corpus (generated everyday sentences{grammar_note}, seed {seed}): "
+                                      "en -> fr")
 
 
 def load_debian(path: str | Path, src: str = "en", tgt: str = "fr") -> ParallelCorpus:

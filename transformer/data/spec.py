@@ -19,6 +19,7 @@ from typing import Any
 from transformer.data.corpora.base import CorpusError
 from transformer.data.corpora.bible import bible_languages
 from transformer.data.corpora.mix import check_weight
+from transformer.data.corpora.teaching_frames import GRAMMAR, GRAMMARS
 
 KINDS = ("bible", "teaching", "tsv", "hf", "debian", "mix")
 # Kinds whose sentences a machine without the Hub can load again from a checkpoint's recorded spec (a mix may
@@ -43,6 +44,7 @@ class CorpusSpec:
     seed: int = 0  # for tsv/hf random splits, the teaching corpus's sentences, a mix's sampling
     dev_fraction: float = 0.02  # only where the source has no dev split
     test_fraction: float = 0.02
+    grammar: int | None = None  # teaching only: the grammar version (None: the latest; 1: the shipped model's)
     parts: tuple[MixPart, ...] = ()  # kind "mix" only; build one with CorpusSpec.mix
 
     def __post_init__(self) -> None:
@@ -50,6 +52,12 @@ class CorpusSpec:
             raise CorpusError(f"unknown corpus kind {self.kind!r}; expected one of {', '.join(KINDS)}")
         if self.kind == "teaching" and (self.src, self.tgt) != ("en", "fr"):
             raise CorpusError(f"the teaching corpus is English -> French, not {self.src} -> {self.tgt}")
+        if self.kind == "teaching":
+            object.__setattr__(self, "grammar", GRAMMAR if self.grammar is None else self.grammar)
+            if self.grammar not in GRAMMARS:
+                raise CorpusError(f"unknown teaching grammar {self.grammar}; expected one of {GRAMMARS}")
+        elif self.grammar is not None:
+            raise CorpusError(f"only the teaching corpus has a grammar version, not a {self.kind} corpus")
         if self.kind in ("tsv", "debian") and not self.path:
             raise CorpusError(f"a {self.kind} corpus needs `path`")
         if self.kind == "hf" and not (self.path or self.hf_name):
@@ -104,7 +112,9 @@ class CorpusSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON as before mixes existed; `parts` only for a mix, so other specs read as they always did."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "parts"}
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("parts", "grammar")}
+        if self.grammar is not None:
+            data["grammar"] = self.grammar
         return data | ({"parts": [part.to_dict() for part in self.parts]} if self.parts else {})
 
     @classmethod
@@ -116,6 +126,8 @@ class CorpusSpec:
         parts = data.get("parts", [])
         if not isinstance(parts, list | tuple):
             raise CorpusError(f"CorpusSpec parts must be a list, not {type(parts).__name__}")
+        if data.get("kind") == "teaching" and "grammar" not in data:  # written before grammar versions existed
+            data = {**data, "grammar": 1}
         try:
             return cls(**{**data, "parts": tuple(MixPart.from_dict(part) for part in parts)})
         except TypeError as exc:

@@ -7,6 +7,12 @@
 - `statistics`: per-head statistics over a sample and the plain-language roles they suggest
 - `importance`: what each head is worth, as the drop in log-likelihood and BLEU without it
 - `history`: a probe sentence's attention across the snapshots of a training run
+- `attribution`: one output token attributed to the source words and the target prefix (saliency, input x
+  gradient, integrated gradients, occlusion; contrastive against a foil)
+- `logit_lens`: the decoder's layers read through the output projection (logit lens), and the translation each
+  encoder layer would give (DecoderLens)
+- `patching`: activation patching on a counterfactual source pair
+- `stream`: the residual stream run layer by layer from the token embeddings (what the three above run on)
 - `views`: the pictures of all these that display themselves (Jupyter, a browser, the app): the head view and
   model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree
 

@@ -122,7 +122,8 @@ class AlignedExample:
 
     src: str
     tgt: str
-    links: frozenset[Link]
+    links: frozenset[Link]  # sure links S
+    possible: frozenset[Link] = frozenset()  # possible-only links (P minus S), e.g. inside an idiom's block
 
 
 @dataclass(frozen=True)
@@ -149,13 +150,14 @@ def _pad(rows: list[list[int]], pad_id: int, device: torch.device) -> Tensor:
 
 
 def _score_heads(cross: Sequence[Tensor], src_words: Sequence[int | None], tgt_words: Sequence[int | None],
-                 links: frozenset[Link], heads: list[list[AlignmentCounts]], means: list[AlignmentCounts]) -> None:
+                 links: frozenset[Link], heads: list[list[AlignmentCounts]], means: list[AlignmentCounts],
+                 possible: frozenset[Link] = frozenset()) -> None:
     """Add one sentence's counts: cross is per layer (H, T, S), rows = emitted target pieces."""
     for layer, weights in enumerate(cross):
         per_head = word_attention(weights.float(), tgt_words, src_words)  # (H, Wt, Ws)
         for head in range(per_head.size(0)):
-            heads[layer][head] += count_links(argmax_links(per_head[head]), links)
-        means[layer] += count_links(argmax_links(per_head.mean(dim=0)), links)
+            heads[layer][head] += count_links(argmax_links(per_head[head]), links, possible)
+        means[layer] += count_links(argmax_links(per_head.mean(dim=0)), links, possible)
 
 
 def _empty_counts(n_layers: int, n_heads: int) -> tuple[list[list[AlignmentCounts]], list[AlignmentCounts]]:
@@ -167,11 +169,11 @@ def _result(heads, means, sentences: int, skipped: int) -> HeadAlignment:
 
 
 def sentence_aer(cross: Sequence[Tensor], src_pieces: Sequence[str], tgt_pieces: Sequence[str],
-                 links: frozenset[Link]) -> HeadAlignment:
+                 links: frozenset[Link], possible: frozenset[Link] = frozenset()) -> HeadAlignment:
     """AER of every head for one sentence whose maps are at hand (cross per layer (H, T, S), rows =
     the emitted `tgt_pieces`), e.g. a translation that equals its gold target."""
     heads, means = _empty_counts(len(cross), cross[0].size(0))
-    _score_heads(cross, piece_words(src_pieces), piece_words(tgt_pieces), links, heads, means)
+    _score_heads(cross, piece_words(src_pieces), piece_words(tgt_pieces), links, heads, means, possible)
     return _result(heads, means, 1, 0)
 
 
@@ -204,7 +206,7 @@ def cross_attention_aer(model, tokenizer, examples: Sequence[AlignedExample], ba
             cross = model(src, tgt, return_attention=True).attention.cross  # layers x (B, H, T, S)
             for b, (ex, src_ids, tgt_ids, src_words, tgt_words) in enumerate(chunk):
                 mine = [w[b, :, : len(tgt_ids) - 1, : len(src_ids)] for w in cross]  # layers x (H, T, S)
-                _score_heads(mine, src_words, tgt_words, ex.links, heads, means)
+                _score_heads(mine, src_words, tgt_words, ex.links, heads, means, ex.possible)
             sentences += len(chunk)
     finally:
         model.train(was_training)

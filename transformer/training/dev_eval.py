@@ -48,8 +48,9 @@ class DevEvaluator:
         self.dev, self.translator, self.loss_fn = dev, translator, loss_fn
         self.max_tokens, self.n_sentences = max_tokens, n_sentences
         self.dev_pairs, self.probes = corpus.dev, pick_probes(corpus.dev)
-        self.gold = [AlignedExample(s, t, corpus.alignments[(s, t)]) for s, t in corpus.dev[:n_sentences]
-                     if (s, t) in corpus.alignments]
+        possible = corpus.possible_alignments
+        self.gold = [AlignedExample(s, t, corpus.alignments[(s, t)], possible.get((s, t), frozenset()))
+                     for s, t in corpus.dev[:n_sentences] if (s, t) in corpus.alignments]
         self.probe_links = {s: corpus.alignments.get((s, t)) for s, t in corpus.dev if s in self.probes}
 
     @property

@@ -24,6 +24,8 @@ class ParallelCorpus:
     description: str  # shown to the user, e.g. "Bible: King James 1611 (en) -> ..."
     # gold word links (source word, target word) per pair, where the corpus has them (the teaching corpus)
     alignments: dict[Pair, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    # possible-only links (Och and Ney's P minus S) per pair, where the corpus has them (the teaching corpus's idioms)
+    possible_alignments: dict[Pair, frozenset[tuple[int, int]]] = field(default_factory=dict)
     # a mix's parts as loaded, in its spec's order: each keeps its full dev and test (transformer.data.corpora.mix)
     parts: tuple[ParallelCorpus, ...] = ()
 

@@ -112,4 +112,5 @@ def mix_corpora(parts: list[ParallelCorpus], weights: list[float], seed: int = 0
     return ParallelCorpus(first.src_lang, first.tgt_lang, train, dev, [p for part in parts for p in part.test],
                           description="Mix: " + "; ".join(shares),
                           alignments={k: v for part in parts for k, v in part.alignments.items()},
+                          possible_alignments={k: v for part in parts for k, v in part.possible_alignments.items()},
                           parts=tuple(parts))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from transformer.data.corpora.teaching_frames import AlignedPair, Clause, NounPhrase
+from transformer.data.corpora.teaching_frames import GRAMMAR, GRAMMARS, AlignedPair, Clause, NounPhrase
 from transformer.data.corpora.teaching_grammar import realize
 from transformer.data.corpora.teaching_lexicon import (
     ADJECTIVE,
@@ -35,8 +35,6 @@ from transformer.data.words import format_links, parse_links, words
 __all__ = ["GRAMMAR", "GRAMMARS", "TEACHING_SIZES", "AlignedPair", "TeachingCorpus", "align", "build_teaching_corpus",
            "format_links", "parse_links", "vocabulary"]
 
-GRAMMARS = (1, 2)
-GRAMMAR = 2  # the latest; 1 is the shipped teaching model's corpus, reproduced exactly
 TEACHING_SIZES = {1: {"train": 25_000, "dev": 500, "test": 500}, 2: {"train": 40_000, "dev": 500, "test": 500}}
 N_HELD_OUT = 60            # (adjective, noun) combinations kept out of train
 HELD_OUT_SHARE = 0.4       # of dev and test sentences built around a held-out combination

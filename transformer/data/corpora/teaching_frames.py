@@ -19,6 +19,8 @@ TENSES = ("present", "progressive", "past", "future", "can", "want", "going", "j
 BE_TENSES = ("present", "past", "future")
 BE_KINDS = ("be_adj", "be_place", "idiom", "age", "there")
 INDEFINITE = ("a", "some", "any", "")  # determiners that become "de" under negation ("pas de pain")
+GRAMMARS = (1, 2)
+GRAMMAR = 2  # the latest; 1 is the shipped teaching model's corpus, reproduced exactly
 WH = ("where", "when", "why", "how", "what", "who")
 IMPERATIVES = ("tu", "nous", "vous")
 

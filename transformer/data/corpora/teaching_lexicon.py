@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from transformer.data.corpora.teaching_lexicon_more import ADJECTIVES_2, CONJUGATIONS, NOUNS_2, VERBS_MORE
 from transformer.data.corpora.teaching_morphology import (
     english_ing,
     english_past,
@@ -609,7 +610,13 @@ class TimePhrase:
 
 def _nouns() -> dict[str, Noun]:
     nouns: dict[str, Noun] = {}
-    for category, block in NOUNS.items():
+    for grammar, table in ((1, NOUNS), (2, NOUNS_2)):
+        _add_nouns(nouns, table, grammar)
+    return nouns
+
+
+def _add_nouns(nouns: dict[str, Noun], table: dict[str, str], grammar: int) -> None:
+    for category, block in table.items():
         for line in block.strip().splitlines():
             en, fr, gender, *flags = line.split()
             en, _, en_pl = en.replace("_", " ").partition(",")
@@ -621,18 +628,18 @@ def _nouns() -> dict[str, Noun]:
                     locative = (prep, fr_prep or PREPOSITIONS[prep])
             assert en not in nouns, en
             nouns[en] = Noun(en, en_pl or english_plural(en), fr, fr_pl or french_plural(fr), gender, category,
-                             frozenset(f for f in flags if not f.startswith("@")), locative)
-    return nouns
+                             frozenset(f for f in flags if not f.startswith("@")), locative, grammar)
 
 
 def _adjectives() -> dict[str, Adjective]:
     adjectives = {}
-    for category, block in ADJECTIVES.items():
+    for grammar, category, block in [(1, c, b) for c, b in ADJECTIVES.items()] + [(2, "adjectives", ADJECTIVES_2)]:
         for line in block.strip().splitlines():
             en, fr, position, *describes = line.split()
             forms, alt = french_adjective_forms(fr)
+            assert en not in adjectives, en
             adjectives[en] = Adjective(en, forms, alt, position == "pre", category,
-                                       frozenset(d for d in describes if d != "!mass"), "!mass" in describes)
+                                       frozenset(d for d in describes if d != "!mass"), "!mass" in describes, grammar)
     return adjectives
 
 
@@ -652,7 +659,11 @@ def _verbs(table: str, grammar: int) -> dict[str, Verb]:
         given = en.split(",")[1:]
         past = given[0] if given else english_past(base)
         ing = given[1] if len(given) > 1 else english_ing(base)
-        present, future, participle = french_conjugation(fr)
+        if fr in CONJUGATIONS:  # Lefff's tables for grammar 2's verbs
+            present_text, future_text, participle = CONJUGATIONS[fr]
+            present, future = tuple(present_text.split()), tuple(future_text.split())
+        else:
+            present, future, participle = french_conjugation(fr)
         lemma = f"{base} {particle}" if particle else base
         verbs[lemma] = Verb(lemma, base, english_s3(base), past, ing, particle or None, fr, present, future,
                             participle, frozenset(kinds.split(",")), _words(subjects), _words(selection[1]),
@@ -675,7 +686,7 @@ def _times() -> dict[str, TimePhrase]:
 
 NOUN = _nouns()
 ADJECTIVE = _adjectives()
-VERB = _verbs(VERBS, 1) | _verbs(VERBS_2, 2)
+VERB = _verbs(VERBS, 1) | _verbs(VERBS_2, 2) | _verbs(VERBS_MORE, 2)
 TIME = _times()
 NUMBER = dict(n.split() for n in NUMBERS)
 

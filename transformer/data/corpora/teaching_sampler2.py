@@ -124,7 +124,8 @@ class Sampler2(Sampler):
             return Clause("be_adj", subject, "be", adj=rng.choice(self.view.person_adjectives), **{
                 k: v for k, v in common.items() if k != "subject"})
         if kind == "idiom":
-            return Clause("idiom", subject, "be", adj="afraid", **{k: v for k, v in common.items() if k != "subject"})
+            return Clause("idiom", subject, "be", adj="afraid", **{k: v for k, v in common.items() if k != "subject"}
+                          | {"negated": True})
         c = replace(self.frame(kind, tense="present", negated=negated, question=False), **common)
         if kind == "trans" and rng.random() < 0.25 and VERB[c.verb].objects & _PEOPLE:
             addressee = "us" if who == "nous" else "you"

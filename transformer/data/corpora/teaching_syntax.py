@@ -139,7 +139,7 @@ def _valid_forms(c: Clause) -> bool:
             return False
         if c.kind not in ("trans", "intr", "motion", "give", "refl", "be_adj", "idiom"):
             return False
-        if c.kind == "idiom" and c.adj != "afraid":
+        if c.kind == "idiom" and (c.adj != "afraid" or not c.negated):  # "Don't be afraid."
             return False
         if c.obj is not None and c.obj.pronoun and c.obj.head == ("us" if c.imperative == "nous" else "you"):
             return False

@@ -1,0 +1,121 @@
+"""AppTest of the Explain page's Attribution, Logit lens and Patching views, their figures and report sections."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app_fixtures import make_checkpoint
+from tests.test_app import APP, figures_of, plotly_array
+from tests.test_explain_app import open_view, translator_of
+from transformer.explain.attribution import METHODS, attribute
+from transformer.explain.logit_lens import decoder_lens, logit_lens
+from transformer.explain.patching import activation_patching
+from ui import attribution_figures
+from ui.attribution_views import report_sections, swapped
+from ui.report import sentence_report
+
+SENTENCE = "the woman reads a book ."  # a word of the tiny vocabulary with a partner of the other gender
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_checkpoint(root / "tiny")
+    return root
+
+
+@pytest.fixture
+def at(checkpoints, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def test_swapped_replaces_the_first_gendered_word_keeping_capitals():
+    assert swapped("The woman reads.") == "The man reads."
+    assert swapped("He saw his son.") == "She saw his son."
+    assert swapped("Girls play.") == "Girls play."  # whole words only
+    assert swapped("In the beginning.") == "In the beginning."
+
+
+def test_attribution_view_draws_every_method_and_the_completeness(at, checkpoints):
+    open_view(at, "attribution", SENTENCE)
+    assert not at.exception, at.exception
+    translator = translator_of(checkpoints)
+    translation = translator.translate(SENTENCE)
+    expected = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0)
+    (bars,) = figures_of(at)
+    assert len(bars["data"]) == 2 * len(METHODS)  # source and prefix bars per method
+    ig = bars["data"][2 * list(METHODS).index("integrated_gradients")]
+    assert plotly_array(ig["y"]).tolist() == pytest.approx(expected.methods["integrated_gradients"].source, abs=1e-5)
+    assert float(at.metric[0].value) == pytest.approx(expected.log_prob, abs=1e-3)
+    gap = f"{100 * expected.completeness.relative_gap:.2f}%"
+    assert at.metric[2].value == gap and any("Σ attributions" in c.value for c in at.caption)
+    # a contrastive question: the first foil the box offers
+    foil_box = next(s for s in at.selectbox if s.label.startswith("…rather than"))
+    foil_box.set_value(foil_box.options[1]).run()
+    assert not at.exception, at.exception
+    foil = at.session_state["ex_attr_foil"]
+    contrast = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0,
+                         foil=foil)
+    assert float(at.metric[1].value) == pytest.approx(contrast.f, abs=1e-3)
+
+
+def test_lens_view_shows_the_logit_lens_and_a_translation_per_encoder_layer(at, checkpoints):
+    open_view(at, "lens", SENTENCE)
+    assert not at.exception, at.exception
+    translator = translator_of(checkpoints)
+    translation = translator.translate(SENTENCE)
+    (table,) = figures_of(at)
+    z = plotly_array(table["data"][0]["z"])
+    assert z.shape == (len(translation.token_ids), 3)  # positions x (embeddings, layer 0, layer 1)
+    lens = logit_lens(translator.model, translation.source_ids, translation.token_ids)
+    assert z[:, -1].tolist() == pytest.approx([c.probs[0] for c in lens.cells[-1]], abs=1e-6)
+    layers = [m.value for m in at.markdown if m.value.startswith("**embeddings**") or m.value.startswith("**layer")]
+    assert len(layers) == 3
+    assert f"{decoder_lens(translator, SENTENCE)[-1].translation.score:.2f}" in layers[-1]
+    assert ":orange-background" not in layers[-1]  # the last encoder layer gives the translation itself
+
+
+def test_patching_view_maps_a_gender_swap_and_refuses_unequal_lengths(at, checkpoints):
+    open_view(at, "patching", SENTENCE)
+    assert not at.exception, at.exception
+    assert at.text_input(key="ex_patch_other").value == "the man reads a book ."
+    figs = figures_of(at)
+    assert len(figs) == 4  # the residual stream and three families of heads
+    translator = translator_of(checkpoints)
+    clean, other = translator.translate(SENTENCE), translator.prepare("the man reads a book .")
+    expected = activation_patching(translator.model, clean.source_ids, other.ids, [1], clean.token_ids[0])
+    assert plotly_array(figs[0]["data"][0]["z"]).ravel().tolist() == pytest.approx(
+        [v for row in expected.residual for v in row], abs=1e-5)
+    assert float(at.metric[2].value) == pytest.approx(expected.difference, abs=1e-3)
+    at.text_input(key="ex_patch_other").input("the big man reads a book .").run()
+    assert not at.exception, at.exception
+    assert any("same number of tokens" in w.value for w in at.warning)
+    assert not figures_of(at)
+
+
+def test_the_report_carries_the_attribution_lens_and_patching_sections(checkpoints):
+    translator = translator_of(checkpoints)
+    translation = translator.translate(SENTENCE, attention=True)
+    picks = {"attribution": (1, None, 20, "zeros"), "clean": SENTENCE, "other": swapped(SENTENCE), "position": 0,
+             "token": None}
+    from transformer.decoding.search import SearchSettings
+    sections = report_sections(translator, translation, SearchSettings(), picks)
+    html = sentence_report(translation, model="tiny", extra=sections)
+    for title in ("Attribution of output token 1", "Logit lens", "DecoderLens", "Activation patching"):
+        assert title in html
+    assert html.count('class="map"') == 3 * 2 * 4 + 1 + 1 + 4  # the maps, the bars, the lens, 4 patching maps
+    picks["other"] = "the big man reads a book ."  # cannot be patched: no patching section, no failure
+    assert "Activation patching" not in "".join(report_sections(translator, translation, SearchSettings(), picks))
+
+
+def test_attribution_bars_split_source_and_prefix():
+    from tests.test_attribution import tiny_translator
+    translator = tiny_translator()
+    translation = translator.translate(SENTENCE)
+    result = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)
+    fig = attribution_figures.attribution_bars(result).to_plotly_json()
+    assert len(fig["data"]) == 8
+    assert list(fig["data"][0]["y"]) == list(result.methods["saliency"].source)
+    assert list(fig["data"][1]["y"]) == list(result.methods["saliency"].prefix)
+    assert len(fig["layout"]["xaxis2"]["ticktext"]) == len(result.prefix_words) >= 1

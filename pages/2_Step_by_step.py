@@ -4,7 +4,7 @@ import streamlit as st
 
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
-from ui import figures, step_view
+from ui import figures, step_view, views
 from ui.bidi import isolate
 from ui.defaults import default_sentence
 from ui.explorer import attention_explorer
@@ -32,11 +32,6 @@ def _act(name: str) -> None:
     st.session_state.step_pending = name  # done in main(), inside a decode slot, before the buttons are drawn
 
 
-def _tree_steps(session, pieces) -> list[dict]:
-    return [{"nodes": [{"parent": n.parent, "label": pieces([n.token])[0], "score": n.score, "status": n.status,
-                        "slot": n.slot} for n in step.nodes]} for step in session.history]
-
-
 def current_step(session, tok, src_pieces) -> None:
     step = session.current
     if step is None:
@@ -62,6 +57,7 @@ def current_step(session, tok, src_pieces) -> None:
     chart(c2, figures.head_rows(self_rows[layer], prefix, title="self-attention per head"),
           key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None)
     c2.caption(" ".join(filter(None, [NOTES[lens], note])))
+    views.step_head_view(hyp, prefix, src_pieces, layer, key="step_lines")
 
 
 def main() -> None:
@@ -110,8 +106,7 @@ def main() -> None:
     tokens_help()
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
-        chart(st, figures.beam_tree(_tree_steps(session, tok.target_pieces)), key="step_tree", filename="beam-tree")
-        st.caption("Blue: live, green: finished with </s>, yellow: stopped at the length limit, grey: pruned.")
+        views.beam_tree(session, translator, source.ids, key="step_tree")
     finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")

@@ -46,12 +46,6 @@ def test_heatmap_leaves_room_for_long_tokens_and_few_rows():
     assert long.layout.height - long.layout.margin.t >= 180  # two rows are not squeezed into slivers
 
 
-def test_beam_tree_escapes_token_labels():
-    steps = [{"nodes": [{"parent": 0, "label": "</s>", "score": -0.1, "status": "finished", "slot": -1}]}]
-    nodes = figures.beam_tree(steps).data[1]
-    assert list(nodes.text) == ["&lt;s&gt;", "&lt;/s&gt;"]  # raw, plotly would read them as HTML tags
-
-
 def test_metric_curves_without_values_say_so():
     fig = figures.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
     assert not fig.data and fig.layout.annotations[0].text == "no values yet"
@@ -110,15 +104,6 @@ def test_chart_config_names_the_file_and_the_format():
     assert png["toImageButtonOptions"] == {"format": "png", "filename": "cross-attention-layer-2-head-1", "scale": 2}
     svg = figures.chart_config("enc_self-layer-0-mean of heads", "svg")["toImageButtonOptions"]
     assert svg == {"format": "svg", "filename": "enc-self-layer-0-mean-of-heads"}
-
-
-def test_beam_tree_links_children_to_their_parent_slot():
-    steps = [{"nodes": [{"parent": 0, "label": "a", "score": -0.1, "status": "live", "slot": 0},
-                        {"parent": 0, "label": "b", "score": -0.5, "status": "live", "slot": 1}]},
-             {"nodes": [{"parent": 1, "label": "c", "score": -0.6, "status": "finished", "slot": -1}]}]
-    edges, nodes = figures.beam_tree(steps).data
-    assert list(nodes.x) == [0, 1, 1, 2]
-    assert list(edges.y[6:8]) == [1.0, 0.0]  # c hangs under b (y 1), placed at rank 0 of step 2
 
 
 def test_attention_views_shapes_rows_and_labels(translator):

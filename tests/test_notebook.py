@@ -37,9 +37,9 @@ def text_of(cell) -> str:
     return "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream" and out.name == "stdout")
 
 
-def images_of(cell) -> list[str]:
-    return [out.data["image/png"] for out in cell.outputs
-            if out.output_type in ("display_data", "execute_result") and "image/png" in out.data]
+def html_of(cell) -> list[str]:
+    return [out.data["text/html"] for out in cell.outputs
+            if out.output_type in ("display_data", "execute_result") and "text/html" in out.data]
 
 
 def test_committed_without_outputs():
@@ -91,12 +91,22 @@ def test_translation_is_french(executed):
     assert "Dieu" in first_line and "terre" in first_line, first_line  # In the beginning God created ... the earth
 
 
-def test_attention_figures_are_drawn(executed):
+def test_attention_views_are_displayed(executed):
+    """The views of transformer.explain.views display as HTML (their _repr_html_): heatmaps of every head of the
+    shipped model's 3 layers x 4 heads, its token lines, a beam step's lines, the beam tree, the probe's maps."""
     nb, _ = executed
-    for tag in ("cross-attention", "beam-attention", "probe"):
-        images = images_of(tagged(nb, tag))
-        assert len(images) == 1, f"cell {tag!r} drew {len(images)} figures"
-        assert len(images[0]) > 10_000, f"cell {tag!r}: a suspiciously small image ({len(images[0])} base64 bytes)"
+    expected = {"cross-attention": ('<svg class="heatmap"', 12), "head-view": ('<svg class="hv"', 1),
+                "beam-attention": ('<svg class="hv"', 1), "beam-tree": ('<svg class="bt"', 1)}
+    for tag, (marker, count) in expected.items():
+        shown = html_of(tagged(nb, tag))
+        assert len(shown) == 1, f"cell {tag!r} displayed {len(shown)} views"
+        assert shown[0].count(marker) == count, f"cell {tag!r}: {shown[0].count(marker)} x {marker}"
+    lines = html_of(tagged(nb, "head-view"))[0]
+    assert lines.count("<line ") > 100 and "stroke-opacity" in lines  # one line per visible weight
+    tree = html_of(tagged(nb, "beam-tree"))[0]
+    assert tree.count('class="node') > 3 * 4 and 'class="node finished win"' in tree  # the winner ended with </s>
+    probe = html_of(tagged(nb, "probe"))[0]
+    assert probe.count('<svg class="heatmap"') >= 2 and "fill-opacity" in probe
 
 
 def test_beam_search_steps_and_result(executed):

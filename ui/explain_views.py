@@ -21,7 +21,6 @@ from transformer.explain import (
     Intervention,
     StatisticsAccumulator,
     TeacherForced,
-    cell_arithmetic,
     changed_tokens,
     intervened_translator,
     teacher_forced,
@@ -41,6 +40,7 @@ from ui import (
     report,
     search_compare,
     view_links,
+    views,
 )
 from ui.attention import FAMILIES
 from ui.models import checkpoint_stamp, find_models
@@ -190,8 +190,8 @@ def cell_view(translator: Translator, translation: Translation, key: str = "ex_c
         return
     query, column = picked
     decoder_input = [BOS_ID, *translation.token_ids[:-1]]
-    with decode_turn() as on_wait, decode_slot(on_wait):
-        cell = cell_arithmetic(translator.model, translation.source_ids, decoder_input, family, layer, head, query)
+    cell = views.eq1_picture(translator.model, translation.source_ids, decoder_input, family, layer, head, query,
+                             rows[query], cols, column)
     d_head = cell.q.numel()
     st.markdown(f"**Query {code(rows[query])} (row {query}) → key {code(cols[column])} (column {column}).** The "
                 f"layer's input at the query is projected to $q$, at every key to $k$ and $v$ ($d_k$ = {d_head}). "
@@ -201,19 +201,20 @@ def cell_view(translator: Translator, translation: Translation, key: str = "ex_c
     c1.metric("q · k / √d_k", f"{float(cell.scores[column]):.4f}")
     c2.metric("weight (softmax)", f"{float(cell.weights[column]):.4f}")
     c3.metric("the model's weight", f"{float(cell.model_weights[column]):.4f}")
-    table = pd.DataFrame({"key": cols, "q·k / √d_k": cell.scores.numpy(), "may attend": cell.mask.numpy(),
-                          "after mask": cell.masked.numpy(), "softmax": cell.weights.numpy(),
-                          "model's weight": cell.model_weights.numpy()})
-    st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}).apply(
-        lambda r: ["background-color: #fde2e2" if r.name == column else "" for _ in r], axis=1),
-        key=f"{key}_table")
-    show = min(8, d_head)
-    values = np.vstack([cell.v[:, :show].numpy(), cell.output[None, :show].numpy()])
-    st.markdown(f"**The head's output** $\\sum_k w_k v_k$ for this query (first {show} of {d_head} numbers), under "
-                "the values it mixes:")
-    st.dataframe(pd.DataFrame(values, index=[f"v {i} ({c}) × {w:.3f}" for i, (c, w) in
-                                             enumerate(zip(cols, cell.weights.tolist()))] + ["output"],
-                              columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key=f"{key}_values")
+    with st.expander("The same numbers as tables"):
+        table = pd.DataFrame({"key": cols, "q·k / √d_k": cell.scores.numpy(), "may attend": cell.mask.numpy(),
+                              "after mask": cell.masked.numpy(), "softmax": cell.weights.numpy(),
+                              "model's weight": cell.model_weights.numpy()})
+        st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}).apply(
+            lambda r: ["background-color: #fde2e2" if r.name == column else "" for _ in r], axis=1),
+            key=f"{key}_table")
+        show = min(8, d_head)
+        values = np.vstack([cell.v[:, :show].numpy(), cell.output[None, :show].numpy()])
+        st.markdown(f"**The head's output** $\\sum_k w_k v_k$ for this query (first {show} of {d_head} numbers), under "
+                    "the values it mixes:")
+        st.dataframe(pd.DataFrame(values, index=[f"v {i} ({c}) × {w:.3f}" for i, (c, w) in
+                                                 enumerate(zip(cols, cell.weights.tolist()))] + ["output"],
+                                  columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key=f"{key}_values")
     if not np.allclose(cell.weights.numpy(), cell.model_weights.numpy(), atol=1e-5):
         st.warning("The hand computation differs from the model's weights.")
 

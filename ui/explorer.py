@@ -13,7 +13,7 @@ import streamlit as st
 
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
-from ui import alignment, attention, figures, links
+from ui import alignment, attention, figures, links, views
 from ui.attention import FAMILIES
 from ui.widgets import chart, choice_box, link, link_problems, share
 
@@ -87,10 +87,15 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
                  if gold is not None and family == "cross" else "")
     st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}.{gold_note} The camera icon of the chart's "
                "toolbar saves the picture (PNG or SVG: see the sidebar).")
+    with st.expander("Token lines: the same weights as lines between the tokens (head view)", expanded=True):
+        views.head_view(att, family, layer, head, hide)
     # tracked, so that the grid is built and drawn only while the expander is open
     model_view = st.expander("Model view: every layer and head", key=f"{key}_model_view_open", on_change="rerun")
     with model_view:
-        if model_view.open:
+        if model_view.open and st.radio("Draw as", ["maps", "lines"], horizontal=True, key=f"{key}_model_kind",
+                                        format_func={"maps": "small heatmaps", "lines": "token lines"}.get) == "lines":
+            views.model_view(att, family, hide)
+        elif model_view.open:
             grid, _, _ = attention.every_head(att, family, hide_special=hide)
             chart(st, figures.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",
                   theme=None, on_select=partial(_picked_in_model_view, key, n_heads), selection_mode=("points", "box"))

@@ -251,47 +251,6 @@ def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = 
     return fig
 
 
-def beam_tree(steps: Sequence[dict], finished_labels: dict[tuple[int, int], str] | None = None) -> go.Figure:
-    """The beam search tree.
-
-    steps: one dict per decoding step, {"nodes": [{"parent", "label", "score", "status", "slot"}]} where
-    parent indexes the previous step's live slots (as `transformer.decoding.Node`). Nodes are placed at
-    x = step + 1 in score order; the root <s> is at x = 0. Colour shows the status.
-    """
-    colours = {"live": "#3b75af", "finished": "#2c7a3f", "stopped": "#b08900", "pruned": "#bbbbbb"}
-    xs, ys, texts, hovers, node_colours = [0], [0.0], [escape("<s>")], [escape("<s> (start)")], [colours["live"]]
-    edge_x: list[float | None] = []
-    edge_y: list[float | None] = []
-    slot_y = {0: 0.0}  # live slot -> y of its node at the previous step
-    for t, step in enumerate(steps):
-        next_slot_y = {}
-        for rank, node in enumerate(step["nodes"]):
-            y = float(rank)
-            parent_y = slot_y.get(node["parent"], 0.0)
-            edge_x += [t, t + 1, None]
-            edge_y += [parent_y, y, None]
-            xs.append(t + 1)
-            ys.append(y)
-            texts.append(label_text(node["label"]))
-            hovers.append(f"{label_text(node['label'])}<br>score {node['score']:.3f}<br>{node['status']}")
-            node_colours.append(colours.get(node["status"], "#888888"))
-            if node["status"] == "live":
-                next_slot_y[node["slot"]] = y
-        slot_y = next_slot_y
-    fig = go.Figure([
-        go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip",
-                   showlegend=False),
-        go.Scatter(x=xs, y=ys, mode="markers+text", text=texts, textposition="top center", hovertext=hovers,
-                   hoverinfo="text", marker=dict(size=10, color=node_colours), showlegend=False,
-                   textfont=dict(size=13, color="#222222")),
-    ])
-    fig.update_layout(height=140 + 45 * max((len(s["nodes"]) for s in steps), default=1),
-                      margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="step", dtick=1, range=[-0.4, len(steps) + 0.4]),  # room for end labels
-                      yaxis=dict(visible=False, autorange="reversed"))
-    return fig
-
-
 def chart_config(filename: str, image_format: str = "png") -> dict:
     """Plotly's config for st.plotly_chart: the camera icon saves `filename`.png or .svg (a vector, for slides)."""
     name = re.sub(r"[^A-Za-z0-9]+", "-", filename).strip("-").lower() or "chart"

@@ -1,6 +1,6 @@
-"""A self-contained HTML report of one translated sentence: the translation, the n-best list, every attention
-map (with hover) and the statistics of every head, readable in any browser without the app (plotly.js is
-inlined: about 5 MB). No streamlit."""
+"""A self-contained HTML report of one translated sentence: the translation, the n-best list, every family's
+token lines (the head view) and attention maps (with hover) and the statistics of every head, readable in any
+browser without the app (plotly.js is inlined: about 5 MB). No streamlit."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from transformer.decoding.translate import Translation
-from transformer.explain import STATISTICS, HeadStatistics, head_labels
+from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
 from ui import attention, explain_figures, figures
 from ui.attention import FAMILIES
 from ui.bidi import piece_labels
@@ -66,6 +66,7 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
                 hover=hover, labels=roles, zmax=1.0)))
     for family in FAMILIES:
         parts.append(f"<h2>{html.escape(attention.FAMILIES[family])}</h2>")
+        parts.append(views.head_view(att, family).html)  # token lines, then every head's map
         maps = attention.stacked(att, family)  # (L, H, Lq, Lk)
         rows, cols = attention.labels(att, family)
         for layer in range(maps.shape[0]):

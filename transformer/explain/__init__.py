@@ -15,6 +15,8 @@
 - `stream`: the residual stream run layer by layer from the token embeddings (what the three above run on)
 - `lenses`: other readings of attention (norm-weighted, Shift-Att, rollout, ALTI+, value zeroing), each scored on
   gold links and for faithfulness (`python -m transformer.explain.lenses`)
+- `views`: the pictures of all these that display themselves (Jupyter, a browser, the app): the head view and
+  model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree
 
 Nothing here stores state on the model: an intervention edits the weights of a copy.
 """

@@ -37,6 +37,7 @@ class CellArithmetic:
     weights: Tensor  # (L_k,) softmax of masked; all 0 when every key is masked
     output: Tensor  # (Dh,) weights @ v: the head's output for this query
     model_weights: Tensor  # (L_k,) the same row as the model itself returns it
+    query_input: Tensor  # (D,) what W^Q multiplies: the LayerNorm'd input of the sublayer at the query
 
 
 def _inputs(model: Transformer, src: Tensor, tgt: Tensor | None, family: str, layer: int
@@ -93,4 +94,4 @@ def cell_arithmetic(model: Transformer, source_ids: Sequence[int], decoder_input
     masked = scores.masked_fill(~row_mask, float("-inf"))
     weights = masked.softmax(-1) if bool(row_mask.any()) else torch.zeros_like(scores)
     return CellArithmetic(family, layer, head, query, q, k, v, scores, row_mask, masked, weights, weights @ v,
-                          reference[head, query])
+                          reference[head, query], query_input[0, query])

@@ -1,0 +1,268 @@
+"""transformer.explain.views: the HTML/SVG each view writes, read back (weights as opacities, token order, which
+way a column reads, the numbers of Eq. 1, the beam tree's paths). The browser's side: tests/test_views_browser.py."""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+import torch
+
+from tests.app_fixtures import make_checkpoint
+from transformer.data.tokenizer import BOS_ID
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translator
+from transformer.explain import cell_arithmetic, views
+from transformer.explain.views import lines, tree
+from transformer.model.checkpoint import load_checkpoint
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_of(view: views.View, cls: str) -> ET.Element:
+    """The view's <svg class=cls> element, parsed as XML (which it must be)."""
+    match = re.search(rf'<svg class="{cls}".*?</svg>', view.html, flags=re.S)
+    assert match, f"no <svg class={cls!r}> in the view"
+    return ET.fromstring(match.group(0))
+
+
+def find(root: ET.Element, tag: str, **attrs) -> list[ET.Element]:
+    return [e for e in root.iter(SVG + tag) if all(e.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+
+
+def classes(e: ET.Element) -> set[str]:
+    return set((e.get("class") or "").split())
+
+
+@pytest.fixture(scope="module")
+def translator(tmp_path_factory) -> Translator:
+    return Translator(load_checkpoint(make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny")))
+
+
+@pytest.fixture(scope="module")
+def arabic(tmp_path_factory) -> Translator:
+    return Translator(load_checkpoint(make_checkpoint(tmp_path_factory.mktemp("ckpt") / "ar", tgt="ar")))
+
+
+def test_head_view_draws_one_line_per_visible_weight_with_the_weight_as_opacity():
+    rng = np.random.default_rng(0)
+    maps = rng.dirichlet(np.full(5, 0.3), size=(2, 3, 4))  # (L, H, Q, K): peaked rows, some weights ~0
+    view = views.head_view_from(maps, ["a", "b", "c", "d"], ["v", "w", "x", "y", "z"], layer=1, heads=[0, 2])
+    root = svg_of(view, "hv")
+    assert (maps < lines.MIN_WEIGHT).any()  # the case covers lines left out
+    for layer_group in find(root, "g", **{"class": "ly"}):
+        layer = int(layer_group.get("data-layer"))
+        assert ("display:none" in (layer_group.get("style") or "")) == (layer != 1)  # the picked layer shows
+        for head_group in layer_group:
+            head = int(head_group.get("data-head"))
+            assert ("display:none" in (head_group.get("style") or "")) == (head == 1)  # heads 0 and 2 are on
+            drawn = {(int(e.get("data-q")), int(e.get("data-k"))): float(e.get("stroke-opacity"))
+                     for e in head_group}
+            expected = {(q, k): w for (q, k), w in np.ndenumerate(maps[layer, head]) if w >= lines.MIN_WEIGHT}
+            assert drawn.keys() == expected.keys()
+            assert all(abs(drawn[c] - expected[c]) <= 5e-4 for c in drawn)
+            colours = {head_group.get("stroke")}
+            assert len(colours) == 1
+    assert len({g.get("stroke") for g in find(root, "g", **{"class": "hd"})}) == 3  # a colour per head
+
+
+def test_head_view_lists_the_tokens_in_order_and_lines_join_their_rows():
+    queries, keys = ["▁le", "▁chat", "▁dort", "</s>"], ["▁the", "▁cat", "▁sleeps", ".", "</s>"]
+    maps = np.full((1, 1, 4, 5), 0.2)
+    root = svg_of(views.head_view_from(maps, queries, keys), "hv")
+    q_labels = [e for e in root.iter(SVG + "text") if "tq" in classes(e)]
+    k_labels = [e for e in root.iter(SVG + "text") if "tk" in classes(e)]
+    assert ["".join(e.itertext())[len(e.find(SVG + "title").text):] for e in q_labels] == queries
+    assert [e.find(SVG + "title").text for e in k_labels] == keys
+    ys = [float(e.get("y")) for e in q_labels]
+    assert ys == sorted(ys)  # top to bottom in sentence order
+    for line in root.iter(SVG + "line"):
+        assert float(line.get("y1")) == float(q_labels[int(line.get("data-q"))].get("y"))
+        assert float(line.get("y2")) == float(k_labels[int(line.get("data-k"))].get("y"))
+    assert max(float(e.get("x")) for e in q_labels) < min(float(e.get("x")) for e in k_labels)  # queries left
+
+
+def test_an_arabic_query_column_stands_on_the_right_and_reads_right_to_left(arabic):
+    att = arabic.translate("the cat sleeps .", attention=True).attention
+    assert views.column_is_rtl(att.target_pieces)
+    root = svg_of(views.head_view(att, "cross"), "hv")
+    assert root.get("data-mirrored") == "1"
+    texts = list(root.iter(SVG + "text"))
+    q_labels, k_labels = [e for e in texts if "tq" in classes(e)], [e for e in texts if "tk" in classes(e)]
+    assert min(float(e.get("x")) for e in q_labels) > max(float(e.get("x")) for e in k_labels)
+    assert all(e.get("direction") == "rtl" for e in q_labels if views.column_is_rtl([e.find(SVG + "title").text]))
+    assert all(e.get("direction") is None for e in k_labels)  # the English source reads left to right
+    line = next(root.iter(SVG + "line"))
+    assert float(line.get("x1")) > float(line.get("x2"))  # from the query (right) to the key (left)
+    english = svg_of(views.head_view(att, "enc_self"), "hv")
+    assert english.get("data-mirrored") == "0"
+    mixed = svg_of(views.head_view_from(np.full((1, 1, 4, 2), 0.5), ["▁قال", "▁الله", ".", "</s>"], ["a", "b"]), "hv")
+    assert [e.get("direction") for e in mixed.iter(SVG + "text") if "tq" in classes(e)] == ["rtl", "rtl", None, None]
+
+
+def test_the_head_view_of_a_translation_is_drawn_from_its_maps(translator):
+    att = translator.translate("the cat sleeps .", attention=True).attention
+    for family in views.FAMILIES:
+        root = svg_of(views.head_view(att, family, layer=1), "hv")
+        maps = torch.stack(getattr(att, family)).numpy()
+        for line in root.iter(SVG + "line"):
+            group = next(g for g in find(root, "g", **{"class": "hd"}) if line in list(g))
+            layer = next(int(g.get("data-layer")) for g in find(root, "g", **{"class": "ly"}) if group in list(g))
+            w = maps[layer, int(group.get("data-head")), int(line.get("data-q")), int(line.get("data-k"))]
+            assert abs(float(line.get("stroke-opacity")) - w) <= 5e-4
+        assert len(list(root.iter(SVG + "line"))) == int((maps >= lines.MIN_WEIGHT).sum())
+
+
+def test_a_decoding_steps_head_view_draws_only_the_current_query(translator):
+    session = translator.session("the cat sleeps .", SearchSettings(beam_size=2))
+    session.step()
+    session.step()
+    hyp = session.current.live[0]
+    prefix = translator.tokenizer.target_pieces(hyp.prefix)
+    source = translator.prepare("the cat sleeps .").pieces
+    for family, keys in (("cross", source), ("dec_self", prefix)):
+        view = views.step_head_view(hyp, prefix, source, family)
+        root = svg_of(view, "hv")
+        assert {int(e.get("data-q")) for e in root.iter(SVG + "line")} == {len(prefix) - 1}
+        assert f'data-focus="{len(prefix) - 1}"' in view.html
+        rows = (hyp.cross_attention if family == "cross" else hyp.self_attention).numpy()  # (L, H, Lk)
+        assert len(list(root.iter(SVG + "line"))) == int((rows >= lines.MIN_WEIGHT).sum())
+        assert len([e for e in root.iter(SVG + "text") if "tk" in classes(e)]) == len(keys)
+
+
+def test_model_view_has_a_drawing_per_layer_and_head_and_the_head_view_to_open_them(translator):
+    att = translator.translate("the cat sleeps .", attention=True).attention
+    view = views.model_view(att, "cross")
+    thumbs = re.findall(r'<svg class="thumb"[^>]*data-layer="(\d+)" data-head="(\d+)"', view.html)
+    assert sorted(thumbs) == sorted((str(lay), str(h)) for lay in range(2) for h in range(4))
+    assert view.html.count('<svg class="hv"') == 1
+
+
+def test_heatmaps_are_one_rect_per_visible_weight_with_the_weight_as_fill_opacity(translator):
+    att = translator.translate("the cat sleeps .", attention=True).attention
+    view = views.heatmaps(att, "cross")
+    maps = torch.stack(att.cross).numpy()
+    svgs = re.findall(r'<svg class="heatmap".*?</svg>', view.html, flags=re.S)
+    assert len(svgs) == maps.shape[0] * maps.shape[1]
+    for index, markup in enumerate(svgs):
+        layer, head = divmod(index, maps.shape[1])
+        cells = [e for e in ET.fromstring(markup).iter(SVG + "rect") if e.get("data-i") is not None]
+        assert len(cells) == int((maps[layer, head] >= lines.MIN_WEIGHT).sum())  # the others stay white
+        for e in cells:
+            w = maps[layer, head, int(e.get("data-i")), int(e.get("data-j"))]
+            assert abs(float(e.get("fill-opacity")) - w) <= 5e-4
+
+
+def _texts(root: ET.Element, cls: str) -> dict[int, str]:
+    return {int(e.get("data-j")): e.text for e in root.iter(SVG + "text") if cls in classes(e)}
+
+
+def test_eq1_picture_prints_the_cells_numbers_and_highlights_the_clicked_key(translator):
+    t = translator.translate("the cat sleeps .", attention=True)
+    source = t.source_ids + [0, 0]  # two <pad> keys, masked
+    keys = t.source_pieces + ["<pad>", "<pad>"]
+    cell = cell_arithmetic(translator.model, source, [BOS_ID, *t.token_ids[:-1]], "cross", 1, 2, 1)
+    view = views.cell_flow(cell, t.target_pieces[1], keys, key=2)
+    root = svg_of(view, "eq")
+    stages = [g.get("data-stage") for g in find(root, "g", **{"class": "st"})]
+    assert stages == ["input", "qkv", "score", "mask", "softmax", "weighted", "sum"]
+    weights, scores, marks = _texts(root, "w"), _texts(root, "score"), _texts(root, "mask")
+    assert [float(weights[j]) for j in range(len(keys))] == pytest.approx(cell.weights.tolist(), abs=5e-4)
+    assert [float(scores[j].replace("−", "-")) for j in range(len(keys))] == pytest.approx(cell.scores.tolist(),
+                                                                                           abs=5e-4)
+    assert [marks[j] == "✓" for j in range(len(keys))] == cell.mask.tolist() == [True] * len(t.source_ids) + [False] * 2
+    assert float(weights[len(keys) - 1]) == 0.0  # a masked key gets no weight
+    highlight = find(root, "rect", **{"class": "hl"})[0]
+    key_text = [e for e in root.iter(SVG + "text") if "key" in classes(e) and e.get("data-j") == "2"][0]
+    y = float(highlight.get("y")) + float(highlight.get("height")) / 2
+    assert y == pytest.approx(float(key_text.get("y")))
+    assert cell.query_input.shape == (translator.model.config.d_model,)
+    assert '"reveal":"all"' in view.html and '"key":2' in view.html
+
+
+def test_eq1_picture_defaults_to_the_heaviest_key_and_refuses_bad_arguments(translator):
+    t = translator.translate("the dog eats .", attention=True)
+    cell = cell_arithmetic(translator.model, t.source_ids, None, "enc_self", 0, 1, 0)
+    view = views.cell_flow(cell, t.source_pieces[0], t.source_pieces, reveal="steps")
+    assert f'"key":{int(cell.weights.argmax())}' in view.html and '"reveal":"steps"' in view.html
+    with pytest.raises(ValueError, match="key labels"):
+        views.cell_flow(cell, "x", t.source_pieces[:-1])
+    with pytest.raises(ValueError, match="reveal"):
+        views.cell_flow(cell, "x", t.source_pieces, reveal="some")
+    with pytest.raises(ValueError, match="not one of the"):
+        views.cell_flow(cell, "x", t.source_pieces, key=len(t.source_pieces))
+
+
+def _beam(translator, steps: int, beam: int = 3):
+    session = translator.session("the woman reads a book .", SearchSettings(beam_size=beam, max_len_a=0,
+                                                                             max_len_b=steps))
+    session.run_to_end()
+    return session
+
+
+def test_beam_tree_has_every_node_and_draws_the_best_hypothesis_strongly(translator):
+    session = _beam(translator, 8)
+    best = session.finished[0]
+    view = views.beam_tree(session.history, translator.tokenizer.target_pieces, best.tokens)
+    root = svg_of(view, "bt")
+    nodes = [g for g in find(root, "g") if "node" in classes(g)]
+    assert "".join(nodes[0].find(SVG + "text").itertext()) == "<s>"  # escaped in the markup, not read as a tag
+    assert len(nodes) == 1 + sum(len(s.nodes) for s in session.history)  # + the root <s>
+    win = sorted((int(g.get("data-step")), int(g.get("data-rank"))) for g in nodes if "win" in classes(g))
+    assert [s for s, _ in win] == list(range(len(best.tokens)))  # one node per step, from the first on
+    assert [session.history[s].nodes[r].token for s, r in win] == best.tokens
+    assert tree.node_prefix(session.history, *win[-1]) == best.tokens
+    for g in nodes[1:]:
+        node = session.history[int(g.get("data-step"))].nodes[int(g.get("data-rank"))]
+        assert g.get("data-status") == node.status
+        title = g.find(SVG + "title").text
+        assert f"P({translator.tokenizer.target_pieces([node.token])[0]} | prefix) = {math.exp(node.log_prob):.3f}" \
+            in title and f"{node.score:.3f}" in title
+    edges = [e for e in root.iter(SVG + "line") if "edge" in classes(e)]
+    strong = {e.get("data-to") for e in edges if e.get("stroke") == tree.WIN}
+    assert strong == {f"{s}-{r}" for s, r in win}
+    pruned = [e for e in edges if session.history[int(e.get("data-to").split("-")[0])].nodes[
+        int(e.get("data-to").split("-")[1])].status == "pruned"]
+    assert pruned and all(e.get("stroke-dasharray") for e in pruned)  # pruned branches are dotted
+
+
+def test_beam_tree_labels_fit_their_cell_and_node_prefixes_are_the_next_steps_hypotheses(translator):
+    session = _beam(translator, 6)
+    steps = session.history
+    for t in range(len(steps) - 1):
+        for rank, node in enumerate(steps[t].nodes):
+            if node.status == "live":  # its prefix is what the next step feeds in its slot
+                assert [BOS_ID, *tree.node_prefix(steps, t, rank)] == steps[t + 1].live[node.slot].prefix
+    long = tree._fit("▁commencement" * 3)
+    assert long.endswith("…") and views.svg.text_width(long, tree.FONT_PX) <= tree.COL - 2 * tree.RADIUS - 10
+
+
+def test_views_display_in_jupyter_and_as_a_page(translator):
+    att = translator.translate("the cat sleeps .", attention=True).attention
+    for view in (views.head_view(att), views.model_view(att), views.heatmaps(att)):
+        assert view._repr_html_() == view.html and view.height > 0 and view.width > 0
+        page = view.document("x")
+        assert page.startswith("<!DOCTYPE html>") and view.html in page
+        assert "http://" not in view.html.replace("http://www.w3.org/2000/svg", "")  # no CDN: works offline
+        assert "https://" not in view.html
+
+
+def test_head_view_refuses_maps_that_do_not_match_the_labels():
+    with pytest.raises(ValueError, match="3 queries x 4 keys but there are 2 query and 4 key labels"):
+        views.head_view_from(np.zeros((1, 1, 3, 4)), ["a", "b"], list("wxyz"))
+    with pytest.raises(ValueError, match="layer 2"):
+        views.head_view_from(np.zeros((2, 1, 2, 4)), ["a", "b"], list("wxyz"), layer=2)
+    with pytest.raises(ValueError, match="unknown family"):
+        views.family_labels(None, "self")
+
+
+def test_heatmaps_of_arabic_keys_run_right_to_left(arabic):
+    att = arabic.translate("the cat sleeps .", attention=True).attention
+    markup = re.search(r'<svg class="heatmap".*?</svg>', views.heatmaps(att, "dec_self").html, flags=re.S).group(0)
+    root = ET.fromstring(markup)
+    assert root.get("data-rtl") == "1"
+    x_of = {int(e.get("data-j")): float(e.get("x")) for e in root.iter(SVG + "rect") if e.get("data-i") == "0"}
+    assert x_of[0] == max(x_of.values())  # <s>, the first key, on the right

@@ -1,0 +1,91 @@
+"""Views of attention that display themselves: in Jupyter (`_repr_html_`, as BertViz's `head_view`), in a browser
+(`View.document()`), in the app (streamlit.components) and in the HTML report. Each is one self-contained
+HTML fragment of SVG and inline JS, no CDN, built from the same tensors as the app's heatmaps.
+
+- `head_view`, `model_view`: attention as lines between two columns of tokens (`lines`)
+- `heatmaps`: every head as a small SVG heatmap (`grid`)
+- `cell_flow`: Eq. 1 for one query of one head, stage by stage, with the model's numbers (`flow`)
+- `beam_tree`: the beam search tree, laid out by step and rank (`tree`)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from transformer.decoding.search import HypothesisStep, SearchStep
+from transformer.decoding.translate import TranslationAttention
+from transformer.explain.arithmetic import CellArithmetic
+from transformer.explain.views.flow import flow_view, input_name
+from transformer.explain.views.grid import heatmap_svg, heatmaps_from
+from transformer.explain.views.lines import head_view_from, model_view_from
+from transformer.explain.views.svg import View, column_is_rtl
+from transformer.explain.views.tree import beam_tree_from, beam_tree_svg, node_prefix, winning_nodes
+
+FAMILIES = ("enc_self", "dec_self", "cross")
+NAMES = {"enc_self": ("source queries", "source keys"), "dec_self": ("target queries", "target keys (read)"),
+         "cross": ("target queries", "source keys")}
+
+
+def family_labels(attention: TranslationAttention, family: str) -> tuple[list[str], list[str]]:
+    """(query labels, key labels): a decoder query is labelled with the token it emitted, decoder self-attention's
+    keys with the tokens the decoder read (<s> first)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
+    return {"enc_self": (attention.source_pieces, attention.source_pieces),
+            "dec_self": (attention.target_pieces, attention.target_input_pieces),
+            "cross": (attention.target_pieces, attention.source_pieces)}[family]
+
+
+def _maps(attention: TranslationAttention, family: str):
+    import torch
+
+    return torch.stack(getattr(attention, family))  # (L, H, Lq, Lk)
+
+
+def head_view(attention: TranslationAttention, family: str = "cross", layer: int = 0,
+              heads: Sequence[int] | None = None) -> View:
+    """Token lines of one family of a translation's attention (`Translator.translate(..., attention=True)`)."""
+    rows, cols = family_labels(attention, family)
+    return head_view_from(_maps(attention, family), rows, cols, layer=layer, heads=heads,
+                          query_name=NAMES[family][0], key_name=NAMES[family][1])
+
+
+def model_view(attention: TranslationAttention, family: str = "cross") -> View:
+    rows, cols = family_labels(attention, family)
+    return model_view_from(_maps(attention, family), rows, cols, query_name=NAMES[family][0],
+                           key_name=NAMES[family][1])
+
+
+def heatmaps(attention: TranslationAttention, family: str = "cross", layers: Sequence[int] | None = None) -> View:
+    rows, cols = family_labels(attention, family)
+    return heatmaps_from(_maps(attention, family), rows, cols, layers=layers)
+
+
+def step_head_view(hypothesis: HypothesisStep, prefix_pieces: Sequence[str], source_pieces: Sequence[str],
+                   family: str = "cross", layer: int = 0) -> View:
+    """The head view of one decoding step: the newest token of the prefix is the query, its lines go to the source
+    (cross) or to the prefix it read (dec_self)."""
+    rows = hypothesis.cross_attention if family == "cross" else hypothesis.self_attention  # (L, H, Lk)
+    if rows is None:
+        raise ValueError("this step was taken without recording attention")
+    keys = source_pieces if family == "cross" else prefix_pieces
+    query = len(prefix_pieces) - 1
+    return head_view_from(rows[:, :, None, :], prefix_pieces, keys, layer=layer, focus=query, query_positions=[query],
+                          query_name="the prefix (query: the newest token)", key_name=NAMES[family][1])
+
+
+def beam_tree(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[str]],
+              best: Sequence[int] | None = None) -> View:
+    """The tree of a recorded search (`DecodingSession.history`, or `DecodeResult.steps`)."""
+    return beam_tree_from(steps, pieces, best)
+
+
+def cell_flow(cell: CellArithmetic, query_label: str, key_labels: Sequence[str], key: int | None = None, *,
+              reveal: str = "all") -> View:
+    """Eq. 1 as one picture for a cell computed by `transformer.explain.cell_arithmetic`."""
+    return flow_view(cell, query_label, key_labels, key, reveal=reveal)
+
+
+__all__ = ["FAMILIES", "View", "beam_tree", "beam_tree_svg", "cell_flow", "column_is_rtl", "family_labels",
+           "flow_view", "head_view", "head_view_from", "heatmap_svg", "heatmaps", "heatmaps_from", "input_name",
+           "model_view", "model_view_from", "node_prefix", "step_head_view", "winning_nodes"]

@@ -1,0 +1,92 @@
+"""What every view shares: a `View` that displays itself in Jupyter and in a browser, SVG text helpers, the head
+colours and which way a column of tokens reads. Plain strings, no third-party dependency: a view is one
+self-contained HTML fragment (SVG + inline JS, no CDN), so that it works in an offline classroom."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+import secrets
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# One colour per head (Tableau 10, as BertViz uses a categorical scale): distinct on a projector, in print too.
+HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                "#bcbd22", "#17becf")
+FONT = "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans','Noto Sans Arabic',sans-serif"
+BASE_CSS = f""".tv{{font-family:{FONT};font-size:13px;color:#222;line-height:1.3}}
+.tv button,.tv select{{font:inherit;margin:0 4px 4px 0;padding:2px 8px}}.tv .note{{color:#666;font-size:12px}}
+.tv svg text{{fill:#222}}"""
+_ids = itertools.count()
+
+
+def new_id(prefix: str) -> str:
+    """A DOM id unique in a page that holds several views (a report, a notebook)."""
+    return f"{prefix}-{next(_ids)}-{secrets.token_hex(3)}"
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def num(x: float, digits: int = 3) -> str:
+    """A number as the views print it: fixed digits, −∞ for a masked score."""
+    if math.isinf(x):
+        return "−∞" if x < 0 else "∞"
+    return f"{x:.{digits}f}"
+
+
+def is_rtl(text: str) -> bool:
+    """True when text has more right-to-left letters (Arabic, Hebrew) than left-to-right ones."""
+    balance = sum(1 if unicodedata.bidirectional(c) in ("R", "AL") else -1 if unicodedata.bidirectional(c) == "L"
+                  else 0 for c in text)
+    return balance > 0
+
+
+def column_is_rtl(labels: Sequence[str]) -> bool:
+    return is_rtl("".join(labels))
+
+
+def anchored(edge: str, rtl: bool) -> str:
+    """SVG attributes that put a label's `edge` ("left" or "right") at its x: right-to-left text starts on the right,
+    so its anchors swap."""
+    anchor = {("left", False): "start", ("right", False): "end", ("left", True): "end", ("right", True): "start"}
+    return f'text-anchor="{anchor[edge, rtl]}"' + (' direction="rtl"' if rtl else "")
+
+
+def shorten(label: str, limit: int) -> str:
+    """At most `limit` characters: the rest becomes an ellipsis (the full piece is in the node's title)."""
+    return label if len(label) <= limit else label[: max(limit - 1, 1)] + "…"
+
+
+def text_width(label: str, font_px: float) -> float:
+    """A generous estimate of a label's width in a proportional font: wide letters count more."""
+    wide = sum(1 for c in label if c in "MWmw@%" or unicodedata.east_asian_width(c) in "WF")
+    return font_px * (0.62 * len(label) + 0.3 * wide)
+
+
+def data_json(value: object) -> str:
+    """JSON safe inside a <script> element."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+@dataclass(frozen=True)
+class View:
+    """A drawn view: `html` is one fragment (a root <div> with its SVG, controls and script); `height` the pixels
+    it needs. Jupyter displays it through `_repr_html_`, as BertViz's head_view does; `document()` is a whole
+    page for a browser or an iframe (streamlit.components.v1.html)."""
+
+    kind: str
+    html: str
+    height: int
+    width: int
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def document(self, title: str = "") -> str:
+        return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title or self.kind)}</title>"
+                f"<style>body{{margin:0;padding:4px}}</style></head><body>{self.html}</body></html>")

@@ -153,7 +153,8 @@ def _translations() -> dict[str, set[str]]:
     for v in VERB.values():
         vous = french_vous(v.present[3], v.fr)
         french = (v.fr, v.participle, *v.present, *v.future, vous, *french_imperative(v.present, vous, v.fr))
-        add({v.base, v.s3, v.past, v.ing, v.pp, *(v.particle or "").split()},
+        particle = [w for w in (v.particle or "").split() if w != "to"]  # "go to bed": "to" stays a function word
+        add({v.base, v.s3, v.past, v.ing, v.pp, *particle},
             " ".join(french) + " " + " ".join(v.participle + e for e in ("e", "s", "es")))
     for en, fr in NUMBER.items():
         add([en], fr + (" une" if en == "one" else ""))

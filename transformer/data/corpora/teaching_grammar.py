@@ -172,7 +172,8 @@ def _finite(c: Clause, person: int, roles: dict[str, frozenset[int]]) -> tuple[F
 
 
 def _imperative_of(infinitive: str, who: str) -> str:
-    present = _ETRE[0] if infinitive == "être" else french_conjugation(infinitive)[0]
+    verbs = {v.fr: v.present for v in VERB.values()}  # the verb's own table (Lefff's for grammar 2's verbs)
+    present = _ETRE[0] if infinitive == "être" else _AVOIR[0] if infinitive == "avoir" else verbs[infinitive]
     tu, nous, vous = french_imperative(present, french_vous(present[3], infinitive), infinitive)
     return {"tu": tu, "nous": nous, "vous": vous}[who]
 

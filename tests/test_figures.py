@@ -191,7 +191,7 @@ def test_links_read_valid_values_and_explain_the_rest():
     assert key is None and "not on this server" in problems[0]
     assert links.read_search({"search": "beam", "beam": "3", "alpha": "1.23", "nbest": "2"}) == (
         {"method": "beam", "beam": 3, "alpha": 1.2, "nbest": 2}, [])
-    values, problems = links.read_search({"search": "sample", "beam": "99", "alpha": "x", "nbest": "0"})
+    values, problems = links.read_search({"search": "nucleus", "beam": "99", "alpha": "x", "nbest": "0"})
     assert values == {} and len(problems) == 4 and "between 2 and 8" in problems[1]
     n_layers = {"cross": 2, "enc_self": 3, "dec_self": 2}
     assert links.read_view({"att": "enc_self", "layer": "2", "head": "mean", "hide": "1"}, n_layers, 4) == (
@@ -199,5 +199,6 @@ def test_links_read_valid_values_and_explain_the_rest():
     values, problems = links.read_view({"att": "cross", "layer": "2", "head": "4"}, n_layers, 4)
     assert values == {"family": "cross"} and "layers 0 to 1" in problems[0] and "heads 0 to 3" in problems[1]
     assert links.read_text({"text": "a\x00b" + "c" * 2000})[0] == "ab" + "c" * (links.MAX_TEXT - 2)
-    assert links.search_params("greedy") == {"search": "greedy", "beam": None, "alpha": None, "nbest": None}
+    assert links.search_params("greedy") == {"search": "greedy", "beam": None, "alpha": None, "nbest": None,
+                                             "temperature": None, "top_k": None, "top_p": None, "seed": None}
     assert links.view_params("cross", 1, None, False) == {"att": "cross", "layer": "1", "head": "mean", "hide": None}

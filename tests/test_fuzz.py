@@ -132,8 +132,13 @@ def unsafe_markdown(body: str) -> list[str]:
 
 
 def bodies(at) -> list[str]:
-    found = [el.proto.body if hasattr(el.proto, "body") else el.value for kind in MARKDOWN_ELEMENTS
-             for el in at.get(kind)]
+    """The Markdown bodies on the page; an HTML block the app builds itself (allow_html: the probability table)
+    counts by its text between the tags, where every typed `<` must have been escaped."""
+    found = []
+    for kind in MARKDOWN_ELEMENTS:
+        for el in at.get(kind):
+            body = el.proto.body if hasattr(el.proto, "body") else el.value
+            found.append(re.sub(r"<[^>]*>", " ", body) if getattr(el.proto, "allow_html", False) else body)
     return found + [option for radio in at.radio for option in radio.options]
 
 

@@ -198,7 +198,7 @@ def _until(action, check, tries: int = 3) -> None:
 
 
 def test_model_view_click_and_box_select_open_that_head(server, page):
-    page.goto(server + "/Translate?text=" + _sentence().replace(" ", "+"))
+    page.goto(server + "/Translate?" + (BIBLE if find_checkpoint() else "") + "text=" + _sentence().replace(" ", "+"))
     page.locator(PLOT).first.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
     page.get_by_text("Model view: every layer and head").click()
     grid = page.locator(PLOT).nth(1)

@@ -161,7 +161,7 @@ print(json.dumps({{"models": [m.path for m in find_models()], "errors": [e.messa
     report = json.loads(home.stdout.strip().splitlines()[-1])
     assert report["errors"] == [], report["errors"]
     assert Path(report["ui"]).is_relative_to(app_dir)
-    assert report["models"][0] == str(app_dir / "checkpoints" / "en-fr-bible")
+    assert report["models"][0] == str(app_dir / "checkpoints" / "en-fr-teaching")  # ui.models.APP_MODEL opens first
 
     check_server_starts(bin_ / "attention-explorer", workdir, env)
 

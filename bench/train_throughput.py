@@ -12,15 +12,26 @@ precision (bf16: autocast for all of them) it prints tokens/s and the ratios aga
   ours-plain: the same model the plain way: logits of every position, F.cross_entropy, torch's dropout and
               torch's default Adam (a loop over the parameters), as the reference;
   ours+attention (with --attention): ours-plain returning every attention map (the explorer's mode).
+
+    python bench/train_throughput.py --beside-busy [--preset small] [--rounds 3]
+
+times the trainer's step ("ours", fp32) in fresh processes, alone and beside a busy torch process that keeps
+every core working (matrix products, OpenMP's default wait), alternating alone and beside round by round,
+for three ways to run the step: the trainer's plan beside other work (a thread per core, OMP_WAIT_POLICY=PASSIVE,
+transformer.training.cores), torch's default (a thread per core, spinning waits) and one thread. It prints
+`beside-busy: X.XX of alone` for the trainer's plan: its speed beside the busy process over its speed alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +47,7 @@ from transformer.model.dropout import use_cheap_dropout  # noqa: E402
 from transformer.model.layers import Transformer, sinusoidal_encoding  # noqa: E402
 from transformer.model.loss import TokenLoss  # noqa: E402
 from transformer.training.batching import collate, make_batches  # noqa: E402
+from transformer.training.cores import WAIT_POLICY, usable_cores  # noqa: E402
 from transformer.training.precision import autocast, cpu_bf16_support  # noqa: E402
 from transformer.training.recipe import PRESETS, TrainConfig, make_optimizer  # noqa: E402
 
@@ -107,8 +119,74 @@ def train_step(loss_fn, optimizer, b, precision: str, before=None) -> float:
     return time.perf_counter() - start
 
 
+BUSY = """import torch, sys
+torch.set_num_threads(int(sys.argv[1]))
+a = torch.randn(768, 768)
+print("busy", flush=True)
+while True:
+    a = torch.tanh(a @ a)
+"""
+
+
+def worker(preset_name: str, n_batches: int) -> None:
+    """One process's seconds per trainer step (after a warm-up), printed as JSON: what --beside-busy times."""
+    preset = PRESETS[preset_name]
+    vocab = preset["tokenizer"]["vocab_size"]
+    c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
+                    share_embeddings=True, tie_output=True)
+    batches = make_data(c, preset["train"]["max_tokens"] // 2, n_batches + 1, seed=0)
+    torch.manual_seed(0)
+    model = Transformer(c).train()
+    use_cheap_dropout(model, True)
+    token_loss, optimizer = TokenLoss(model), make_optimizer(model, TrainConfig(lr=1e-3))
+    step = lambda b: token_loss(b.src, b.tgt_in, b.tgt_out, 0.1)  # noqa: E731
+    train_step(step, optimizer, batches[0], "fp32")
+    seconds = sum(train_step(step, optimizer, b, "fp32") for b in batches[1:])
+    print(json.dumps({"s_per_step": seconds / n_batches, "threads": torch.get_num_threads()}))
+
+
+def time_worker(args, threads: int, policy: str | None) -> float:
+    env = {k: v for k, v in os.environ.items() if k != WAIT_POLICY}
+    if policy:
+        env[WAIT_POLICY] = policy
+    out = subprocess.run([sys.executable, __file__, "--worker", "--preset", args.preset, "--batches", str(args.batches),
+                          "--threads", str(threads)], env=env, capture_output=True, text=True, timeout=1800, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["s_per_step"]
+
+
+def beside_busy(args) -> None:
+    cores = usable_cores()
+    ways = {f"plan ({cores} threads, PASSIVE)": (cores, "PASSIVE"),
+            f"torch default ({cores} threads, spinning)": (cores, None),
+            "one thread": (1, None)}
+    print(f"torch {torch.__version__}, {cores} usable cores, {platform.processor() or platform.machine()}; preset "
+          f"{args.preset}, {args.batches} steps per measurement, the busy process on {cores} threads")
+    alone: dict[str, list[float]] = {w: [] for w in ways}
+    beside: dict[str, list[float]] = {w: [] for w in ways}
+    for r in range(args.rounds):
+        for way, (threads, policy) in ways.items():
+            alone[way].append(time_worker(args, threads, policy))
+            busy = subprocess.Popen([sys.executable, "-c", BUSY, str(cores)], stdout=subprocess.PIPE, text=True)
+            try:
+                busy.stdout.readline()  # it has started its products
+                beside[way].append(time_worker(args, threads, policy))
+            finally:
+                busy.kill()
+                busy.wait(timeout=30)
+            print(f"round {r + 1} {way}: alone {alone[way][-1]:.3f} s/step, beside busy {beside[way][-1]:.3f} s/step")
+    best_alone = min(statistics.median(v) for v in alone.values())
+    for way in ways:
+        a, b = statistics.median(alone[way]), statistics.median(beside[way])
+        print(f"{way:>40}: alone {a:.3f} s/step ({best_alone / a:.2f} of the fastest alone), beside busy {b:.3f} "
+              f"s/step, {a / b:.2f} of its speed alone")
+    plan = next(iter(ways))
+    print(f"beside-busy: {statistics.median(alone[plan]) / statistics.median(beside[plan]):.2f} of alone")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--beside-busy", action="store_true", help="time the step alone and beside a busy process")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, default=6, help="batches per round")
     parser.add_argument("--preset", default="small", choices=["tiny", "small"], help="the training preset's model")
@@ -121,6 +199,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.worker or args.beside_busy:
+        return worker(args.preset, args.batches) if args.worker else beside_busy(args)
     preset = PRESETS[args.preset]
     vocab = preset["tokenizer"]["vocab_size"]
     c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,

@@ -280,3 +280,14 @@ def test_the_command_writes_the_json_the_issue_asks_for(teaching, tmp_path, monk
 def test_the_command_refuses_a_model_without_gold_links(capsys):
     assert cli.main(["--checkpoint", "checkpoints/en-fr-bible", "--lenses", "raw"]) == 2
     assert "not trained on the teaching corpus" in capsys.readouterr().err
+
+
+def test_occluded_rows_hide_each_words_pieces_and_nothing_else():
+    from transformer.data.tokenizer import UNK_ID
+    from transformer.explain.occlusion import n_words, occluded_rows
+
+    index = [0, 0, 1, None]  # two pieces of word 0, word 1, then </s> (no word)
+    assert n_words(index) == 2 and n_words([None]) == 0
+    rows = occluded_rows(torch.tensor([[5, 6, 7, 2]]), index)
+    assert rows.tolist() == [[UNK_ID, UNK_ID, 7, 2], [5, 6, UNK_ID, 2]]
+    assert occluded_rows([5, 6, 7, 2], [None] * 4).shape == (0, 4)

@@ -28,7 +28,8 @@ LAYERS = [  # (layer name, module prefixes)
 # Inside data the order matters too: the loaders read words, the spec reads two loaders, load reads them all.
 DATA_ORDER = ["transformer.data.words", "transformer.data.tokenizer", "transformer.data.corpora",
               "transformer.data.spec", "transformer.data.load"]
-TRAINING_ORDER = ["transformer.training.recipe", "transformer.training.run", "transformer.training.setup",
+TRAINING_ORDER = ["transformer.training.cores", "transformer.training.recipe",
+                  "transformer.training.run", "transformer.training.setup",
                   "transformer.training.loop", "transformer.training.cli"]
 OWNERS = {  # a file name of an on-disk format -> the one module that spells it
     "config.json": "transformer/model/checkpoint.py",

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, PAD_ID, UNK_ID
+from transformer.data.tokenizer import BOS_ID, PAD_ID
 from transformer.explain.alignment import piece_words
+from transformer.explain.occlusion import occluded_rows
 from transformer.explain.stream import Inputs, log_probs_from_embeddings, token_embeddings
 from transformer.model.layers import Transformer
 
@@ -228,11 +229,7 @@ def _occlusion(model, inputs: Inputs, side: str, index: Sequence[int | None], n_
     """f(x) - f(x with every piece of word j as <unk>) for each word j of one side, all words in one batch."""
     if n_words == 0:
         return ()
-    ids = inputs.src if side == "src" else inputs.tgt
-    occluded = ids.repeat(n_words, 1)  # (W, L): row j occludes word j
-    for position, w in enumerate(index):
-        if w is not None:
-            occluded[w, position] = UNK_ID
+    occluded = occluded_rows(inputs.src if side == "src" else inputs.tgt, index)  # (W, L): row j occludes word j
     e_src = token_embeddings(model, occluded if side == "src" else inputs.src, "src")
     e_tgt = token_embeddings(model, occluded if side == "tgt" else inputs.tgt, "tgt")
     e_src, e_tgt = e_src.expand(n_words, -1, -1), e_tgt.expand(n_words, -1, -1)  # (W, S, D), (W, T, D)

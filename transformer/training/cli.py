@@ -23,6 +23,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
 from transformer.data.corpora.base import CorpusError
@@ -32,6 +33,8 @@ from transformer.data.tokenizer import TokenizerError
 from transformer.model.checkpoint import CONFIG_FILE, CheckpointError
 from transformer.progress import PROGRESS, BarSafeHandler, is_terminal
 from transformer.runs import RunFiles
+from transformer.training import cores
+from transformer.training.cores import PLAN_REASON, WAIT_POLICY, CorePlan
 from transformer.training.distributed import COLLECTIVE_TIMEOUT, START_TIMEOUT
 from transformer.training.loop import Trainer
 from transformer.training.recipe import PRESETS, TokenizerSettings, TrainConfig
@@ -246,8 +249,29 @@ def _autogroups_enabled() -> bool:
         return False
 
 
+def core_plan(threads: int | None, nice: int) -> CorePlan:
+    """This run's threads and wait policy: planned now, or carried by the restart that applied the policy."""
+    reason = os.environ.get(PLAN_REASON)
+    policy = os.environ.get(WAIT_POLICY)
+    if reason is not None and policy is not None:
+        return CorePlan(threads or cores.usable_cores(), policy, reason)
+    if policy is None and "LOCAL_RANK" in os.environ:
+        return CorePlan(threads or torch.get_num_threads(), None, "under torchrun the ranks keep the launcher's "
+                        f"environment: set {WAIT_POLICY} before torchrun to change how their threads wait")
+    return cores.plan_cores(threads, cores.usable_cores(), cores.busy_cores(), shared=nice > 0, policy_set=policy)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line. Called with argv None (a real command line, not a test in this process) it also applies
+    the core plan: it starts the process again with the plan's OMP_WAIT_POLICY, which OpenMP reads only when
+    torch loads, and sets torch's threads."""
     args = build_parser().parse_args(argv)
+    plan = core_plan(args.threads, args.nice)
+    if argv is None and cores.wants_restart(plan):  # before lower_priority: a restarted process keeps its nice value
+        os.execve(sys.executable, [sys.executable, "-m", "transformer.training.cli", *sys.argv[1:]],
+                  {**os.environ, WAIT_POLICY: plan.policy, PLAN_REASON: plan.reason})
+    if argv is None:
+        torch.set_num_threads(plan.threads)  # a resumed run's recorded --threads still wins (setup_device)
     priority = lower_priority(args.nice)
     if bool(args.out) == bool(args.resume):
         print("error: give exactly one of --out (new run) or --resume (existing run)", file=sys.stderr)
@@ -277,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     log.info("run %s: %s", root, replace(trainer.spec.train))
     log.info(priority)
+    log.info(plan.describe())
     bar = StepBar(trainer.config.max_steps) if terminal else None
     try:
         for record in trainer.fit():

@@ -22,7 +22,7 @@ from transformer.model.config import ModelConfig
 from transformer.model.layers import Transformer
 from transformer.model.loss import TokenLoss
 from transformer.runs import RunFiles
-from transformer.training import distributed
+from transformer.training import cores, distributed
 from transformer.training.dev_eval import DevEvaluator, Pairs
 from transformer.training.precision import Decision, resolve_precision
 from transformer.training.recipe import (
@@ -70,6 +70,7 @@ def setup_decisions(config: TrainConfig, device: torch.device) -> dict[str, Deci
                       if device.type in FUSED_OPTIMIZER_DEVICES else
                       Decision(config.optimizer, f"torch has no fused kernel on {device.type}")),
         "compile": Decision(config.compile, compile_reason),
+        "threads": Decision(*cores.applied(torch.get_num_threads())),
     }
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, UNK_ID
+from transformer.data.tokenizer import BOS_ID
 from transformer.data.words import words
 from transformer.explain.alignment import (
     AlignedExample,
@@ -32,6 +32,7 @@ from transformer.explain.alignment import (
 )
 from transformer.explain.lenses.maps import HEADLESS, LENSES, check_lens
 from transformer.explain.lenses.trace import trace
+from transformer.explain.occlusion import n_words, occluded_rows
 from transformer.model.layers import Transformer
 
 log = logging.getLogger(__name__)
@@ -84,30 +85,22 @@ def spearman(a: Tensor, b: Tensor) -> Tensor:
     return torch.where(denominator > 0, (ra * rb).sum(-1) / denominator.clamp(min=1e-300), float("nan"))
 
 
-def _n_words(index: Sequence[int | None]) -> int:
-    return 1 + max((w for w in index if w is not None), default=-1)
-
-
 @torch.no_grad()
 def occlusion_drops(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int],
                     src_words: Sequence[int | None], log_probs: Tensor) -> Tensor:
     """d[t, j] = log p(y_t) - log p(y_t | source word j's pieces all <unk>): (T, source words), one batch."""
     device = next(model.parameters()).device
-    n_words = _n_words(src_words)
-    src = torch.tensor([list(src_ids)] * n_words, device=device)  # (Ws, S)
-    for s, w in enumerate(src_words):
-        if w is not None:
-            src[w, s] = UNK_ID
-    tgt = torch.tensor([[BOS_ID, *output_ids[:-1]]] * n_words, device=device)  # <s> + output
+    src = occluded_rows(list(src_ids), src_words).to(device)  # (Ws, S)
+    tgt = torch.tensor([[BOS_ID, *output_ids[:-1]]], device=device).expand(src.size(0), -1)  # (Ws, T): <s> + output
     logp = model(src, tgt).logits.float().log_softmax(-1)  # (Ws, T, V)
     target = torch.tensor(list(output_ids), device=device)
-    occluded = logp.gather(2, target.expand(n_words, -1)[..., None])[..., 0]  # (Ws, T)
+    occluded = logp.gather(2, target.expand(src.size(0), -1)[..., None])[..., 0]  # (Ws, T)
     return (log_probs[None] - occluded).T  # (T, Ws)
 
 
 def _word_rows(per_piece: Tensor, tgt_words: Sequence[int | None]) -> Tensor:
     """(T, Ws) piece rows -> (Wt, Ws): a word's drop is the sum of its pieces' (its log-prob is their sum)."""
-    rows = torch.zeros(_n_words(tgt_words), len(tgt_words), dtype=per_piece.dtype)
+    rows = torch.zeros(n_words(tgt_words), len(tgt_words), dtype=per_piece.dtype)
     for t, w in enumerate(tgt_words):
         if w is not None:
             rows[w, t] = 1.0
@@ -119,7 +112,7 @@ def _usable(tokenizer, ex: AlignedExample, max_len: int):
     src_ids, tgt_ids = tokenizer.encode_source(ex.src), tokenizer.encode_target(ex.tgt)
     output = tgt_ids[1:]
     src_words, tgt_words = piece_words(tokenizer.source_pieces(src_ids)), piece_words(tokenizer.target_pieces(output))
-    n_src, n_tgt = _n_words(src_words), _n_words(tgt_words)
+    n_src, n_tgt = n_words(src_words), n_words(tgt_words)
     fits = len(src_ids) <= max_len and len(tgt_ids) <= max_len
     if fits and n_src == len(words(ex.src)) and n_tgt == len(words(ex.tgt)) and n_src and n_tgt:
         return src_ids, output, src_words, tgt_words

@@ -4,7 +4,7 @@ compare searches and models, measure every head over a dev sample, and watch a h
 import streamlit as st
 
 from transformer.decoding.translate import Translation
-from ui import attribution_views, explain_views, head_views
+from ui import attribution_views, explain_views, head_views, report_view
 from ui.bidi import isolate
 from ui.defaults import default_sentence
 from ui.text import plain
@@ -64,7 +64,7 @@ def main() -> None:
     elif view in attribution_views.VIEWS:
         attribution_views.show(view, translator, text, translation, settings)
     else:
-        explain_views.report_view(translator, translation, settings)
+        report_view.report_view(translator, translation, settings)
 
 
 main()

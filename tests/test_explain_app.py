@@ -1,5 +1,6 @@
 """AppTest of the Explain heads page (pages/6_Explain_heads.py): every view on a tiny random checkpoint."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -122,6 +123,31 @@ def test_greedy_beam_and_reference_side_by_side(at, checkpoints):
     assert diff["zmid"] == 0 and (diff["zmin"], diff["zmax"]) == (-1, 1)
 
 
+def test_greedy_beam_and_reference_view_reads_every_output_with_the_chosen_lens(at, checkpoints):
+    from transformer.explain.lenses import lens_maps
+    from ui.models import checkpoint_stamp
+    from ui.translation import reference_ids
+    from ui.widgets import _load
+
+    metadata = json.loads((checkpoints / "tiny" / "metadata.json").read_text())
+    source, reference = load_corpus(CorpusSpec.from_dict(metadata["corpus"])).dev[0]
+    open_view(at, "search", source)
+    at.selectbox(key="ex_search_b").set_value("reference").run()
+    at.selectbox(key="ex_search_lens").set_value("alti").run()
+    assert not at.exception and at.query_params["lens"] == "alti"
+    assert at.selectbox(key="ex_search_head").options == ["mean of heads"]  # one ALTI+ map per layer
+    fig = figures_of(at)[-1]
+    assert "ALTI+" in fig["layout"]["title"]["text"]
+    path = at.session_state["model_path"]
+    translator = _load(path, checkpoint_stamp(path))
+    greedy = translator.translate(source)
+    maps = [lens_maps(translator.model, greedy.source_ids, ids, "alti").cross[0][0]  # layer 0: (T, S)
+            for ids in (greedy.token_ids, reference_ids(translator, reference))]
+    rows, cols = min(m.shape[0] for m in maps), min(m.shape[1] for m in maps)
+    assert np.allclose(plotly_array(fig["data"][0]["z"]), (maps[0][:rows, :cols] - maps[1][:rows, :cols]).numpy(),
+                       atol=1e-5)
+
+
 def test_head_statistics_map_and_roles(at):
     open_view(at, "stats")
     fig = figures_of(at)[0]
@@ -193,6 +219,7 @@ def test_compare_two_models_and_download_the_report(at):
     at.radio(key="ex_view").set_value("report").run()
     assert not at.exception
     assert at.get("download_button")
+    assert at.multiselect(key="ex_report_lenses").value == ["norm", "alti"]
 
 
 def test_the_report_is_one_html_file_with_every_map(checkpoints):
@@ -202,3 +229,25 @@ def test_the_report_is_one_html_file_with_every_map(checkpoints):
     assert html.startswith("<!DOCTYPE html>") and "Plotly" in html and "https://" not in html.split("<script>")[0]
     assert html.count('class="map"') == 3 * 2 * 4  # every family, layer and head
     assert translation.text.split()[0] in html
+
+
+def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
+    from transformer.explain.lenses import lens_maps
+    from ui.lenses import MAX_ZEROED, report_maps
+    from ui.report import lens_sections
+
+    translator = translator_of(checkpoints)
+    translation = translator.translate(SENTENCE, attention=True)
+    maps, skipped = report_maps(translator.model, translation, ["norm", "alti"])
+    assert list(maps) == ["norm", "alti"] and not skipped
+    expected = lens_maps(translator.model, translation.source_ids, translation.token_ids, "alti").cross[1]
+    assert torch.allclose(maps["alti"].cross[1], expected)
+    sections = "".join(lens_sections(translation, maps))
+    assert sections.count('class="map"') == 2 * 2  # two lenses, two layers each
+    assert "ALTI+ (Ferrando)" in sections and "norm-weighted (Kobayashi)" in sections
+    html = sentence_report(translation, model="tiny", extra=lens_sections(translation, maps))
+    assert html.count('class="map"') == 3 * 2 * 4 + 4
+    long = dataclasses.replace(translation, source_ids=list(translation.source_ids) * MAX_ZEROED)
+    kept, skipped = report_maps(translator.model, long, ["value_zeroing"])
+    assert kept == {} and "value zeroing" in skipped[0] and str(MAX_ZEROED) in skipped[0]
+    assert lens_sections(translation, {}) == []

@@ -111,3 +111,4 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
     text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))
     assert f"**{100 * expected.layer_mean[1]:.0f}%**" in text  # the sentence's AER is the lens's
     assert any("the test-split grid scores the raw weights" in c.value for c in app.caption)
+

@@ -1,5 +1,6 @@
 """The Explain page's views of one sentence: heads switched off, the arithmetic behind a clicked cell, what-if
-switches, greedy / beam / reference side by side, another model on the same sentence, and the HTML report.
+switches, greedy / beam / reference side by side and another model on the same sentence (the HTML report:
+`ui.report_view`).
 
 Every number comes from `transformer.explain`; this module draws widgets and figures only. Work on a model goes
 through `ui.translation` (the app's limits and its decode slots), like the other pages' translations.
@@ -15,29 +16,27 @@ import pandas as pd
 import streamlit as st
 
 from transformer.data.tokenizer import BOS_ID
-from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
+from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
     Intervention,
-    StatisticsAccumulator,
     TeacherForced,
     changed_tokens,
     intervened_translator,
     teacher_forced,
 )
 from transformer.explain.interventions import every_head, shared_prefix
+from transformer.explain.lenses import LABELS as LENS_LABELS
 from transformer.model.checkpoint import load_checkpoint
 from ui import (
     ablation,
     attention,
-    attribution_views,
     class_mode,
     compare,
     explain_figures,
     figures,
     lenses,
     links,
-    report,
     search_compare,
     view_links,
     views,
@@ -296,15 +295,18 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         rows.append(["its best token at each position", translator.tokenizer.decode_target(forced.predicted), None])
     class_mode.table(st, pd.DataFrame(search_compare.table_rows(rows), columns=["output", "text", "log-probability"]),
                      key="ex_search_table", hide_index=True)
+    read = lenses.lens_outputs(translator, greedy.source_ids, outputs, key="ex_search")  # the same lens for all
     c1, c2, c3, c4 = st.columns(4)
     names = list(outputs)
     a = c1.selectbox("Map of", names, key="ex_search_a")
     b = c2.selectbox("minus the map of", [n for n in names if n != a], key="ex_search_b")
-    layer = c3.selectbox("Layer", list(range(len(greedy.attention.cross))), key="ex_search_layer")
-    head = c4.selectbox("Head", [MEAN, *range(greedy.attention.cross[0].shape[0])], key="ex_search_head",
+    layer = c3.selectbox("Layer", list(range(len(read[a].cross))), key="ex_search_layer")
+    heads = read[a].cross[0].shape[0]  # one map per layer for rollout, ALTI+ and value zeroing
+    head = c4.selectbox("Head", [MEAN, *range(heads)] if heads > 1 else [MEAN], key="ex_search_head",
                         format_func=lambda h: "mean of heads" if h == MEAN else f"head {h}")
     head = None if head == MEAN else head
-    (ids_a, att_a), (ids_b, att_b) = outputs[a], outputs[b]
+    (ids_a, _), (ids_b, _) = outputs[a], outputs[b]
+    att_a, att_b = read[a], read[b]
     map_a, rows_a, cols = attention.matrix(att_a, "cross", layer, head)
     map_b, _, _ = attention.matrix(att_b, "cross", layer, head)
     prefix = shared_prefix(ids_a, ids_b)
@@ -312,13 +314,15 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
     if caption is None:
         st.success(search_compare.same_output_note(a, b), icon=":material/check_circle:")
         return
-    fig = explain_figures.difference_heatmap(map_a, map_b, rows_a, cols, title=f"cross-attention: {a} − {b}",
+    lens = st.session_state.get("ex_search_lens", "raw")
+    title = f"cross-attention{'' if lens == 'raw' else ' (' + LENS_LABELS[lens] + ')'}: {a} − {b}"
+    fig = explain_figures.difference_heatmap(map_a, map_b, rows_a, cols, title=title,
                                              names=(a, b), divergence=prefix)
     chart(st, fig, key="ex_search_diff", filename=f"cross-attention-{a}-minus-{b}", theme=None)
     st.caption(caption)
 
 
-# ----------------------------------------------------------------------------- 8. another model, 9. the report
+# ------------------------------------------------------------------- 8. another model (9. the report: ui.report_view)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the other model…")
@@ -374,20 +378,3 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     st.caption("Both models cut the sentence into the same pieces and wrote the same output, so each row is the same "
                "query in both: red is more weight in this model, blue more in the other.")
 
-
-def report_view(translator: Translator, translation: Translation, settings: SearchSettings = DEFAULT_SETTINGS) -> None:
-    st.markdown("One file with this sentence's translation, its hypotheses, every attention map (hover for the "
-                "tokens and weights) and the statistics of every head on this sentence, then the Attribution, Logit "
-                "lens and Patching views with their current picks. It opens in any browser, without the app: for a "
-                "course page or a paper's supplement.")
-    picks = attribution_views.report_picks(translation)
-    att = translation.attention
-    accumulator = StatisticsAccumulator()
-    accumulator.add({f: getattr(att, f) for f in FAMILIES}, {"enc_self": att.source_pieces, "cross": att.source_pieces,
-                                                             "dec_self": att.target_input_pieces})
-    model = translator.checkpoint.path.name if translator.checkpoint.path else "model"
-    st.download_button("Download the report (.html)",
-                       lambda: report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
-                           attribution_views.report_sections(translator, translation, settings, picks))),
-                       "attention-report.html", "text/html", key="ex_report", on_click="ignore",
-                       icon=":material/download:")

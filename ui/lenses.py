@@ -145,6 +145,20 @@ def lens_pair(translator: Translator, translation: Translation, other: Translato
     return (first, second) if second is not None else (translation.attention, other_translation.attention)
 
 
+def lens_outputs(translator: Translator, source_ids: Sequence[int],
+                 outputs: Mapping[str, tuple[Sequence[int], TranslationAttention]], key: str,
+                 ) -> dict[str, TranslationAttention]:
+    """One lens switch over several outputs of one source (greedy, beam, a reference): all read with the same
+    lens, or all raw when it cannot be computed for one of them."""
+    c1, c2 = st.columns([1.4, 3], vertical_alignment="center")
+    lens = lens_switch(c1, key)
+    c2.caption(NOTES[lens])
+    read = {name: lensed(translator, att, source_ids, ids, lens, key) for name, (ids, att) in outputs.items()}
+    if any(att is None for att in read.values()):
+        return {name: att for name, (_, att) in outputs.items()}
+    return read
+
+
 def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[int], cross: Tensor, self_rows: Tensor,
               lens: str) -> tuple[np.ndarray, np.ndarray, str]:
     """A decoding step's query rows as `lens` reads them: cross (L, H', S), self (L, H', len(prefix)), and a note.
@@ -160,6 +174,21 @@ def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[in
         return cross.numpy(), self_rows.numpy(), note
     stack = lambda ms: torch.stack([m[:, -1] for m in ms]).float().cpu().numpy()  # noqa: E731
     return stack(maps.cross), stack(maps.dec_self), note
+
+
+def report_maps(model: Transformer, translation: Translation, lenses: Sequence[str],
+                ) -> tuple[dict[str, LensMaps], list[str]]:
+    """The lenses' maps of a translation for the HTML report (no streamlit: the download's thread), and a note for
+    each lens left out (value zeroing on a sentence over MAX_ZEROED pieces)."""
+    maps, skipped = {}, []
+    for lens in lenses:
+        if lens == "value_zeroing" and len(translation.source_ids) + len(translation.token_ids) > MAX_ZEROED:
+            skipped.append(f"{LABELS[lens]} is left out: the app computes it for up to {MAX_ZEROED} source and "
+                           "output pieces together (python -m transformer.explain.lenses has no limit).")
+            continue
+        with decode_slot():
+            maps[lens] = lens_maps(model, translation.source_ids, translation.token_ids, lens)
+    return maps, skipped
 
 
 def split_note(key: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -14,6 +14,7 @@ from plotly.offline import get_plotlyjs
 
 from transformer.decoding.translate import Translation
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
+from transformer.explain.lenses import LABELS, LensMaps
 from ui import attention, explain_figures, figures
 from ui.attention import FAMILIES
 from ui.bidi import piece_labels
@@ -79,6 +80,26 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
     body = "\n".join([*parts, *extra])
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(translation.source)}</title>"
             f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>{body}</body></html>")
+
+
+def lens_sections(translation: Translation, maps: Mapping[str, LensMaps], skipped: Sequence[str] = ()) -> list[str]:
+    """One section per lens: the cross-attention of every layer as that lens reads it (the mean of the heads where
+    the lens keeps heads), for `extra` of sentence_report; skipped lenses are named with why."""
+    if not maps and not skipped:
+        return []
+    parts = ["<h2>Cross-attention through the lenses</h2><p class='note'>Each map is one layer's cross-attention "
+             "as the lens reads it (Kobayashi et al. 2020; Chen et al. 2020; Abnar &amp; Zuidema 2020; Ferrando et "
+             "al. 2022; Mohebbi et al. 2023): the mean of the heads where the lens keeps heads.</p>"]
+    rows, cols = attention.labels(translation.attention, "cross")
+    for lens, lensed in maps.items():
+        parts.append(f"<h3>{html.escape(LABELS[lens])}</h3>")
+        for layer, m in enumerate(lensed.cross):  # (H', T, S)
+            fig = figures.attention_heatmap(m.float().mean(0).cpu().numpy(), rows, cols, title=f"layer {layer}",
+                                            query_name="target query", key_name="source key", row_px=16)
+            fig.update_layout(width=520)
+            parts.append(_figure(fig))
+    parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in skipped)
+    return parts
 
 
 def _hover(family: str, layer: int, head: int, numbers: dict[str, float]) -> str:

@@ -7,6 +7,7 @@ from transformer.decoding.translate import Translation
 from ui import attribution_views, explain_views, head_views, report_view
 from ui.bidi import isolate
 from ui.defaults import default_sentence
+from ui.links import VIEW_ONLY
 from ui.text import plain
 from ui.widgets import current_translator, link, page_setup, search_settings, sentence_input, share
 
@@ -39,7 +40,7 @@ def main() -> None:
     if link().get("view") in VIEWS:
         st.session_state.ex_view = link()["view"]
     view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="ex_view")
-    share(view=view)
+    share(view=view, **{name: None for other, names in VIEW_ONLY.items() if other != view for name in names})
     if view == "stats":
         return head_views.statistics_view(translator)
     if view == "importance":

@@ -94,6 +94,36 @@ def test_patching_view_maps_a_gender_swap_and_refuses_unequal_lengths(at, checkp
     assert not figures_of(at)
 
 
+
+def test_the_patching_pair_position_and_token_are_kept_in_the_link(at, checkpoints):
+    open_view(at, "patching", SENTENCE)
+    assert "other" not in at.query_params and "pos" not in at.query_params  # the defaults are not written
+    at.text_input(key="ex_patch_other").input("the child reads a book .").run()
+    box = lambda app, label: next(s for s in app.selectbox if s.label.startswith(label))  # noqa: E731
+    box(at, "Position").set_value(1).run()
+    token = box(at, "Token whose")
+    token.set_value(token.options[1]).run()
+    assert not at.exception, at.exception
+    shared = dict(at.query_params)
+    assert shared["other"] == "the child reads a book ." and shared["pos"] == "1" and "clean" not in shared
+    chosen, metric = at.session_state["ex_patch_token"], at.metric[2].value
+    assert shared["token"] == str(chosen)
+    opened = AppTest.from_file(APP, default_timeout=60)  # a reload: a new session with the same address
+    opened.query_params.update(shared)
+    opened.switch_page("pages/6_Explain_heads.py").run()
+    assert not opened.exception, opened.exception
+    assert opened.text_input(key="ex_patch_other").value == "the child reads a book ."
+    assert opened.session_state["ex_patch_pos"] == 1 and opened.session_state["ex_patch_token"] == chosen
+    assert opened.metric[2].value == metric and not [w for w in opened.warning if "link" in w.value]
+    opened.radio(key="ex_view").set_value("search").run()  # another view: the patching picks leave the link
+    assert not {"other", "pos", "token"} & set(opened.query_params)
+    bad = AppTest.from_file(APP, default_timeout=60)
+    bad.query_params.update({**shared, "pos": "99", "token": "5"})
+    bad.switch_page("pages/6_Explain_heads.py").run()
+    assert not bad.exception, bad.exception
+    assert any("Pos" in w.value and "99" in w.value for w in bad.warning), [w.value for w in bad.warning]
+    assert bad.session_state["ex_patch_pos"] == 0
+
 def test_the_report_carries_the_attribution_lens_and_patching_sections(checkpoints):
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE, attention=True)

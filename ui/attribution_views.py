@@ -21,10 +21,11 @@ from transformer.explain.interventions import changed_tokens
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
 from ui import attribution_figures as figs
+from ui import links, view_links
 from ui.bidi import isolate
 from ui.text import plain
 from ui.translation import bounded, decode_slot, prepare, translate
-from ui.widgets import chart, choice_box, decode_turn
+from ui.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
 VIEWS = {"attribution": "Attribution", "lens": "Logit lens", "patching": "Patching"}
 # a word and one of the other gender (or person), for a first counterfactual source
@@ -165,11 +166,15 @@ def _pair_inputs(translator: Translator, text: str) -> tuple[str, str]:
     ss = st.session_state
     if ss.get("ex_patch_for") != text:  # a new sentence: its own pair
         ss["ex_patch_for"], ss["ex_patch_clean"], ss["ex_patch_other"] = text, text, swapped(text)
+    view_links.seed_text("ex_patch_clean", "clean")  # a link's pair, for the link's sentence
+    view_links.seed_text("ex_patch_other", "other")
     c1, c2 = st.columns(2)
     clean = c1.text_input("Clean source", key="ex_patch_clean")
     other = c2.text_input("Counterfactual source", key="ex_patch_other",
                           help="The same sentence with a word changed, e.g. a noun of the other gender; it must cut "
                                "into as many pieces as the clean one.")
+    fits = lambda t: t if len(t) <= links.MAX_TEXT else None  # noqa: E731  (a longer one is not linked)
+    share(clean=fits(clean) if clean != text else None, other=fits(other) if other != swapped(clean) else None)
     return clean, other
 
 
@@ -200,7 +205,9 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     c1, c2 = st.columns(2)
     c1.markdown(f"**Clean:** {_marked(clean.target_pieces, before)}")
     c2.markdown(f"**Counterfactual:** {_marked(other.target_pieces, after)}")
+    view_links.seed_indexes({"pos": ("ex_patch_pos", len(clean.token_ids))})
     position = token_picker(c1, "ex_patch_pos", translator, clean.token_ids, "Position (of the clean output)")
+    share(pos=str(position) if position else None)
     options = [clean.token_ids[position]]
     if position < len(other.token_ids) and other.token_ids[position] not in options:
         options.append(other.token_ids[position])
@@ -209,8 +216,14 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     if st.session_state.get("ex_patch_token_for") != (tuple(clean.token_ids), position):  # new options: the clean token
         st.session_state["ex_patch_token_for"] = (tuple(clean.token_ids), position)
         st.session_state.pop("ex_patch_token", None)
+    linked, problems = links.read_index(link(), "token", translator.model.config.tgt_vocab_size)
+    link_problems(problems if linked is None or linked in options else
+                  [f"Token {linked} of the link is not among this position's choices; the clean token is measured."])
+    if linked in options:
+        st.session_state["ex_patch_token"] = linked
     token = choice_box(c2, "Token whose log-probability is measured", options, key="ex_patch_token",
                        format_func=lambda t: isolate(_piece(translator, t)))
+    share(token=str(token) if token != options[0] else None)
     result = _patching(translator, clean, other, position, token)
     m1, m2, m3 = st.columns(3)
     m1.metric("log p, clean run", f"{result.clean_log_prob:.3f}")

@@ -16,11 +16,13 @@ MEAN = "mean"  # head=mean: the mean of the heads
 
 SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.sampling
 VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.lenses
+PATCHING = ("clean", "other", "pos", "token")  # Explain heads' patching view: its pair, position and token
+VIEW_ONLY = {"search": ("ref",), "patching": PATCHING}  # Explain heads: parameters of one view only
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens")}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING)}
 
 Problems = list[str]
 

@@ -265,6 +265,15 @@ def test_grammar_one_reproduces_the_shipped_models_corpus():
     assert not any(p.possible for p in c.test)
 
 
+
+def test_grammar_two_reproduces_the_shipped_models_corpus(corpus):
+    """Grammar 2 is what checkpoints/en-fr-teaching is now trained and scored on: the fingerprint of every pair,
+    its sure and possible links, pins its build too."""
+    text = "\n".join(f"{p.src}\t{p.tgt}\t{format_links(p.links)}\t{format_links(p.possible)}"
+                     for p in corpus.train + corpus.dev + corpus.test)
+    digest = hashlib.sha256((text + "\n" + repr(sorted(corpus.held_out))).encode()).hexdigest()
+    assert digest == "9cba1816299d530c349637654a6e0e06815eab7006e96fe6df4afad72401469e"
+
 def test_idioms_have_possible_links_inside_their_block_and_aer_counts_them():
     """ "The boy is hungry." -> "Le garçon a faim.": is-a and hungry-faim are sure, is-faim and hungry-a possible.
     An extraction that links "a" to "hungry" scores AER 1 - (3 + 4) / (4 + 5) = 2/9 instead of 1 - 6/9 = 1/3."""

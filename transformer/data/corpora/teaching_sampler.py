@@ -136,6 +136,22 @@ class Sampler:
         own = NOUN[np.head].locative[0]
         return PrepPhrase(own if self.rng.random() < 0.7 else self.rng.choice(PLACE_PREPOSITIONS), np)
 
+    def complements(self, v, kind: str, any_for_some: bool, place_share: float, furniture: bool) -> dict:
+        """A verb's object, recipient or destination, and place (a `place` verb's, or one in `place_share` of
+        the others), drawn in this order by both grammars; `any_for_some`: a negation or a question, where
+        English says "any" for "some"."""
+        parts = {}
+        if kind in ("trans", "give"):
+            obj = self.np(self.nouns(v.objects), "object", generic="generic" in v.flags)
+            parts["obj"] = replace(obj, det="any") if obj.det == "some" and any_for_some else obj
+        if kind == "give":
+            parts["to"] = PrepPhrase("to", self.np(self.nouns(v.recipients), "prep"))
+        if kind == "motion":
+            parts["to"] = PrepPhrase("at" if "at" in v.flags else "to", self.np(self.view.destinations, "prep"))
+        elif "place" in v.flags or self.rng.random() < place_share:
+            parts["place"] = self.place(furniture=furniture)
+        return parts
+
     def clause(self) -> Clause:
         rng = self.rng
         kind = pick(rng, _KINDS)
@@ -156,15 +172,7 @@ class Sampler:
             v = VERB[rng.choice(self.view.verbs_of[kind])]
             verb, tense = v.en, pick(rng, _TENSES)
             subject = self.subject(v.subjects, question)
-            if kind in ("trans", "give"):
-                obj = self.np(self.nouns(v.objects), "object", generic="generic" in v.flags)
-                parts["obj"] = replace(obj, det="any") if obj.det == "some" and (negated or question) else obj
-            if kind == "give":
-                parts["to"] = PrepPhrase("to", self.np(self.nouns(v.recipients), "prep"))
-            if kind == "motion":
-                parts["to"] = PrepPhrase("at" if "at" in v.flags else "to", self.np(self.view.destinations, "prep"))
-            elif "place" in v.flags or rng.random() < 0.25:
-                parts["place"] = self.place(furniture=kind == "intr")
+            parts.update(self.complements(v, kind, negated or question, place_share=0.25, furniture=kind == "intr"))
             if tense in ("can", "want") and "stative" in v.flags:
                 tense = "present"
         times = [t for t in TIME if tense in TIME[t].tenses]

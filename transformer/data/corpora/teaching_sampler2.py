@@ -68,15 +68,8 @@ class Sampler2(Sampler):
             v = VERB[verb or rng.choice(self.view.verbs_of[kind])]
             verb, tense = v.en, tense or pick(rng, _TENSES)
             subject = self.subject(v.subjects, question)
-            if kind in ("trans", "give"):
-                obj = self.np(self.nouns(v.objects), "object", generic="generic" in v.flags)
-                parts["obj"] = replace(obj, det="any") if obj.det == "some" and (negated or question) else obj
-            if kind == "give":
-                parts["to"] = PrepPhrase("to", self.np(self.nouns(v.recipients), "prep"))
-            if kind == "motion":
-                parts["to"] = PrepPhrase("at" if "at" in v.flags else "to", self.np(self.view.destinations, "prep"))
-            elif "place" in v.flags or rng.random() < 0.2:
-                parts["place"] = self.place(furniture=kind in ("intr", "refl"))
+            parts.update(self.complements(v, kind, negated or question, place_share=0.2,
+                                          furniture=kind in ("intr", "refl")))
             if tense in ("can", "want", "going", "just") and "stative" in v.flags:
                 tense = "present"
         times = [t for t in TIME if tense in TIME[t].tenses]

@@ -54,7 +54,7 @@ def test_committed_without_outputs():
 
 
 @pytest.fixture(scope="module")
-def executed():
+def executed():  # over a minute on 2 cores: the tests that run the notebook are `slow`, kept out of CI
     """The notebook, run top to bottom in its own folder (as Jupyter runs it), and the seconds it took."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
     before = sorted(p.name for p in NOTEBOOK.parent.iterdir())
@@ -76,6 +76,7 @@ def executed():
     return nb, seconds
 
 
+@pytest.mark.slow
 def test_every_cell_ran_without_error(executed):
     nb, _ = executed
     for i, cell in enumerate(code_cells(nb)):
@@ -84,6 +85,7 @@ def test_every_cell_ran_without_error(executed):
         assert not errors, f"code cell {i}: {errors[0].ename}: {errors[0].evalue}"
 
 
+@pytest.mark.slow
 def test_translation_is_french(executed):
     nb, _ = executed
     assert text_of(tagged(nb, "load")).startswith("en-fr-bible: 3 encoder + 3 decoder layers")  # the shipped model
@@ -91,6 +93,7 @@ def test_translation_is_french(executed):
     assert "Dieu" in first_line and "terre" in first_line, first_line  # In the beginning God created ... the earth
 
 
+@pytest.mark.slow
 def test_attention_views_are_displayed(executed):
     """The views of transformer.explain.views display as HTML (their _repr_html_): heatmaps of every head of the
     shipped model's 3 layers x 4 heads, its token lines, a beam step's lines, the beam tree, the probe's maps."""
@@ -109,6 +112,7 @@ def test_attention_views_are_displayed(executed):
     assert probe.count('<svg class="heatmap"') >= 2 and "fill-opacity" in probe
 
 
+@pytest.mark.slow
 def test_beam_search_steps_and_result(executed):
     nb, _ = executed
     steps = text_of(tagged(nb, "beam"))
@@ -119,6 +123,7 @@ def test_beam_search_steps_and_result(executed):
     assert "same as translate(): True" in result
 
 
+@pytest.mark.slow
 def test_tiny_model_trained_and_probed(executed):
     nb, _ = executed
     log = text_of(tagged(nb, "train"))

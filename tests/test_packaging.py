@@ -198,6 +198,7 @@ def check_server_starts(command: Path, workdir: Path, env: dict[str, str]) -> No
             server.wait(timeout=30)
 
 
+@pytest.mark.slow  # about a minute on 2 cores (the installed app's server starts); the wheel tests above stay in CI
 @pytest.mark.skipif(os.name != "posix", reason="process groups and bin/ are POSIX")
 def test_installed_commands_run_outside_the_checkout(wheel, tmp_path):
     venv = tmp_path / "venv"

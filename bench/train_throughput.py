@@ -47,7 +47,7 @@ from transformer.model.dropout import use_cheap_dropout  # noqa: E402
 from transformer.model.layers import Transformer, sinusoidal_encoding  # noqa: E402
 from transformer.model.loss import TokenLoss  # noqa: E402
 from transformer.training.batching import collate, make_batches  # noqa: E402
-from transformer.training.cores import WAIT_POLICY, usable_cores  # noqa: E402
+from transformer.training.cores import WAIT_POLICY, plan_cores, usable_cores  # noqa: E402
 from transformer.training.precision import autocast, cpu_bf16_support  # noqa: E402
 from transformer.training.recipe import PRESETS, TrainConfig, make_optimizer  # noqa: E402
 
@@ -155,37 +155,45 @@ def time_worker(args, threads: int, policy: str | None) -> float:
 
 
 def beside_busy(args) -> None:
-    cores = usable_cores()
-    ways = {f"plan ({cores} threads, PASSIVE)": (cores, "PASSIVE"),
-            f"torch default ({cores} threads, spinning)": (cores, None),
-            "one thread": (1, None)}
+    cores, busy_threads = usable_cores(), args.busy_threads or usable_cores()
+    beside_plan = plan_cores(None, cores, float(busy_threads), shared=False)  # what the trainer picks beside it
+    alone_plan = plan_cores(None, cores, 0.0, shared=False)  # and alone
+    ways = {(beside_plan.threads, beside_plan.policy): "the trainer's plan beside busy work",
+            (alone_plan.threads, alone_plan.policy): "the trainer's plan alone (torch's default)"}
+    for way in ((cores, "PASSIVE"), (cores, None), (1, None)):
+        ways.setdefault(way, "")
+    name = lambda way: f"{way[0]} thread{'s' * (way[0] > 1)}, {way[1] or 'spinning'}"  # noqa: E731
     print(f"torch {torch.__version__}, {cores} usable cores, {platform.processor() or platform.machine()}; preset "
-          f"{args.preset}, {args.batches} steps per measurement, the busy process on {cores} threads")
-    alone: dict[str, list[float]] = {w: [] for w in ways}
-    beside: dict[str, list[float]] = {w: [] for w in ways}
+          f"{args.preset}, {args.batches} steps per measurement, the busy process on {busy_threads} threads")
+    alone: dict[tuple, list[float]] = {w: [] for w in ways}
+    beside: dict[tuple, list[float]] = {w: [] for w in ways}
     for r in range(args.rounds):
-        for way, (threads, policy) in ways.items():
-            alone[way].append(time_worker(args, threads, policy))
-            busy = subprocess.Popen([sys.executable, "-c", BUSY, str(cores)], stdout=subprocess.PIPE, text=True)
+        for way in ways:
+            alone[way].append(time_worker(args, *way))
+            busy = subprocess.Popen([sys.executable, "-c", BUSY, str(busy_threads)], stdout=subprocess.PIPE, text=True)
             try:
                 busy.stdout.readline()  # it has started its products
-                beside[way].append(time_worker(args, threads, policy))
+                beside[way].append(time_worker(args, *way))
             finally:
                 busy.kill()
                 busy.wait(timeout=30)
-            print(f"round {r + 1} {way}: alone {alone[way][-1]:.3f} s/step, beside busy {beside[way][-1]:.3f} s/step")
+            print(f"round {r + 1} {name(way)}: alone {alone[way][-1]:.3f} s/step, beside busy {beside[way][-1]:.3f} "
+                  "s/step")
     best_alone = min(statistics.median(v) for v in alone.values())
-    for way in ways:
+    for way, note in ways.items():
         a, b = statistics.median(alone[way]), statistics.median(beside[way])
-        print(f"{way:>40}: alone {a:.3f} s/step ({best_alone / a:.2f} of the fastest alone), beside busy {b:.3f} "
-              f"s/step, {a / b:.2f} of its speed alone")
-    plan = next(iter(ways))
-    print(f"beside-busy: {statistics.median(alone[plan]) / statistics.median(beside[plan]):.2f} of alone")
+        print(f"{name(way):>20}: alone {a:.3f} s/step ({best_alone / a:.2f} of the fastest alone), beside busy "
+              f"{b:.3f} s/step ({a / b:.2f} of its speed alone){'  <- ' + note if note else ''}")
+    a, b = statistics.median(alone[alone_plan.threads, alone_plan.policy]), \
+        statistics.median(beside[beside_plan.threads, beside_plan.policy])
+    print(f"beside-busy: {a / b:.2f} of alone (the trainer's plan beside the busy process over its plan alone)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--beside-busy", action="store_true", help="time the step alone and beside a busy process")
+    parser.add_argument("--busy-threads", type=int, default=None,
+                        help="threads of the busy process (default: every usable core)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, default=6, help="batches per round")

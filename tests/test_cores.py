@@ -25,12 +25,20 @@ from transformer.training.cores import (
 def test_alone_the_threads_spin_and_beside_other_work_or_when_sharing_they_sleep():
     alone = plan_cores(None, cores=2, busy=0.05, shared=False)
     assert (alone.threads, alone.policy) == (2, None) and "0.1 of 2 cores busy" in alone.reason
-    busy = plan_cores(None, cores=2, busy=1.2, shared=False)
-    assert (busy.threads, busy.policy) == (2, "PASSIVE") and "1.2 of 2 cores busy" in busy.reason
+    full = plan_cores(None, cores=2, busy=1.8, shared=False)  # every core taken: a full team that sleeps
+    assert (full.threads, full.policy) == (2, "PASSIVE") and "1.8 of 2 cores busy" in full.reason
     shared = plan_cores(None, cores=4, busy=0.0, shared=True)
     assert (shared.threads, shared.policy) == (4, "PASSIVE") and "--nice" in shared.reason
     assert plan_cores(3, cores=8, busy=0.0, shared=False).threads == 3
-    assert "asked for (--threads 3)" in plan_cores(3, cores=8, busy=0.0, shared=False).reason
+    assert "asked for (--threads 3)" in plan_cores(3, cores=8, busy=5.0, shared=False).reason
+
+
+def test_other_work_on_some_cores_leaves_them_to_it():
+    half = plan_cores(None, cores=2, busy=1.0, shared=False)
+    assert (half.threads, half.policy) == (1, None) and "leaves free (1 of 2)" in half.reason
+    some = plan_cores(None, cores=8, busy=2.6, shared=False)
+    assert (some.threads, some.policy) == (5, "PASSIVE")
+    assert plan_cores(None, cores=2, busy=0.4, shared=False).threads == 2  # under half a core: every core
 
 
 def test_one_thread_needs_no_policy_and_the_users_policy_is_kept():

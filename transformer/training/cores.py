@@ -78,12 +78,18 @@ def plan_cores(threads: int | None, cores: int, busy: float | None, shared: bool
     """The plan for a run asked for `threads` (None: choose) on `cores` usable cores, `busy` of them taken by
     other work, `shared` when the run was started to yield to programs beside it (--nice, the Train page).
 
-    Every usable core gets a thread: beside other work, a full team that sleeps while it waits was faster than
-    a smaller team (BENCHMARKS.md), and the other work comes and goes during a long run. The wait policy is
-    PASSIVE when the run shares its cores, or when other work takes at least BUSY_THRESHOLD of a core at the
-    start; a policy already in the environment (`policy_set`) is kept, as the user's choice."""
-    n = threads or cores
-    why_threads = f"asked for (--threads {threads})" if threads else f"one per usable core ({cores})"
+    Threads: one per core that other work leaves free; when other work takes every core, one per core again,
+    since each program gets its share of the cores anyway (BENCHMARKS.md, training beside other work). The
+    wait policy is PASSIVE when the run shares its cores, or when other work takes at least BUSY_THRESHOLD of a
+    core at the start; a policy already in the environment (`policy_set`) is kept, as the user's choice."""
+    taken = 0 if busy is None else round(busy)
+    free = cores - taken
+    if threads:
+        n, why_threads = threads, f"asked for (--threads {threads})"
+    elif 0 < free < cores:
+        n, why_threads = free, f"one per core that other work leaves free ({free} of {cores})"
+    else:
+        n, why_threads = cores, f"one per usable core ({cores})"
     if policy_set:
         return CorePlan(n, policy_set.upper(), f"{why_threads}; {WAIT_POLICY} set in the environment")
     if n == 1:

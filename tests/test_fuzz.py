@@ -175,7 +175,7 @@ def _typed(at, key: str, text: str):
     return at
 
 
-FULL = pytest.mark.slow  # every input in every box: minutes on 2 cores; CI takes every sixth (each kind still) in the slower pages
+FULL = pytest.mark.slow  # every input in every box: minutes on 2 cores; CI takes every sixth (each kind) in slow pages
 
 
 @pytest.mark.parametrize("page, key, stride", [

@@ -225,7 +225,7 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     assert any(c.value == f"Precision **{plain(precision.value)}**: {plain(precision.reason)}." for c in at.caption)
     (listing,) = [m.value for m in at.markdown if m.value.startswith("- **device**")]
     assert f"- **optimizer**: {plain(optimizer.value)} ({plain(optimizer.reason)})" in listing.split("\n")
-    assert len(listing.split("\n")) == len(setup) == 7
+    assert len(listing.split("\n")) == len(setup) == 8 and "threads" in setup
     at.button(key="train_stop").click().run()
     deadline = time.monotonic() + 30
     while jobs.run_info(root).active and time.monotonic() < deadline:

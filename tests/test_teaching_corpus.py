@@ -289,11 +289,13 @@ def test_idioms_have_possible_links_inside_their_block_and_aer_counts_them():
     assert alignment_error_rate(with_out_block, pair.links, pair.possible) == pytest.approx(1 / 3)
 
 
-def test_the_shipped_models_spec_reads_as_grammar_one_and_new_specs_as_the_latest():
+def test_a_spec_without_a_grammar_reads_as_grammar_one_and_the_shipped_model_records_two():
     from transformer.data.spec import CorpusSpec
 
-    old = json.loads((ROOT / "checkpoints" / "en-fr-teaching" / "metadata.json").read_text())["corpus"]
-    assert "grammar" not in old and CorpusSpec.from_dict(old).grammar == 1
+    shipped = json.loads((ROOT / "checkpoints" / "en-fr-teaching" / "metadata.json").read_text())["corpus"]
+    assert shipped["grammar"] == 2 and CorpusSpec.from_dict(shipped).grammar == 2
+    old = {k: v for k, v in shipped.items() if k != "grammar"}  # as the first teaching model's metadata was written
+    assert CorpusSpec.from_dict(old).grammar == 1
     new = CorpusSpec(kind="teaching")
     assert new.grammar == GRAMMAR and new.to_dict()["grammar"] == GRAMMAR
     assert "grammar" not in CorpusSpec(kind="bible").to_dict()

@@ -88,7 +88,8 @@ def test_run_writes_metrics_checkpoints_and_probes(tmp_path, corpus_file):
     status = read_status(root / "status.json")
     assert status["state"] == "finished"
     assert status["setup"]["precision"]["value"] in ("fp32", "bf16") and status["setup"]["precision"]["reason"]
-    assert set(status["setup"]) == {"device", "precision", "loss", "dropout", "self_attention", "optimizer", "compile"}
+    assert set(status["setup"]) == {"device", "precision", "loss", "dropout", "self_attention", "optimizer", "compile",
+                                    "threads"}
     assert status["setup"]["optimizer"]["value"] == "adam, fused"  # on the CPU
     assert load_checkpoint(root / "checkpoints" / "latest").metadata["step"] == 8
     assert (root / "checkpoints" / "best" / "model.safetensors").is_file()

@@ -10,6 +10,7 @@ of the grammar back into its frame. See docs/teaching-corpus.md for the lexicon,
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 
@@ -119,6 +120,7 @@ def _sample(view: View, rng: random.Random, banned: frozenset[tuple[str, str]],
     raise RuntimeError(f"no frame found for {force}")
 
 
+@functools.lru_cache(maxsize=2)  # immutable, and 10-15 s to build: the app's pages and a trainer share one build
 def build_teaching_corpus(seed: int = 0, grammar: int = GRAMMAR) -> TeachingCorpus:
     """Train, dev and test pairs, deterministic from `seed`. Dev and test share no English or French sentence
     with train (or each other); held-out (adjective, noun) combinations occur in dev and test only.

@@ -173,8 +173,8 @@ def _pair_inputs(translator: Translator, text: str) -> tuple[str, str]:
     other = c2.text_input("Counterfactual source", key="ex_patch_other",
                           help="The same sentence with a word changed, e.g. a noun of the other gender; it must cut "
                                "into as many pieces as the clean one.")
-    fits = lambda t: t if len(t) <= links.MAX_TEXT else None  # noqa: E731  (a longer one is not linked)
-    share(clean=fits(clean) if clean != text else None, other=fits(other) if other != swapped(clean) else None)
+    share(clean=links.linkable(clean) if clean != text else None,
+          other=links.linkable(other) if other != swapped(clean) else None)
     return clean, other
 
 

@@ -276,7 +276,7 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         st.session_state["ex_ref_source"], st.session_state["ex_ref"] = text, reference
     ref = st.text_input("Reference translation", key="ex_ref",
                         help="Filled in when the sentence is one of the corpus's examples.")
-    share(ref=ref if ref != reference and len(ref) <= links.MAX_TEXT else None)  # the corpus's own goes without
+    share(ref=links.linkable(ref) if ref != reference else None)  # the corpus's own goes without
     greedy = translated(translator, text, SearchSettings())
     beam = translated(translator, text, SearchSettings(beam_size=4))
     if greedy is None or beam is None:
@@ -295,7 +295,7 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         rows.append(["its best token at each position", translator.tokenizer.decode_target(forced.predicted), None])
     class_mode.table(st, pd.DataFrame(search_compare.table_rows(rows), columns=["output", "text", "log-probability"]),
                      key="ex_search_table", hide_index=True)
-    read = lenses.lens_outputs(translator, greedy.source_ids, outputs, key="ex_search")  # the same lens for all
+    lens, read = lenses.lens_outputs(translator, greedy.source_ids, outputs, key="ex_search")  # one lens for all
     c1, c2, c3, c4 = st.columns(4)
     names = list(outputs)
     a = c1.selectbox("Map of", names, key="ex_search_a")
@@ -314,7 +314,6 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
     if caption is None:
         st.success(search_compare.same_output_note(a, b), icon=":material/check_circle:")
         return
-    lens = st.session_state.get("ex_search_lens", "raw")
     title = f"cross-attention{'' if lens == 'raw' else ' (' + LENS_LABELS[lens] + ')'}: {a} − {b}"
     fig = explain_figures.difference_heatmap(map_a, map_b, rows_a, cols, title=title,
                                              names=(a, b), divergence=prefix)

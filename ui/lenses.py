@@ -121,10 +121,16 @@ def _computed(model: Transformer, source_ids: Sequence[int], token_ids: Sequence
 def lens_view(translator: Translator, att: TranslationAttention, source_ids: Sequence[int],
               token_ids: Sequence[int], key: str) -> TranslationAttention:
     """The lens switch, its note, and att as the chosen lens reads it (raw when it cannot be computed)."""
+    lens = _switch_row(key)
+    return lensed(translator, att, source_ids, token_ids, lens, key) or att
+
+
+def _switch_row(key: str) -> str:
+    """The lens switch with its note beside it; the chosen lens."""
     c1, c2 = st.columns([1.4, 3], vertical_alignment="center")
     lens = lens_switch(c1, key)
     c2.caption(NOTES[lens])
-    return lensed(translator, att, source_ids, token_ids, lens, key) or att
+    return lens
 
 
 def translation_view(translator: Translator, translation: Translation, key: str) -> Translation:
@@ -147,16 +153,14 @@ def lens_pair(translator: Translator, translation: Translation, other: Translato
 
 def lens_outputs(translator: Translator, source_ids: Sequence[int],
                  outputs: Mapping[str, tuple[Sequence[int], TranslationAttention]], key: str,
-                 ) -> dict[str, TranslationAttention]:
-    """One lens switch over several outputs of one source (greedy, beam, a reference): all read with the same
-    lens, or all raw when it cannot be computed for one of them."""
-    c1, c2 = st.columns([1.4, 3], vertical_alignment="center")
-    lens = lens_switch(c1, key)
-    c2.caption(NOTES[lens])
+                 ) -> tuple[str, dict[str, TranslationAttention]]:
+    """One lens switch over several outputs of one source (greedy, beam, a reference): the lens they are read
+    with and their maps, all through that lens, or all raw ("raw") when it cannot be computed for one of them."""
+    lens = _switch_row(key)
     read = {name: lensed(translator, att, source_ids, ids, lens, key) for name, (ids, att) in outputs.items()}
     if any(att is None for att in read.values()):
-        return {name: att for name, (_, att) in outputs.items()}
-    return read
+        return "raw", {name: att for name, (_, att) in outputs.items()}
+    return lens, read
 
 
 def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[int], cross: Tensor, self_rows: Tensor,

@@ -35,6 +35,11 @@ def _int(value: str, lo: int, hi: int) -> int | None:
     return number if lo <= number <= hi else None
 
 
+def linkable(text: str) -> str | None:
+    """text as a link parameter, or None (left out of the link) when it is longer than a link may carry."""
+    return text if len(text) <= MAX_TEXT else None
+
+
 def read_text(params: Mapping[str, str], name: str = "text") -> tuple[str | None, Problems]:
     """The sentence of a link (or another text, such as `ref`), without control characters; None when absent."""
     if name not in params:

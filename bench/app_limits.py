@@ -36,7 +36,8 @@ from ui.translation import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, boun
 
 def at_the_limit(translator: Translator) -> str:
     """Test-split verses joined, cut to the longest prefix of words within MAX_SOURCE_TOKENS pieces."""
-    verses = [s for s, _ in load_corpus(CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"])).test]
+    spec = CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"]).for_evaluation()
+    verses = [s for s, _ in load_corpus(spec).test]
     words = " ".join(verses[:40]).split()
     lo, hi = 1, len(words)
     while lo < hi:

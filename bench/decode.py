@@ -79,7 +79,7 @@ def load_sentences(translator: Translator, text_file: str | None, n: int) -> lis
         return [line for line in lines if line][:n]
     corpus = translator.checkpoint.metadata.get("corpus")
     spec = CorpusSpec.from_dict(corpus) if corpus else CorpusSpec(kind="bible")
-    return [src for src, _ in load_corpus(spec).test[:n]]
+    return [src for src, _ in load_corpus(spec.for_evaluation()).test[:n]]
 
 
 def main() -> None:

@@ -49,7 +49,7 @@ def main() -> None:
 
     checkpoint = load_checkpoint(args.checkpoint)
     translator = Translator(checkpoint)
-    corpus = load_corpus(CorpusSpec.from_dict(checkpoint.metadata["corpus"]))
+    corpus = load_corpus(CorpusSpec.from_dict(checkpoint.metadata["corpus"]).for_evaluation())
     pairs = (corpus.dev + corpus.test)[: args.sentences]
     results = {"checkpoint": args.checkpoint, "threads": args.threads, "sentences": len(pairs),
                "bleu_sentences": args.bleu_sentences}

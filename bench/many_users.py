@@ -131,7 +131,8 @@ def sentences(count: int) -> tuple[list[str], str, str]:
     from ui.translation import MAX_SOURCE_TOKENS
 
     translator = Translator()
-    verses = [s for s, _ in load_corpus(CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"])).test]
+    spec = CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"]).for_evaluation()
+    verses = [s for s, _ in load_corpus(spec).test]
     short = [v for v in verses if 10 <= len(v.split()) <= 60][:count]
     long66 = " ".join(" ".join(verses[:10]).split()[:66])
     words = " ".join(verses[:40]).split()

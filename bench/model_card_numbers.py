@@ -74,7 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     translator = Translator(args.checkpoint, batch_size=64)
     spec = CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"])
-    corpus = load_corpus(spec if args.part is None else spec.parts[spec.part_index(args.part)].spec)
+    corpus = load_corpus((spec if args.part is None else spec.parts[spec.part_index(args.part)].spec).for_evaluation())
     numbers: dict = {}
     outputs: dict[str, list[str]] = {}
     for split in ("dev", "test"):

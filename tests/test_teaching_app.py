@@ -50,8 +50,8 @@ def test_the_picker_says_what_each_shipped_model_is_for(at):
     assert any(c.value == plain(summaries["en-fr-teaching"]) for c in at.sidebar.caption)  # shown as text
     shipped = load_checkpoint(ROOT / "checkpoints" / "en-fr-teaching")
     facts = describe(shipped.config, shipped.metadata, shipped.tokenizer)  # the Home page's table
-    assert facts["best alignment head (test AER)"] == "layer 1, head 0: 20.7%"
-    assert facts["test exact-match sentences"] == "93.4%"
+    assert facts["best alignment head (test AER)"] == "layer 1, head 3: 18.0%"
+    assert facts["test exact-match sentences"] == "96.2%"
 
 
 def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_package(at):

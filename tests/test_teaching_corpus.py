@@ -303,6 +303,32 @@ def test_a_spec_without_a_grammar_reads_as_grammar_one_and_the_shipped_model_rec
         CorpusSpec(kind="teaching", grammar=7)
 
 
+def test_a_larger_train_split_keeps_dev_and_test_and_begins_with_the_smaller_one(corpus):
+    from transformer.data.corpora.base import CorpusError
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec, MixPart
+    from transformer.training.cli import build_parser, spec_from_args
+
+    small = build_teaching_corpus(0, GRAMMAR, train_pairs=300)
+    assert len(small.train) == 300 and small.train == corpus.train[:300]
+    assert (small.dev, small.test, small.held_out) == (corpus.dev, corpus.test, corpus.held_out)
+    spec = CorpusSpec(kind="teaching", train_pairs=300)
+    assert CorpusSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec and spec.to_dict()["train_pairs"] == 300
+    assert "train_pairs" not in CorpusSpec(kind="teaching").to_dict()  # older specs and their digests stay as written
+    assert spec.for_evaluation() == CorpusSpec(kind="teaching")
+    mixed = CorpusSpec.mix([MixPart(spec, 1.0), MixPart(CorpusSpec(kind="bible"), 1.0)])
+    assert mixed.for_evaluation().parts[0].spec.train_pairs is None
+    loaded = load_corpus(spec)
+    assert len(loaded.train) == 300 and loaded.test == [(p.src, p.tgt) for p in corpus.test]
+    for bad in (dict(kind="bible", train_pairs=5), dict(kind="teaching", train_pairs=0)):
+        with pytest.raises(CorpusError, match="train_pairs is the generated teaching corpus's train size"):
+            CorpusSpec(**bad)
+    flags = ["--out", "x", "--corpus", "teaching", "--train-pairs", "300"]
+    assert spec_from_args(build_parser().parse_args(flags)).corpus.train_pairs == 300
+    with pytest.raises(CorpusError, match="for a bible corpus"):
+        spec_from_args(build_parser().parse_args(["--out", "x", "--train-pairs", "300"]))
+
+
 def test_every_construction_is_in_the_test_split(corpus, frames):
     """Grammar 2's test split has every construction, so that a model is scored on each."""
     from transformer.data.corpora.teaching_constructions import CONSTRUCTIONS, constructions

@@ -53,7 +53,7 @@ def _corpus_pairs(corpus: str) -> list[tuple[str, str]]:
     from transformer.data.spec import CorpusSpec
 
     try:
-        loaded = load_corpus(CorpusSpec.from_dict(json.loads(corpus)))
+        loaded = load_corpus(CorpusSpec.from_dict(json.loads(corpus)).for_evaluation())
     except (CorpusError, OSError, ValueError, ImportError):
         return []
     return list(loaded.dev) + list(loaded.test)

@@ -97,7 +97,7 @@ def _test_split_aer(path: str, stamp: float, _translator: Translator) -> HeadAli
     from transformer.data.spec import CorpusSpec
     from transformer.explain import AlignedExample, cross_attention_aer
 
-    corpus = load_corpus(CorpusSpec.from_dict(_translator.checkpoint.metadata["corpus"]))
+    corpus = load_corpus(CorpusSpec.from_dict(_translator.checkpoint.metadata["corpus"]).for_evaluation())
     examples = [AlignedExample(s, t, corpus.alignments[(s, t)], corpus.possible_alignments.get((s, t), frozenset()))
                 for s, t in corpus.test]
     return cross_attention_aer(_translator.model, _translator.tokenizer, examples)

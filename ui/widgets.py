@@ -259,7 +259,7 @@ def _examples(corpus: str) -> list[str]:
     sources = []
     for part in [part.spec for part in spec.parts] or [spec]:
         try:
-            sources.append([src for src, _ in load_corpus(part).test][:EXAMPLES])
+            sources.append([src for src, _ in load_corpus(part.for_evaluation()).test][:EXAMPLES])
         except (CorpusError, OSError, ValueError, ImportError):
             sources.append(offline_examples(part.kind))  # e.g. Debian's, built on demand: the model card's
     interleaved = chain.from_iterable(zip_longest(*sources))

@@ -28,7 +28,7 @@ def load_corpus(spec: CorpusSpec) -> ParallelCorpus:
     if spec.kind == "bible":
         corpus = load_bible(spec.src, spec.tgt, spec.src_translation, spec.tgt_translation)
     elif spec.kind == "teaching":
-        corpus = load_teaching(spec.seed, spec.grammar)
+        corpus = load_teaching(spec.seed, spec.grammar, spec.train_pairs)
     elif spec.kind == "tsv":
         corpus = load_tsv(spec.path, spec.src, spec.tgt, spec.dev_fraction, spec.test_fraction, spec.seed)
     elif spec.kind == "debian":
@@ -58,13 +58,14 @@ def filter_corpus(corpus: ParallelCorpus, max_words: int | None, dedup: bool) ->
     return dataclasses.replace(corpus, **splits)
 
 
-def load_teaching(seed: int = 0, grammar: int | None = None) -> ParallelCorpus:
+def load_teaching(seed: int = 0, grammar: int | None = None, train_pairs: int | None = None) -> ParallelCorpus:
     """The generated English -> French corpus of everyday sentences, with gold word alignments (sure, and
-    possible inside idioms); `grammar` 1 is the shipped teaching model's corpus, None the latest."""
+    possible inside idioms); `grammar` 1 is the first teaching model's corpus, None the latest; `train_pairs`
+    the train split's size (None: the grammar's default)."""
     from transformer.data.corpora.teaching import GRAMMAR, build_teaching_corpus
 
     grammar = GRAMMAR if grammar is None else grammar
-    generated = build_teaching_corpus(seed, grammar)
+    generated = build_teaching_corpus(seed, grammar, train_pairs)
     pairs = [p for name in SPLITS for p in getattr(generated, name)]
     splits = {name: [(p.src, p.tgt) for p in getattr(generated, name)] for name in SPLITS}
     grammar_note = "" if grammar == 1 else f", grammar {grammar}"

@@ -45,6 +45,7 @@ class CorpusSpec:
     dev_fraction: float = 0.02  # only where the source has no dev split
     test_fraction: float = 0.02
     grammar: int | None = None  # teaching only: the grammar version (None: the latest; 1: the shipped model's)
+    train_pairs: int | None = None  # teaching only: train pairs to generate (None: the grammar's TEACHING_SIZES)
     parts: tuple[MixPart, ...] = ()  # kind "mix" only; build one with CorpusSpec.mix
 
     def __post_init__(self) -> None:
@@ -58,6 +59,9 @@ class CorpusSpec:
                 raise CorpusError(f"unknown teaching grammar {self.grammar}; expected one of {GRAMMARS}")
         elif self.grammar is not None:
             raise CorpusError(f"only the teaching corpus has a grammar version, not a {self.kind} corpus")
+        if self.train_pairs is not None and (self.kind != "teaching" or self.train_pairs < 1):
+            raise CorpusError(f"train_pairs is the generated teaching corpus's train size, a positive number; "
+                              f"got {self.train_pairs} for a {self.kind} corpus")
         if self.kind in ("tsv", "debian") and not self.path:
             raise CorpusError(f"a {self.kind} corpus needs `path`")
         if self.kind == "hf" and not (self.path or self.hf_name):
@@ -110,11 +114,20 @@ class CorpusSpec:
             raise CorpusError(f"no single part {key!r} in this mix; name one by index or unique kind: {listing}")
         return matches[0]
 
+    def for_evaluation(self) -> CorpusSpec:
+        """The same dev and test splits, cheapest to load: a teaching corpus's dev and test are generated before
+        its train split, so they do not depend on `train_pairs` (the app reads them without 200,000 train pairs)."""
+        if self.kind == "mix":
+            parts = tuple(MixPart(part.spec.for_evaluation(), part.weight) for part in self.parts)
+            return dataclasses.replace(self, parts=parts)
+        return dataclasses.replace(self, train_pairs=None)
+
     def to_dict(self) -> dict[str, Any]:
-        """Flat JSON as before mixes existed; `parts` only for a mix, so other specs read as they always did."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("parts", "grammar")}
-        if self.grammar is not None:
-            data["grammar"] = self.grammar
+        """Flat JSON as before mixes existed; `parts` only for a mix, `grammar` and `train_pairs` only when set, so
+        other specs read as they always did."""
+        optional = ("grammar", "train_pairs")
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("parts", *optional)}
+        data |= {name: getattr(self, name) for name in optional if getattr(self, name) is not None}
         return data | ({"parts": [part.to_dict() for part in self.parts]} if self.parts else {})
 
     @classmethod

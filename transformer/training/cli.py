@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--tgt-field")
     data.add_argument("--max-words", type=int, default=100)
     data.add_argument("--dedup", action="store_true")
+    data.add_argument("--train-pairs", type=int, metavar="N",
+                      help="teaching only: generate N train pairs (default 40,000; dev and test stay the same)")
     data.add_argument("--mix", action="append", metavar="KIND[:VALUE][=WEIGHT]",
                       help="one part of a mix of corpora (repeat the flag; instead of --corpus). KIND: bible "
                            "(--src/--tgt-translation, or bible:k,2/l,o), teaching, tsv:PATH, debian:PATH or hf:NAME "
@@ -149,7 +151,8 @@ def corpus_from_args(args: argparse.Namespace) -> CorpusSpec:
         return CorpusSpec(kind=args.corpus or "bible", src=args.src, tgt=args.tgt,
                           src_translation=args.src_translation, tgt_translation=args.tgt_translation,
                           path=args.path, hf_name=args.hf_name, hf_config=args.hf_config, src_field=args.src_field,
-                          tgt_field=args.tgt_field, max_words=args.max_words, dedup=args.dedup)
+                          tgt_field=args.tgt_field, max_words=args.max_words, dedup=args.dedup,
+                          train_pairs=args.train_pairs)
     if args.corpus or args.path or args.hf_name:
         raise CorpusError("--mix names each part itself: drop --corpus, --path and --hf-name "
                           "(e.g. --mix tsv:PATH=1 --mix hf:NAME=1)")
@@ -169,7 +172,7 @@ def mix_part(arg: MixArg, args: argparse.Namespace) -> MixPart:
         spec = CorpusSpec(kind="hf", hf_name=arg.value, hf_config=args.hf_config, src_field=args.src_field,
                           tgt_field=args.tgt_field, **common)
     elif arg.kind == "teaching" and not arg.value:
-        spec = CorpusSpec(kind="teaching", **common)
+        spec = CorpusSpec(kind="teaching", train_pairs=args.train_pairs, **common)
     else:
         raise CorpusError(f"--mix {arg.kind}{':' + arg.value if arg.value else ''}: expected bible[:SRC/TGT], "
                           "teaching, tsv:PATH, debian:PATH or hf:NAME")

@@ -121,13 +121,17 @@ def _sample(view: View, rng: random.Random, banned: frozenset[tuple[str, str]],
 
 
 @functools.lru_cache(maxsize=2)  # immutable, and 10-15 s to build: the app's pages and a trainer share one build
-def build_teaching_corpus(seed: int = 0, grammar: int = GRAMMAR) -> TeachingCorpus:
+def build_teaching_corpus(seed: int = 0, grammar: int = GRAMMAR, train_pairs: int | None = None) -> TeachingCorpus:
     """Train, dev and test pairs, deterministic from `seed`. Dev and test share no English or French sentence
     with train (or each other); held-out (adjective, noun) combinations occur in dev and test only.
-    `grammar` 1 is the corpus the shipped teaching model was trained on (its lexicon and constructions only)."""
+    `grammar` 1 is the corpus the first teaching model was trained on (its lexicon and constructions only).
+    `train_pairs` (default: TEACHING_SIZES) sets the train split's size only: dev and test are drawn first, and a
+    larger train split begins with the pairs of a smaller one."""
     if grammar not in GRAMMARS:
         raise ValueError(f"unknown teaching grammar {grammar}; expected one of {GRAMMARS}")
     view, sizes = View(grammar), TEACHING_SIZES[grammar]
+    if train_pairs is not None:
+        sizes = {**sizes, "train": train_pairs}
     rng = random.Random(seed)
     held = sorted(rng.sample(view.combinations(), N_HELD_OUT))
     held_out = frozenset(held)

@@ -75,3 +75,15 @@ def test_a_cached_step_of_any_batch_size_gives_the_teacher_forced_logits(model, 
             cache = out.cache
         expected = model.decode(tgt, memory, src).logits[:, -1]  # (rows, V)
     torch.testing.assert_close(out.logits, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_beam_step_of_few_rows_equals_the_teacher_forced_pass(model):
+    """A beam's cached step projects its few rows to the vocabulary as (W h^T)^T: its logits are the full pass's."""
+    src, _ = random_batch(model.config, B=1, S=7)
+    cache = model.start_cache(model.encode(src).memory, src).reorder(torch.zeros(5, dtype=torch.long))
+    tokens = torch.tensor([[1, 5, 9], [1, 6, 4], [1, 7, 7], [1, 8, 3], [1, 5, 10]])  # (5, 3)
+    for t in range(tokens.size(1)):
+        out = model.decode_step(tokens[:, t], cache)
+        cache = out.cache
+    full = model.decode(tokens, model.encode(src).memory.expand(5, -1, -1), src.expand(5, -1)).logits[:, -1]
+    torch.testing.assert_close(out.logits, full, rtol=1e-5, atol=1e-5)

@@ -44,7 +44,7 @@ class CorpusSpec:
     seed: int = 0  # for tsv/hf random splits, the teaching corpus's sentences, a mix's sampling
     dev_fraction: float = 0.02  # only where the source has no dev split
     test_fraction: float = 0.02
-    grammar: int | None = None  # teaching only: the grammar version (None: the latest; 1: the shipped model's)
+    grammar: int | None = None  # teaching only: the grammar version (None: the latest; 1: the first teaching model's)
     train_pairs: int | None = None  # teaching only: train pairs to generate (None: the grammar's TEACHING_SIZES)
     parts: tuple[MixPart, ...] = ()  # kind "mix" only; build one with CorpusSpec.mix
 

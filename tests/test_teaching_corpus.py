@@ -315,11 +315,13 @@ def test_a_larger_train_split_keeps_dev_and_test_and_begins_with_the_smaller_one
     spec = CorpusSpec(kind="teaching", train_pairs=300)
     assert CorpusSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec and spec.to_dict()["train_pairs"] == 300
     assert "train_pairs" not in CorpusSpec(kind="teaching").to_dict()  # older specs and their digests stay as written
-    assert spec.for_evaluation() == CorpusSpec(kind="teaching")
+    assert spec.for_evaluation() == CorpusSpec(kind="teaching", train_pairs=1)  # dev and test only
+    assert CorpusSpec(kind="bible").for_evaluation() == CorpusSpec(kind="bible")
     mixed = CorpusSpec.mix([MixPart(spec, 1.0), MixPart(CorpusSpec(kind="bible"), 1.0)])
-    assert mixed.for_evaluation().parts[0].spec.train_pairs is None
-    loaded = load_corpus(spec)
+    assert mixed.for_evaluation().parts[0].spec.train_pairs == 1 and mixed.for_evaluation().parts[1] == mixed.parts[1]
+    loaded, evaluated = load_corpus(spec), load_corpus(spec.for_evaluation())
     assert len(loaded.train) == 300 and loaded.test == [(p.src, p.tgt) for p in corpus.test]
+    assert (evaluated.dev, evaluated.test, len(evaluated.train)) == (loaded.dev, loaded.test, 1)
     for bad in (dict(kind="bible", train_pairs=5), dict(kind="teaching", train_pairs=0)):
         with pytest.raises(CorpusError, match="train_pairs is the generated teaching corpus's train size"):
             CorpusSpec(**bad)

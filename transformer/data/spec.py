@@ -115,12 +115,13 @@ class CorpusSpec:
         return matches[0]
 
     def for_evaluation(self) -> CorpusSpec:
-        """The same dev and test splits, cheapest to load: a teaching corpus's dev and test are generated before
-        its train split, so they do not depend on `train_pairs` (the app reads them without 200,000 train pairs)."""
+        """This spec for reading its dev and test splits only, not its train split: a teaching corpus's dev and
+        test are generated before train, so they do not depend on its size, and one train pair is generated
+        instead of 40,000 or 200,000 (the app's first teaching view, `transformer.evaluate --split test`)."""
         if self.kind == "mix":
             parts = tuple(MixPart(part.spec.for_evaluation(), part.weight) for part in self.parts)
             return dataclasses.replace(self, parts=parts)
-        return dataclasses.replace(self, train_pairs=None)
+        return dataclasses.replace(self, train_pairs=1) if self.kind == "teaching" else self
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON as before mixes existed; `parts` only for a mix, `grammar` and `train_pairs` only when set, so

@@ -66,7 +66,8 @@ def evaluate_checkpoint(
         raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on")
     spec = CorpusSpec.from_dict(metadata["corpus"])
     index = None if part is None else spec.part_index(part)
-    corpus = load_corpus((spec if index is None else spec.parts[index].spec).for_evaluation())
+    scored = spec if index is None else spec.parts[index].spec
+    corpus = load_corpus(scored if split == "train" else scored.for_evaluation())
     groups = [p.split(split)[:limit] for p in corpus.parts] or [corpus.split(split)[:limit]]
     pairs = [pair for group in groups for pair in group]
     started = time.perf_counter()

@@ -59,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {args.checkpoint} was not trained on the teaching corpus: it has no gold links",
               file=sys.stderr)
         return 2
-    corpus = load_corpus(CorpusSpec.from_dict(corpus_spec).for_evaluation())
+    spec = CorpusSpec.from_dict(corpus_spec)
+    corpus = load_corpus(spec if args.split == "train" else spec.for_evaluation())
     pairs = getattr(corpus, args.split)[: args.limit or None]
     examples = [AlignedExample(s, t, corpus.alignments[(s, t)], corpus.possible_alignments.get((s, t), frozenset()))
                 for s, t in pairs]

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from transformer.decoding.search import SearchSettings, search
-from transformer.runs import probe_steps
+from transformer.runs import probe_steps, read_metrics
 from ui import jobs
 from ui.examples import offline_examples
 from ui.figures import escape
@@ -195,6 +195,11 @@ def test_learn_page_rebuilds_attention_by_hand(at):
     assert np.allclose(table["softmax"], table["model's weight"], atol=1e-5) and not at.warning
 
 
+def dev_evaluated(root: Path) -> bool:
+    """Whether the run has written its first probes and, after them, its first dev BLEU record."""
+    return bool(probe_steps(root)) and any("dev_bleu" in record for record in read_metrics(root))
+
+
 def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLORER_DATA", str(tmp_path / "data"))
     (tmp_path / "data").mkdir()
@@ -211,7 +216,7 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     assert not at.exception and not at.error
     root = tmp_path / "runs" / "tiny-test"
     deadline = time.monotonic() + 60
-    while not probe_steps(root) and time.monotonic() < deadline:  # run_every does not fire in AppTest
+    while not dev_evaluated(root) and time.monotonic() < deadline:  # run_every does not fire in AppTest
         time.sleep(0.3)
     at.run()
     assert jobs.run_info(root).state == "running", jobs.log_tail(root)

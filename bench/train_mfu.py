@@ -10,6 +10,13 @@ precision (2048 x 2048, the best of several, as the peak). The step's FLOPs are 
 counted, as MFU counts only the model's FLOPs). For each precision it prints
 
     mfu PRECISION: X.XX of the matmul peak (step S s, A GFLOP/s achieved, P GFLOP/s peak)
+    ceiling PRECISION: X.XX of the matmul peak (the step's products alone, at their shapes; ...)
+
+Each ratio is the median over rounds of the round's own ratio: the step, its products and the peak are timed
+next to each other, because this kind of machine changes speed by 20-30% from one minute to the next. The
+ceiling replays every matrix product the step makes (recorded with their shapes and transposed layouts) one
+after another with nothing else: the share of the peak the step would reach if all its other work took no
+time.
 
 bf16 is measured only where the CPU has native bf16 matrix products (AVX-512 BF16 or AMX); elsewhere torch
 emulates them and a share of an emulated peak says nothing, so the line says why it is skipped. --profile N
@@ -26,6 +33,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
@@ -58,13 +66,64 @@ def matmul_peak(precision: str) -> float:
     return 2 * PEAK_N ** 3 / best
 
 
+def addmm_inplace_flop(self_shape, a_shape, b_shape, *args, **kwargs) -> int:
+    """FLOPs of `c.addmm_(a, b)`, which FlopCounterMode does not count by itself (the loss's weight gradient)."""
+    return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+
+
 def step_flops(loss_fn, batch, precision: str) -> int:
     """Forward + backward FLOPs of one step on `batch`, counted by FlopCounterMode (matrix products, attention)."""
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping={torch.ops.aten.addmm_: addmm_inplace_flop}) as counter:
         with autocast(torch.device("cpu"), precision):
             loss = loss_fn(batch)
         (loss / batch.n_tokens).backward()
     return counter.get_total_flops()
+
+
+PRODUCTS = {torch.ops.aten.mm.default: (0, 1), torch.ops.aten.addmm.default: (1, 2),
+            torch.ops.aten.addmm_.default: (1, 2), torch.ops.aten.bmm.default: (0, 1)}
+
+
+class ProductRecorder(TorchDispatchMode):
+    """Records every matrix product of a step: its op, and its two operands' shapes and whether each is a
+    transposed view (the layout MKL is handed), so that the products can be timed alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.products: list[tuple] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in PRODUCTS:
+            a, b = (args[i] for i in PRODUCTS[func])
+            self.products.append((func, *((tuple(t.shape), t.dim() > 1 and t.stride(-2) == 1 and t.size(-2) > 1)
+                                          for t in (a, b))))
+        return func(*args, **(kwargs or {}))
+
+
+def operand(shape: tuple, transposed: bool, dtype: torch.dtype) -> torch.Tensor:
+    if not transposed:
+        return torch.randn(shape, dtype=dtype)
+    return torch.randn(*shape[:-2], shape[-1], shape[-2], dtype=dtype).transpose(-2, -1)
+
+
+def products_alone(loss_fn, batch, precision: str) -> float:
+    """Seconds the step's matrix products take one after another outside the step (best of 3 each): the time
+    the step could take if nothing but its products ran, at their own shapes and layouts."""
+    recorder = ProductRecorder()
+    with recorder, autocast(torch.device("cpu"), precision):
+        loss = loss_fn(batch)
+    with recorder:
+        (loss / batch.n_tokens).backward()
+    total = 0.0
+    for func, (a_shape, a_t), (b_shape, b_t) in recorder.products:
+        a, b = operand(a_shape, a_t, DTYPES[precision]), operand(b_shape, b_t, DTYPES[precision])
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            torch.bmm(a, b) if a.dim() == 3 else torch.mm(a, b)
+            best = min(best, time.perf_counter() - start)
+        total += best
+    return total
 
 
 def profile(loss_fn, optimizer, batches, precision: str, top: int) -> None:
@@ -110,19 +169,27 @@ def main() -> None:
     for p in precisions:  # warm-up
         train_step(loss_fn, optimizer, batches[0], p)
     steps: dict[str, list[float]] = {p: [] for p in precisions}
+    alone: dict[str, list[float]] = {p: [] for p in precisions}
     peaks: dict[str, list[float]] = {p: [] for p in precisions}
-    for r in range(args.rounds):  # the step and the peak alternate: a load change hits both
+    for r in range(args.rounds):  # the step, its products alone and the peak in turn: a load change hits all three
         for p in precisions:
             steps[p].append(sum(train_step(loss_fn, optimizer, b, p) for b in batches))
+            alone[p].append(sum(products_alone(loss_fn, b, p) for b in batches))
+            optimizer.zero_grad(set_to_none=True)
             peaks[p].append(matmul_peak(p))
-        print(f"round {r + 1}: " + "  ".join(f"{p} {flops[p] / steps[p][-1] / 1e9:.0f} of {peaks[p][-1] / 1e9:.0f} "
-                                            f"GFLOP/s" for p in precisions))
+        print(f"round {r + 1}: " + "  ".join(f"{p} {flops[p] / steps[p][-1] / 1e9:.0f} GFLOP/s in the step, "
+                                            f"{flops[p] / alone[p][-1] / 1e9:.0f} in its products alone, peak "
+                                            f"{peaks[p][-1] / 1e9:.0f}" for p in precisions))
     for p in precisions:
-        seconds, peak = statistics.median(steps[p]), max(peaks[p])
-        achieved = flops[p] / seconds
-        print(f"mfu {p}: {achieved / peak:.2f} of the matmul peak (step {seconds / len(batches):.3f} s, "
-              f"{flops[p] / len(batches) / 1e9:.0f} GFLOP a step, {achieved / 1e9:.0f} GFLOP/s achieved, "
+        mfu = statistics.median(flops[p] / t / peak for t, peak in zip(steps[p], peaks[p]))
+        ceiling = statistics.median(flops[p] / t / peak for t, peak in zip(alone[p], peaks[p]))
+        share = statistics.median(a / t for a, t in zip(alone[p], steps[p]))
+        seconds, peak = statistics.median(steps[p]), statistics.median(peaks[p])
+        print(f"mfu {p}: {mfu:.2f} of the matmul peak (step {seconds / len(batches):.3f} s, "
+              f"{flops[p] / len(batches) / 1e9:.0f} GFLOP a step, {flops[p] / seconds / 1e9:.0f} GFLOP/s achieved, "
               f"{peak / 1e9:.0f} GFLOP/s peak)")
+        print(f"ceiling {p}: {ceiling:.2f} of the matmul peak (the step's products alone, at their shapes; "
+              f"they are {share:.2f} of the step's time)")
     if "bf16" in args.precision and not bf16.value:
         print(f"mfu bf16: not measured ({bf16.reason})")
     for p in precisions if args.profile else ():

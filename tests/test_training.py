@@ -137,8 +137,8 @@ def test_nan_loss_stops_with_clear_message_and_keeps_last_good_checkpoint(tmp_pa
     root = create_run(tmp_path / "nan", tiny_spec(corpus_file, max_steps=3, save_every=2))
     list(Trainer(root).fit())
     good = load_checkpoint(root / "checkpoints" / "latest")
-    original = loss.smoothed_cross_entropy_sum
-    monkeypatch.setattr(loss, "smoothed_cross_entropy_sum", lambda *a, **k: original(*a, **k) * math.nan)
+    original = loss.projected_cross_entropy_sum
+    monkeypatch.setattr(loss, "projected_cross_entropy_sum", lambda *a, **k: original(*a, **k) * math.nan)
     with pytest.raises(TrainingError, match="loss became nan at step 4"):
         list(Trainer(root, overrides={"max_steps": 6}).fit())
     status = read_status(root / "status.json")

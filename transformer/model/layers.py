@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer.model.config import ModelConfig
-from transformer.model.dropout import Dropout
+from transformer.model.dropout import Dropout, cheap_dropout
 
 KV = tuple[Tensor, Tensor]  # keys and values, each (B, H, L, Dh)
 
@@ -51,16 +51,18 @@ def attention(
     q (B, H, L_q, Dh), k and v (B, H, L_k, Dh), mask broadcastable to (B, H, L_q, L_k).
     Returns the output (B, H, L_q, Dh) and, when need_weights, the weights (B, H, L_q, L_k).
     Masked keys get exactly 0 weight; a query with no key to attend to gets an all-zero row and
-    a zero output (both paths agree on this).
+    a zero output (both paths agree on this). Dropout on the weights (training) takes the written-out path
+    with cheap masks: SDPA's own dropout falls back to its math path with Bernoulli draws on a CPU, 20-35%
+    slower forward and backward (BENCHMARKS.md, issue 28).
     """
-    if not need_weights:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+    if not need_weights and not dropout_p:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, L_q, L_k)
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     # softmax of an all-min row is uniform, so zero masked keys after it too
     weights = scores.softmax(dim=-1).masked_fill(~mask, 0.0)
-    out = F.dropout(weights, p=dropout_p) @ v  # (B, H, L_q, Dh)
-    return out, weights
+    out = (cheap_dropout(weights, dropout_p) if dropout_p else weights) @ v  # (B, H, L_q, Dh)
+    return out, weights if need_weights else None
 
 
 class MultiHeadAttention(nn.Module):

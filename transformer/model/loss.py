@@ -1,52 +1,101 @@
 """The training loss: label-smoothed cross-entropy on the real target tokens only.
 
-Two savings over `F.cross_entropy(model(src, tgt_in).logits, ..., ignore_index=pad)`, equal to it up to float
+Three savings over `F.cross_entropy(model(src, tgt_in).logits, ..., ignore_index=pad)`, equal to it up to float
 rounding (tests/test_fast_training.py):
 - the output projection and the log-softmax run on the real tokens' rows only, never on padding (14% of target
   positions in Bible batches), and the 8k-way logits of a padded batch are never built;
-- one hand-written backward for log-softmax + label-smoothed NLL: softmax - smoothed target, a few passes over
-  the (N, V) matrix where autograd makes eight (zeros, scatter, expand, add, log-softmax backward, ...).
+- one hand-written gradient for log-softmax + label-smoothed NLL: softmax - smoothed target, a few passes over
+  the logits where autograd makes eight (zeros, scatter, expand, add, log-softmax backward, ...);
+- the projection, the loss and both gradients of the projection run CHUNK_ROWS rows at a time, in the forward
+  pass: the (N, V) logits are never whole (3,400 x 8,000 fp32 is 109 MB, allocated, faulted in and read four
+  times a step), and a chunk's logits are still warm when their gradient is taken. 20% less time for the
+  projection and loss of a small-preset batch, 5% of the step (BENCHMARKS.md, issue 28). Backward only
+  scales the two saved gradients.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from transformer.model.layers import Transformer
 
+CHUNK_ROWS = 512  # logits rows at a time: 512 x 8,000 fp32 is 16 MB (256 and 1,024 measured no better)
 
-class SmoothedCrossEntropySum(torch.autograd.Function):
-    """sum over rows of (1 - eps) * NLL + eps * mean over the vocabulary of -log p, as F.cross_entropy defines
-    label smoothing; computed in fp32 whatever the logits' dtype, the gradient returned in the logits' dtype."""
+
+def smoothed_nll(log_probs: Tensor, target: Tensor, smoothing: float) -> Tensor:
+    """log_probs (n, V) fp32, target (n,) -> sum over rows of (1 - eps) * NLL + eps * mean over the vocabulary
+    of -log p, as F.cross_entropy defines label smoothing (0-dim fp32)."""
+    nll = -log_probs.gather(1, target[:, None]).sum()
+    return (1.0 - smoothing) * nll - smoothing / log_probs.size(-1) * log_probs.sum() if smoothing else nll
+
+
+def logits_grad_(log_probs: Tensor, target: Tensor, smoothing: float) -> Tensor:
+    """smoothed_nll's gradient with respect to the logits, built in log_probs' memory (n, V):
+    softmax - ((1 - eps) * onehot(target) + eps / V) in each row."""
+    grad = log_probs.exp_()
+    if smoothing:
+        grad.sub_(smoothing / log_probs.size(-1))
+    grad[torch.arange(grad.size(0), device=grad.device), target] -= 1.0 - smoothing
+    return grad
+
+
+def compute_dtype(x: Tensor) -> torch.dtype:
+    """The dtype autocast would run a matrix product of x in here (x's own when autocast is off)."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
+class ProjectedCrossEntropySum(torch.autograd.Function):
+    """sum over rows of the smoothed NLL of states @ weight^T, with d/dstates and d/dweight taken in forward.
+
+    states (N, D), weight (V, D), target (N,). The products run in the autocast dtype when autocast is on
+    (bf16 logits and gradients, as autocast's own F.linear and its backward would), the log-softmax in fp32.
+    """
 
     @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor, smoothing: float) -> Tensor:
-        log_probs = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # (N, V)
-        nll = -log_probs.gather(1, target[:, None]).sum()
-        loss = (1.0 - smoothing) * nll - smoothing / logits.size(-1) * log_probs.sum() if smoothing else nll
-        ctx.save_for_backward(log_probs, target)
-        ctx.smoothing, ctx.dtype = smoothing, logits.dtype
+    def forward(ctx, states: Tensor, weight: Tensor, target: Tensor, smoothing: float, chunk_rows: int) -> Tensor:
+        dtype = compute_dtype(states)
+        grad_states, grad_weight = torch.empty_like(states), torch.zeros_like(weight)
+        loss = torch.zeros((), dtype=torch.float32, device=states.device)
+        with torch.autocast(states.device.type, enabled=False):
+            w = weight.to(dtype)  # (V, D), cast once for all chunks
+            for start in range(0, states.size(0), chunk_rows):
+                rows = slice(start, start + chunk_rows)
+                h = states[rows].to(dtype)  # (n, D)
+                log_probs = torch.log_softmax(F.linear(h, w), dim=-1, dtype=torch.float32)  # (n, V)
+                loss += smoothed_nll(log_probs, target[rows], smoothing)
+                grad = logits_grad_(log_probs, target[rows], smoothing).to(dtype)  # (n, V)
+                grad_states[rows] = grad @ w  # (n, D)
+                if grad_weight.dtype == dtype:
+                    grad_weight.addmm_(grad.t(), h)  # (V, D)
+                else:
+                    grad_weight += grad.t() @ h
+        ctx.save_for_backward(grad_states, grad_weight)
         return loss
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:
-        log_probs, target = ctx.saved_tensors
-        eps, V = ctx.smoothing, log_probs.size(-1)
-        # d/dlogits of each row: softmax - ((1 - eps) * onehot(target) + eps / V); the saved matrix is reused
-        g = log_probs.exp_()  # (N, V)
-        if eps:
-            g.sub_(eps / V)
-        rows = torch.arange(g.size(0), device=g.device)
-        g[rows, target] -= 1.0 - eps
-        return g.mul_(grad).to(ctx.dtype), None, None
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None, None, None]:
+        grad_states, grad_weight = ctx.saved_tensors
+        return grad_states * grad, grad_weight * grad, None, None, None
 
 
-def smoothed_cross_entropy_sum(logits: Tensor, target: Tensor, smoothing: float = 0.0) -> Tensor:
-    """logits (N, V), target (N,) -> the summed label-smoothed cross-entropy, a 0-dim fp32 tensor."""
-    return SmoothedCrossEntropySum.apply(logits, target, smoothing)
+def projected_cross_entropy_sum(states: Tensor, weight: Tensor, target: Tensor, smoothing: float = 0.0,
+                                chunk_rows: int = CHUNK_ROWS) -> Tensor:
+    """states (N, D), the output projection's weight (V, D), target (N,) -> the summed label-smoothed
+    cross-entropy of the logits states @ weight^T, a 0-dim fp32 tensor. Without autograd (a dev loss) only
+    the loss is computed, chunk by chunk."""
+    if torch.is_grad_enabled() and (states.requires_grad or weight.requires_grad):
+        return ProjectedCrossEntropySum.apply(states, weight, target, smoothing, chunk_rows)
+    loss = torch.zeros((), dtype=torch.float32, device=states.device)
+    for start in range(0, states.size(0), chunk_rows):
+        rows = slice(start, start + chunk_rows)
+        loss += smoothed_nll(torch.log_softmax(F.linear(states[rows], weight), dim=-1, dtype=torch.float32),
+                             target[rows], smoothing)
+    return loss
 
 
 class TokenLoss(nn.Module):
@@ -61,5 +110,5 @@ class TokenLoss(nn.Module):
         """src (B, S), tgt_in and tgt_out (B, T) ids -> the loss summed over tgt_out's non-pad tokens."""
         real = (tgt_out.flatten() != self.model.config.pad_id).nonzero().squeeze(1)  # (N,) flat positions
         states = self.model.decoder_states(tgt_in, self.model.encode(src).memory, src)  # (B, T, D)
-        logits = self.model.generator(states.flatten(0, 1).index_select(0, real))  # (N, V)
-        return smoothed_cross_entropy_sum(logits, tgt_out.flatten().index_select(0, real), label_smoothing)
+        return projected_cross_entropy_sum(states.flatten(0, 1).index_select(0, real), self.model.generator.weight,
+                                           tgt_out.flatten().index_select(0, real), label_smoothing)

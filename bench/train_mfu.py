@@ -12,9 +12,9 @@ counted, as MFU counts only the model's FLOPs). For each precision it prints
     mfu PRECISION: X.XX of the matmul peak (step S s, A GFLOP/s achieved, P GFLOP/s peak)
     ceiling PRECISION: X.XX of the matmul peak (the step's products alone, at their shapes; ...)
 
-Each ratio is the median over rounds of the round's own ratio: the step, its products and the peak are timed
-next to each other, because this kind of machine changes speed by 20-30% from one minute to the next. The
-ceiling replays every matrix product the step makes (recorded with their shapes and transposed layouts) one
+The step's and its products' times are medians over rounds, the peak the best round's: this kind of machine
+changes speed by 20-40% from one second to the next (one round's peak has been 84 GFLOP/s and the next's 121),
+so a round's own ratio says little, and the best peak is what the CPU can do. The ceiling replays every matrix product the step makes (recorded with their shapes and transposed layouts) one
 after another with nothing else: the share of the peak the step would reach if all its other work took no
 time.
 
@@ -50,7 +50,7 @@ from transformer.training.recipe import PRESETS, TrainConfig, make_optimizer  # 
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 PEAK_N = 2048  # the square matrix product whose speed is taken as the peak
-PEAK_REPEATS = 3
+PEAK_REPEATS = 5
 
 
 def matmul_peak(precision: str) -> float:
@@ -171,7 +171,7 @@ def main() -> None:
     steps: dict[str, list[float]] = {p: [] for p in precisions}
     alone: dict[str, list[float]] = {p: [] for p in precisions}
     peaks: dict[str, list[float]] = {p: [] for p in precisions}
-    for r in range(args.rounds):  # the step, its products alone and the peak in turn: a load change hits all three
+    for r in range(args.rounds):  # the step, its products alone and the peak in turn
         for p in precisions:
             steps[p].append(sum(train_step(loss_fn, optimizer, b, p) for b in batches))
             alone[p].append(sum(products_alone(loss_fn, b, p) for b in batches))
@@ -181,10 +181,9 @@ def main() -> None:
                                             f"{flops[p] / alone[p][-1] / 1e9:.0f} in its products alone, peak "
                                             f"{peaks[p][-1] / 1e9:.0f}" for p in precisions))
     for p in precisions:
-        mfu = statistics.median(flops[p] / t / peak for t, peak in zip(steps[p], peaks[p]))
-        ceiling = statistics.median(flops[p] / t / peak for t, peak in zip(alone[p], peaks[p]))
+        seconds, peak = statistics.median(steps[p]), max(peaks[p])
+        mfu, ceiling = flops[p] / seconds / peak, flops[p] / statistics.median(alone[p]) / peak
         share = statistics.median(a / t for a, t in zip(alone[p], steps[p]))
-        seconds, peak = statistics.median(steps[p]), statistics.median(peaks[p])
         print(f"mfu {p}: {mfu:.2f} of the matmul peak (step {seconds / len(batches):.3f} s, "
               f"{flops[p] / len(batches) / 1e9:.0f} GFLOP a step, {flops[p] / seconds / 1e9:.0f} GFLOP/s achieved, "
               f"{peak / 1e9:.0f} GFLOP/s peak)")

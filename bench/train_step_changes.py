@@ -3,8 +3,8 @@
     python bench/train_step_changes.py [--rounds 24] [--batches 2] [--threads N] [--changes before,after,...]
 
 Three changes to the small preset's fp32 step, each undone here by putting the code it replaced back in place:
-- dropout: `x.masked_fill(mask, 0).mul_(scale)` under autograd, against one product with an fp32 keep mask each
-  way (`transformer.model.dropout.DropoutFunction`);
+- dropout: `x.masked_fill(mask, 0).mul_(scale)` under autograd (five passes), against a scaling and a fill in
+  place each way (`transformer.model.dropout.DropoutFunction`);
 - attention: SDPA with its own dropout (its math path with Bernoulli draws on a CPU), against the written-out
   attention with cheap masks;
 - loss: the whole (N, V) logits, then the log-softmax and its hand-written gradient, against the chunked
@@ -41,7 +41,7 @@ from transformer.training.recipe import PRESETS, TrainConfig, make_optimizer  # 
 
 
 def masked_fill_dropout(x, p):
-    """The dropout before: five passes over x under autograd."""
+    """The dropout before: five passes over x, forward and backward."""
     drop, scale = dropout.drop_mask(x.shape, p, x.device)
     return x.masked_fill(drop, 0.0).mul_(scale)
 

@@ -8,11 +8,12 @@ multiple of 2^-16 (0.1 becomes 0.100006) and the kept elements are scaled by the
 probability, so the output stays unbiased. The draws come from torch's default generator, so `torch.manual_seed`
 and `torch.set_rng_state` reproduce them (a resumed run continues the same curve).
 
-For an fp32 activation the mask is turned once into a tensor of 0 and 1 / (1 - p), and forward and backward
-are each one product with it (`DropoutFunction`): `x.masked_fill(mask, 0).mul_(scale)` under autograd made five
-passes over the activation (a copy, the fill, the scaling, and a fill and a product in backward) where this
-makes two after the mask, and a whole dropout's forward and backward of a (3900, 1024) activation took 24-29 ms
-instead of 35-45 ms (issue 28, BENCHMARKS.md).
+Forward and backward are each a scaling and a fill in place (`DropoutFunction`), where
+`x.masked_fill(mask, 0).mul_(scale)` under autograd made five passes over the activation (a copy, the fill, the
+scaling, and a fill and a product in backward). A dropout's forward and backward of a (3900, 1024) activation
+took 29-37 ms instead of 35-45 ms. An fp32 keep mask of 0 and 1 / (1 - p), one product each way, was faster
+alone (24-29 ms) but not inside the step, where its four bytes an element are saved for backward
+(issue 28, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -37,25 +38,12 @@ def drop_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor
     return lanes < drop - LANES // 2, LANES / (LANES - drop)
 
 
-def keep_scale(shape: torch.Size, p: float, device: torch.device) -> Tensor:
-    """fp32 tensor of `shape`: 0 where drop_mask drops, 1 / (1 - p) (p rounded) where it keeps."""
-    drop, scale = drop_mask(shape, p, device)
-    return torch.where(drop, torch.zeros((), device=device), torch.full((), scale, device=device))
-
-
 class DropoutFunction(torch.autograd.Function):
-    """y = x * keep and dx = dy * keep, with keep = keep_scale(x.shape, p): one product each way.
-
-    For an fp32 x. A bf16 or fp16 x (autocast) keeps the boolean mask instead and is scaled, then filled:
-    1 / (1 - p) has no exact 16-bit float, and an fp32 keep would double the bytes of each pass.
-    """
+    """y = x * scale with the dropped elements filled with 0, and dx the same of dy: two passes each way, the
+    boolean mask saved for backward. x.mul(scale) rounds once, in any dtype, as `x.mul_(scale)` would."""
 
     @staticmethod
     def forward(ctx, x: Tensor, p: float) -> Tensor:
-        if x.dtype == torch.float32:
-            keep = keep_scale(x.shape, p, x.device)
-            ctx.save_for_backward(keep)
-            return x * keep
         drop, ctx.scale = drop_mask(x.shape, p, x.device)
         ctx.save_for_backward(drop)
         return x.mul(ctx.scale).masked_fill_(drop, 0.0)
@@ -63,10 +51,8 @@ class DropoutFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
-        (mask,) = ctx.saved_tensors
-        if mask.dtype == torch.bool:
-            return grad.mul(ctx.scale).masked_fill_(mask, 0.0), None
-        return grad * mask, None
+        (drop,) = ctx.saved_tensors
+        return grad.mul(ctx.scale).masked_fill_(drop, 0.0), None
 
 
 def cheap_dropout(x: Tensor, p: float) -> Tensor:

@@ -8,9 +8,9 @@ rounding (tests/test_fast_training.py):
   the logits where autograd makes eight (zeros, scatter, expand, add, log-softmax backward, ...);
 - the projection, the loss and both gradients of the projection run CHUNK_ROWS rows at a time, in the forward
   pass: the (N, V) logits are never whole (3,400 x 8,000 fp32 is 109 MB, allocated, faulted in and read four
-  times a step), and a chunk's logits are still warm when their gradient is taken. 20% less time for the
-  projection and loss of a small-preset batch, 5% of the step (BENCHMARKS.md, issue 28). Backward only
-  scales the two saved gradients.
+  times a step), and a chunk's logits are still warm when their gradient is taken. Alone, the projection and
+  loss of a small-preset batch took 18-20% less time; inside the step the gain is 1-5%, within that machine's
+  noise (BENCHMARKS.md, issue 28). Backward only scales the two saved gradients.
 """
 
 from __future__ import annotations

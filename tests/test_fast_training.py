@@ -122,6 +122,18 @@ def test_projected_cross_entropy_under_bf16_autocast_follows_autocasts_own_produ
         torch.testing.assert_close(a, b, atol=0.05, rtol=0.02)  # bf16 products, rounded at different points
 
 
+def test_projected_cross_entropy_under_fp16_autocast_takes_its_unscaled_gradients_in_fp32():
+    g = torch.Generator().manual_seed(2)
+    states = torch.randn(40, 16, generator=g, requires_grad=True)
+    weight = torch.randn(23, 16, generator=g, requires_grad=True)
+    target = torch.randint(0, 23, (40,), generator=g)
+    fp32 = torch.autograd.grad(projected_cross_entropy_sum(states, weight, target, 0.1, 9), (states, weight))
+    with torch.autocast("cpu", dtype=torch.float16):
+        fp16 = projected_cross_entropy_sum(states, weight, target, 0.1, 9)
+    for a, b in zip(torch.autograd.grad(fp16, (states, weight)), fp32):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)  # fp32 products: no gradient flushed to zero
+
+
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_token_loss_equals_full_logits_loss_and_gradients(smoothing):
     torch.manual_seed(0)

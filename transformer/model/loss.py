@@ -43,16 +43,19 @@ def logits_grad_(log_probs: Tensor, target: Tensor, smoothing: float) -> Tensor:
 
 
 def compute_dtype(x: Tensor) -> torch.dtype:
-    """The dtype autocast would run a matrix product of x in here (x's own when autocast is off)."""
+    """The dtype autocast would run a matrix product of x in here (x's own when autocast is off), but fp32 for
+    fp16: these gradients are taken before GradScaler scales the loss, and fp16's range would flush the small
+    ones to zero (bf16 has fp32's range)."""
     device = x.device.type
-    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+    return torch.float32 if dtype == torch.float16 else dtype
 
 
 class ProjectedCrossEntropySum(torch.autograd.Function):
     """sum over rows of the smoothed NLL of states @ weight^T, with d/dstates and d/dweight taken in forward.
 
-    states (N, D), weight (V, D), target (N,). The products run in the autocast dtype when autocast is on
-    (bf16 logits and gradients, as autocast's own F.linear and its backward would), the log-softmax in fp32.
+    states (N, D), weight (V, D), target (N,). The products run in compute_dtype (bf16 logits and gradients
+    under bf16 autocast, as autocast's own F.linear and its backward would), the log-softmax in fp32.
     """
 
     @staticmethod

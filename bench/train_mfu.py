@@ -14,9 +14,9 @@ counted, as MFU counts only the model's FLOPs). For each precision it prints
 
 The step's and its products' times are medians over rounds, the peak the best round's: this kind of machine
 changes speed by 20-40% from one second to the next (one round's peak has been 84 GFLOP/s and the next's 121),
-so a round's own ratio says little, and the best peak is what the CPU can do. The ceiling replays every matrix product the step makes (recorded with their shapes and transposed layouts) one
-after another with nothing else: the share of the peak the step would reach if all its other work took no
-time.
+so a round's own ratio says little, and the best peak is what the CPU can do. The ceiling replays every matrix
+product the step makes (recorded with their shapes and transposed layouts) one after another with nothing else:
+the share of the peak the step would reach if all its other work took no time.
 
 bf16 is measured only where the CPU has native bf16 matrix products (AVX-512 BF16 or AMX); elsewhere torch
 emulates them and a share of an emulated peak says nothing, so the line says why it is skipped. --profile N
@@ -39,9 +39,8 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_throughput import make_data, train_step  # noqa: E402
+from train_throughput import make_data, preset_config, train_step  # noqa: E402
 
-from transformer.model.config import ModelConfig  # noqa: E402
 from transformer.model.dropout import use_cheap_dropout  # noqa: E402
 from transformer.model.layers import Transformer  # noqa: E402
 from transformer.model.loss import TokenLoss  # noqa: E402
@@ -85,8 +84,8 @@ PRODUCTS = {torch.ops.aten.mm.default: (0, 1), torch.ops.aten.addmm.default: (1,
 
 
 class ProductRecorder(TorchDispatchMode):
-    """Records every matrix product of a step: its op, and its two operands' shapes and whether each is a
-    transposed view (the layout MKL is handed), so that the products can be timed alone."""
+    """Records every matrix product of a step: its two operands' shapes and whether each is a transposed view
+    (the layout MKL is handed), so that the products can be timed alone."""
 
     def __init__(self):
         super().__init__()
@@ -95,8 +94,8 @@ class ProductRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func in PRODUCTS:
             a, b = (args[i] for i in PRODUCTS[func])
-            self.products.append((func, *((tuple(t.shape), t.dim() > 1 and t.stride(-2) == 1 and t.size(-2) > 1)
-                                          for t in (a, b))))
+            self.products.append(tuple((tuple(t.shape), t.dim() > 1 and t.stride(-2) == 1 and t.size(-2) > 1)
+                                       for t in (a, b)))
         return func(*args, **(kwargs or {}))
 
 
@@ -115,7 +114,7 @@ def products_alone(loss_fn, batch, precision: str) -> float:
     with recorder:
         (loss / batch.n_tokens).backward()
     total = 0.0
-    for func, (a_shape, a_t), (b_shape, b_t) in recorder.products:
+    for (a_shape, a_t), (b_shape, b_t) in recorder.products:
         a, b = operand(a_shape, a_t, DTYPES[precision]), operand(b_shape, b_t, DTYPES[precision])
         best = float("inf")
         for _ in range(3):
@@ -149,11 +148,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     bf16 = cpu_bf16_support()
     precisions = [p for p in args.precision if p != "bf16" or bf16.value]
-    preset = PRESETS[args.preset]
-    vocab = preset["tokenizer"]["vocab_size"]
-    c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
-                    share_embeddings=True, tie_output=True)
-    batches = make_data(c, preset["train"]["max_tokens"] // 2, args.batches, seed=0)
+    c = preset_config(args.preset)
+    batches = make_data(c, PRESETS[args.preset]["train"]["max_tokens"] // 2, args.batches, seed=0)
     torch.manual_seed(0)
     model = Transformer(c).train()
     use_cheap_dropout(model, True)

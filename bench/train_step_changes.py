@@ -29,12 +29,11 @@ from torch.autograd.function import once_differentiable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_throughput import make_data, train_step  # noqa: E402
+from train_throughput import make_data, preset_config, train_step  # noqa: E402
 
 import transformer.model.dropout as dropout  # noqa: E402
 import transformer.model.layers as layers  # noqa: E402
 import transformer.model.loss as loss  # noqa: E402
-from transformer.model.config import ModelConfig  # noqa: E402
 from transformer.model.layers import Transformer  # noqa: E402
 from transformer.model.loss import TokenLoss  # noqa: E402
 from transformer.training.recipe import PRESETS, TrainConfig, make_optimizer  # noqa: E402
@@ -97,11 +96,8 @@ def main() -> None:
         parser.error(f"unknown configuration {unknown[0]!r}; choose from {', '.join(CONFIGS)}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    preset = PRESETS["small"]
-    vocab = preset["tokenizer"]["vocab_size"]
-    c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
-                    share_embeddings=True, tie_output=True)
-    batches = make_data(c, preset["train"]["max_tokens"] // 2, args.batches, seed=0)
+    c = preset_config("small")
+    batches = make_data(c, PRESETS["small"]["train"]["max_tokens"] // 2, args.batches, seed=0)
     torch.manual_seed(0)
     model = Transformer(c).train()
     token_loss, optimizer = TokenLoss(model), make_optimizer(model, TrainConfig(lr=1e-4))

@@ -88,6 +88,15 @@ def bible_like_lengths(n: int, rng: random.Random) -> list[tuple[int, int]]:
     return lengths
 
 
+def preset_config(preset_name: str, **overrides) -> ModelConfig:
+    """A preset's model with its tokenizer's vocabulary on both sides, shared and tied embeddings, as the trainer
+    builds it for the Bible-like batches of make_data."""
+    preset = PRESETS[preset_name]
+    vocab = preset["tokenizer"]["vocab_size"]
+    return ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
+                       share_embeddings=True, tie_output=True, **overrides)
+
+
 def make_data(c: ModelConfig, target_tokens: int, n_batches: int, seed: int):
     rng = random.Random(seed)
     lengths = bible_like_lengths(6000, rng)
@@ -130,11 +139,8 @@ while True:
 
 def worker(preset_name: str, n_batches: int) -> None:
     """One process's seconds per trainer step (after a warm-up), printed as JSON: what --beside-busy times."""
-    preset = PRESETS[preset_name]
-    vocab = preset["tokenizer"]["vocab_size"]
-    c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
-                    share_embeddings=True, tie_output=True)
-    batches = make_data(c, preset["train"]["max_tokens"] // 2, n_batches + 1, seed=0)
+    c = preset_config(preset_name)
+    batches = make_data(c, PRESETS[preset_name]["train"]["max_tokens"] // 2, n_batches + 1, seed=0)
     torch.manual_seed(0)
     model = Transformer(c).train()
     use_cheap_dropout(model, True)
@@ -209,11 +215,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     if args.worker or args.beside_busy:
         return worker(args.preset, args.batches) if args.worker else beside_busy(args)
-    preset = PRESETS[args.preset]
-    vocab = preset["tokenizer"]["vocab_size"]
-    c = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **preset["model"], max_len=160,
-                    norm_first=not args.post_ln, share_embeddings=True, tie_output=True)
-    batches = make_data(c, args.target_tokens or preset["train"]["max_tokens"] // 2, args.batches, seed=0)
+    c = preset_config(args.preset, norm_first=not args.post_ln)
+    batches = make_data(c, args.target_tokens or PRESETS[args.preset]["train"]["max_tokens"] // 2, args.batches,
+                        seed=0)
     torch.manual_seed(0)
     ours, reference = Transformer(c).train(), Reference(c).train()
     token_loss = TokenLoss(ours)

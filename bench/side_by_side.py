@@ -81,7 +81,8 @@ class SideBySide:
             cwd=self.trees[name], stdout=self.runs[name].with_suffix(".out").open("w"), stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
         log = self.runs[name] / "train.log"
-        while not (log.exists() and "threads:" in log.read_text()):
+        # the core plan's line, or the first step's for a tree older than the plan
+        while not (log.exists() and any(mark in log.read_text() for mark in ("threads:", " step "))):
             if self.procs[name].poll() is not None:
                 raise SystemExit(f"the {name} run ended at its start: see {self.runs[name].with_suffix('.out')}")
             time.sleep(0.5)

@@ -70,7 +70,7 @@ class SideBySide:
         return (self.runs[name] / "checkpoints" / f"step-{self.steps:07d}").exists()
 
     def start(self, name: str) -> None:
-        """Start one run alone and stop it once it has logged its core plan (the machine was quiet for it)."""
+        """Start one run alone and stop it once it has logged its core plan or first step (on a quiet machine)."""
         for path in (self.runs[name], self.runs[name].with_suffix(".out")):
             if path.exists():
                 raise SystemExit(f"{path} exists: remove it or keep it, but a new comparison needs fresh runs")

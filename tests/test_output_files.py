@@ -66,3 +66,18 @@ def test_a_missing_folder_an_empty_path_and_proc_are_refused_and_a_regular_or_ne
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]  # the check leaves nothing behind
     write_text_atomic(tmp_path / "old.json", "new")
     assert (tmp_path / "old.json").read_text(encoding="utf-8") == "new"
+
+
+def test_evaluate_refuses_its_out_path_before_translating(tmp_path, monkeypatch, capsys):
+    from transformer.decoding import evaluate
+
+    def never(*args, **kwargs):
+        raise AssertionError("translated before the output path was checked")
+
+    monkeypatch.setattr(evaluate, "evaluate_checkpoint", never)
+    made = special_files(tmp_path)
+    before = kinds(tmp_path)
+    for out in [*made.values(), tmp_path / "missing" / "scores.json", ""]:
+        assert evaluate.main(["--checkpoint", str(tmp_path), "--out", str(out)]) == 2
+        assert "error: --out" in capsys.readouterr().err
+    assert kinds(tmp_path) == before

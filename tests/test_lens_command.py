@@ -49,9 +49,11 @@ def test_an_empty_json_path_is_refused(capsys, never_scored):
     assert status == 2 and "--json" in err
 
 
-@pytest.mark.parametrize("where", ["directory", "missing folder", "/proc/self/status"])
+@pytest.mark.parametrize("where", ["directory", "missing folder", "/proc/self/status", "/dev/null", "link"])
 def test_an_unwritable_json_path_is_refused_before_scoring(capsys, never_scored, tmp_path, where):
-    path = {"directory": str(tmp_path), "missing folder": str(tmp_path / "no" / "out.json")}.get(where, where)
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere.json")
+    path = {"directory": str(tmp_path), "missing folder": str(tmp_path / "no" / "out.json"),
+            "link": str(tmp_path / "link")}.get(where, where)
     status, _, err = run(capsys, "--json", path)
     assert status == 2 and "--json" in err and path in err and "Traceback" not in err
 

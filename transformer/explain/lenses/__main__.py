@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import logging
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from transformer.data.spec import CorpusSpec
 from transformer.explain.alignment import AlignedExample
 from transformer.explain.lenses.maps import HEADLESS, LENSES
 from transformer.explain.lenses.scores import LensScore, score_lenses
-from transformer.files import write_json_atomic
+from transformer.files import OutputPathError, check_output_file, write_json_atomic
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
 
 SPLITS = ("train", "dev", "test")
@@ -40,24 +39,6 @@ def at_least_one(text: str) -> int:
     return value
 
 
-def output_problem(path: str) -> str | None:
-    """Why the JSON cannot be written to path, or None: it must be (or become) a regular file in a folder that
-    takes a new file (the write goes to a temporary file beside it, then is renamed over it)."""
-    if not path:
-        return "--json needs a file name"
-    target = Path(path)
-    if target.is_symlink() or (target.exists() and not target.is_file()):
-        return f"--json {path} is not a regular file (a folder, a link or a device is never written over)"
-    if not target.parent.is_dir():
-        return f"--json {path}: the folder {target.parent} does not exist"
-    try:
-        with tempfile.TemporaryFile(dir=target.parent):
-            pass
-    except OSError as e:
-        return f"--json {path}: cannot write in {target.parent} ({e.strerror or e})"
-    return None
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m transformer.explain.lenses", description=__doc__.split("\n")[0])
     parser.add_argument("--checkpoint", required=True, help="a checkpoint trained on the teaching corpus")
@@ -67,8 +48,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--limit", type=at_least_one, help="score only the first N sentences (default: all)")
     args = parser.parse_args(argv)
-    if args.json is not None and (problem := output_problem(args.json)):
-        parser.error(problem)
+    if args.json is not None:
+        try:
+            check_output_file(args.json, "--json")
+        except OutputPathError as e:
+            parser.error(str(e))
     return args
 
 
@@ -127,8 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         try:
             write_json_atomic(Path(args.json), {lens: score.to_json() for lens, score in scores.items()})
-        except OSError as e:
-            print(f"error: could not write {args.json} ({e.strerror or e}); the table above has the scores",
+        except (OSError, OutputPathError) as e:
+            print(f"error: could not write {args.json} ({getattr(e, 'strerror', None) or e}); the table above has "
+                  "the scores",
                   file=sys.stderr)
             return 1
     return 0

@@ -120,9 +120,9 @@ def test_contrastive_f_is_the_log_probability_difference(translator, translation
 
 
 def test_bad_requests_are_refused(translator, translation):
-    with pytest.raises(ValueError, match="outside the output"):
+    with pytest.raises(ValueError, match="position must be an integer from 0 to"):
         attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 99)
-    with pytest.raises(ValueError, match="unknown method"):
+    with pytest.raises(ValueError, match="methods must be a list of"):
         attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0,
                   methods=["lime"])
 

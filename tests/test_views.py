@@ -192,7 +192,7 @@ def test_eq1_picture_defaults_to_the_heaviest_key_and_refuses_bad_arguments(tran
         views.cell_flow(cell, "x", t.source_pieces[:-1])
     with pytest.raises(ValueError, match="reveal"):
         views.cell_flow(cell, "x", t.source_pieces, reveal="some")
-    with pytest.raises(ValueError, match="not one of the"):
+    with pytest.raises(ValueError, match="key must be an integer from 0 to"):
         views.cell_flow(cell, "x", t.source_pieces, key=len(t.source_pieces))
 
 
@@ -253,7 +253,7 @@ def test_views_display_in_jupyter_and_as_a_page(translator):
 def test_head_view_refuses_maps_that_do_not_match_the_labels():
     with pytest.raises(ValueError, match="3 queries x 4 keys but there are 2 query and 4 key labels"):
         views.head_view_from(np.zeros((1, 1, 3, 4)), ["a", "b"], list("wxyz"))
-    with pytest.raises(ValueError, match="layer 2"):
+    with pytest.raises(ValueError, match="layer must be an integer from 0 to 1, got 2"):
         views.head_view_from(np.zeros((2, 1, 2, 4)), ["a", "b"], list("wxyz"), layer=2)
     with pytest.raises(ValueError, match="unknown family"):
         views.family_labels(None, "self")

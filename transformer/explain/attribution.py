@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import BOS_ID, PAD_ID
+from transformer.explain import checks
 from transformer.explain.alignment import piece_words
 from transformer.explain.occlusion import occluded_rows
 from transformer.explain.stream import Inputs, log_probs_from_embeddings, token_embeddings
@@ -36,6 +37,7 @@ from transformer.model.layers import Transformer
 METHODS = {"saliency": "saliency ‖∇f‖", "input_x_gradient": "input × gradient",
            "integrated_gradients": "integrated gradients", "occlusion": "occlusion (word → <unk>)"}
 BASELINES = ("zeros", "pad")
+IG_BATCH = 16  # path points per backward pass: memory stays that of 16 passes whatever `steps` is
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,10 @@ def candidates(model: Transformer, source_ids: Sequence[int], output_ids: Sequen
                k: int = 8) -> list[Candidate]:
     """The k most probable tokens at output position `position` given the prefix output[:position] (the foils
     a contrastive question can pick), best first; <pad> and <s> are never candidates."""
+    source_ids = checks.source_ids(model, source_ids)
+    output_ids = checks.target_ids(model, output_ids, "output_ids")
+    position = checks.position(position, "position", len(output_ids))
+    k = checks.integer(k, "k", 1, model.config.tgt_vocab_size)
     inputs = Inputs.of(model, list(source_ids), [BOS_ID, *output_ids[:position]])
     with _evaluating(model), torch.no_grad():
         logp = log_probs_from_embeddings(model, inputs, token_embeddings(model, inputs.src, "src"),
@@ -148,13 +154,18 @@ def candidates(model: Transformer, source_ids: Sequence[int], output_ids: Sequen
 def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], position: int,
               *, foil: int | None = None, steps: int = 50, baseline: str = "zeros",
               methods: Sequence[str] = tuple(METHODS)) -> TokenAttribution:
-    """Attribute output token `position` of output_ids (the translation of source_ids) with each of `methods`."""
-    if not 0 <= position < len(output_ids):
-        raise ValueError(f"position {position} is outside the output of {len(output_ids)} tokens")
-    if unknown := set(methods) - set(METHODS):
-        raise ValueError(f"unknown method(s) {sorted(unknown)}; choose from {', '.join(METHODS)}")
-    if baseline not in BASELINES or steps < 1:
-        raise ValueError(f"baseline is one of {BASELINES} and steps >= 1, got {baseline!r} and {steps}")
+    """Attribute output token `position` of output_ids (the translation of source_ids) with each of `methods`.
+    The inputs are bounded as one app request is (`checks.MAX_SOURCE_TOKENS`, `checks.MAX_OUTPUT_TOKENS`), the
+    integrated gradients' steps by `checks.MAX_STEPS`."""
+    source_ids = checks.source_ids(model, source_ids, limit=checks.MAX_SOURCE_TOKENS)
+    output_ids = checks.target_ids(model, output_ids, "output_ids", limit=checks.MAX_OUTPUT_TOKENS)
+    position = checks.position(position, "position", len(output_ids))
+    foil = None if foil is None else checks.target_token(model, foil, "foil")
+    steps = checks.integer(steps, "steps", 1, checks.MAX_STEPS)
+    if isinstance(methods, str) or set(methods) - set(METHODS):
+        raise ValueError(f"methods must be a list of {', '.join(METHODS)}; got {methods!r}")
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     target = int(output_ids[position])
     decoder_input = [BOS_ID, *output_ids[:position]]
     src_index, src_words = word_labels(tokenizer.source_pieces(source_ids))
@@ -206,18 +217,22 @@ def _gradients(model, inputs: Inputs, e_src: Tensor, e_tgt: Tensor, target: int,
 
 def _integrated_gradients(model, inputs: Inputs, e_src: Tensor, e_tgt: Tensor, target: int, foil: int | None,
                           steps: int, baseline: str, f_input: float) -> tuple[Tensor, Tensor, Completeness]:
-    """Per-token IG (S,) and (T,), and the completeness check, with all `steps` path points in one batch."""
+    """Per-token IG (S,) and (T,), and the completeness check, the `steps` path points IG_BATCH at a time."""
     if baseline == "pad":
         b_src = token_embeddings(model, torch.full_like(inputs.src, PAD_ID), "src").detach()
         b_tgt = token_embeddings(model, torch.full_like(inputs.tgt, PAD_ID), "tgt").detach()
     else:
         b_src, b_tgt = torch.zeros_like(e_src), torch.zeros_like(e_tgt)
     alphas = ((torch.arange(steps, dtype=e_src.dtype, device=e_src.device) + 0.5) / steps)[:, None, None]  # (m, 1, 1)
-    path_src = b_src + alphas * (e_src - b_src)  # (m, S, D)
-    path_tgt = b_tgt + alphas * (e_tgt - b_tgt)  # (m, T, D)
-    g_src, g_tgt = _gradients(model, inputs, path_src, path_tgt, target, foil)  # (m, S, D), (m, T, D)
-    src_ig = ((e_src - b_src)[0] * g_src.mean(0)).sum(-1)  # (S,)
-    tgt_ig = ((e_tgt - b_tgt)[0] * g_tgt.mean(0)).sum(-1)  # (T,)
+    sum_src, sum_tgt = torch.zeros_like(e_src[0]), torch.zeros_like(e_tgt[0])  # (S, D), (T, D)
+    for chunk in alphas.split(IG_BATCH):  # (b, 1, 1) each
+        path_src = b_src + chunk * (e_src - b_src)  # (b, S, D)
+        path_tgt = b_tgt + chunk * (e_tgt - b_tgt)  # (b, T, D)
+        g_src, g_tgt = _gradients(model, inputs, path_src, path_tgt, target, foil)  # (b, S, D), (b, T, D)
+        sum_src += g_src.sum(0)
+        sum_tgt += g_tgt.sum(0)
+    src_ig = ((e_src - b_src)[0] * sum_src / steps).sum(-1)  # (S,)
+    tgt_ig = ((e_tgt - b_tgt)[0] * sum_tgt / steps).sum(-1)  # (T,)
     with torch.no_grad():
         f_baseline = float(_objective(log_probs_from_embeddings(model, inputs, b_src, b_tgt), target, foil)[0])
     attributed = float(src_ig.sum() + tgt_ig.sum())

@@ -30,6 +30,7 @@ from torch import Tensor
 from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import next_token_log_probs
 from transformer.decoding.translate import Translator
+from transformer.explain import checks
 from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
 
 FAMILIES = ("enc_self", "dec_self", "cross")
@@ -158,6 +159,8 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     causal=False drops the causal mask: decoder query t may then read the tokens after position t, which it
     never could in training; its row of decoder self-attention shows how much it takes from them.
     """
+    source_ids = checks.source_ids(model, source_ids)
+    output_ids = checks.target_ids(model, output_ids, "output_ids")
     device = next(model.parameters()).device
     src = torch.tensor([list(source_ids)], device=device)  # (1, S)
     tgt = torch.tensor([[BOS_ID, *output_ids[:-1]]], device=device)  # (1, T)

@@ -23,6 +23,7 @@ from torch import nn
 from transformer.data.tokenizer import BOS_ID, PAD_ID
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, Translator
+from transformer.explain import checks
 from transformer.explain.stream import Inputs, decoder_states, next_token_logits, replaced
 from transformer.model.layers import Transformer
 
@@ -50,6 +51,9 @@ class LogitLens:
 def logit_lens(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int], k: int = 3) -> LogitLens:
     """The top-k tokens of generator(decoder_norm(x_l)) at every layer l and output position of a teacher-forced
     pass over output_ids (the translation of source_ids, ending with </s>)."""
+    source_ids = checks.source_ids(model, source_ids)
+    output_ids = checks.target_ids(model, output_ids, "output_ids")
+    k = checks.integer(k, "k", 1, model.config.tgt_vocab_size)
     was_training = model.training
     model.eval()
     try:

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import BOS_ID
+from transformer.explain import checks
 from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
 
 
@@ -72,6 +73,8 @@ def _attend(attn: MultiHeadAttention, x_q: Tensor, keys_input: Tensor, mask: Ten
 @torch.no_grad()
 def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int]) -> Trace:
     """Run the model over src_ids and <s> + output_ids, keeping each sublayer's inputs and maps (pre- or post-LN)."""
+    src_ids = checks.source_ids(model, src_ids, "src_ids")
+    output_ids = checks.target_ids(model, output_ids, "output_ids", read=1)
     device = next(model.parameters()).device
     src = torch.tensor([list(src_ids)], device=device)  # (1, S)
     tgt = torch.tensor([[BOS_ID, *output_ids]], device=device)  # (1, T + 1)

@@ -1,0 +1,184 @@
+"""The explain API as a researcher calls it: every bad argument is one `ValueError` naming the argument and its
+range (never an IndexError, a TypeError, a tensor-size error or a silently wrong answer), and the costly methods
+take no more than one app request may ask for (issue 41, items 14, 15 and 16)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tests.test_attribution import SENTENCE, tiny_translator
+from transformer.data.tokenizer import BOS_ID, EOS_ID
+from transformer.decoding.translate import Translator
+from transformer.explain import attribution, cell_arithmetic, checks, teacher_forced, views
+from transformer.explain.attribution import attribute, candidates
+from transformer.explain.lenses import lens_maps
+from transformer.explain.logit_lens import logit_lens
+from transformer.explain.patching import activation_patching
+from transformer.model.checkpoint import Checkpoint
+from transformer.model.config import ModelConfig
+from transformer.model.layers import Transformer
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return tiny_translator()
+
+@pytest.fixture(scope="module")
+def translation(translator):
+    return translator.translate(SENTENCE, attention=True)
+
+@pytest.fixture(scope="module")
+def long_model(translator):
+    """A tiny model whose max_len (512) is beyond the app's limits, so that those limits are what bites."""
+    torch.manual_seed(0)
+    config = ModelConfig(src_vocab_size=translator.model.config.src_vocab_size,
+                         tgt_vocab_size=translator.model.config.tgt_vocab_size, d_model=16, n_heads=2,
+                         n_encoder_layers=1, n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=512)
+    model = Transformer(config).eval()
+    return Translator(Checkpoint(None, config, model, translator.tokenizer))
+
+def refused(call, name: str, *range_words: str) -> str:
+    """The ValueError `call` raises, checked to name the argument and its range."""
+    with pytest.raises(ValueError) as caught:
+        call()
+    message = str(caught.value)
+    assert name in message, message
+    for word in range_words:
+        assert word in message, message
+    return message
+
+# ----------------------------------------------------------------------------- attribution and candidates
+
+@pytest.mark.parametrize("change, name, words", [
+    ({"source_ids": []}, "source_ids", ["1 to"]),
+    ({"source_ids": [-1, EOS_ID]}, "source_ids[0]", ["from 0 to"]),
+    ({"output_ids": "vocab"}, "output_ids[0]", ["from 0 to"]),
+    ({"foil": "vocab"}, "foil", ["from 0 to"]),
+    ({"foil": -1}, "foil", ["from 0 to"]),
+    ({"steps": "50"}, "steps", ["from 1 to"]),
+    ({"steps": 1.5}, "steps", ["from 1 to"]),
+    ({"steps": math.nan}, "steps", ["from 1 to"]),
+    ({"steps": 0}, "steps", ["from 1 to"]),
+    ({"steps": 10**7}, "steps", [f"to {checks.MAX_STEPS}"]),
+    ({"position": 1.0}, "position", ["from 0 to"]),
+    ({"position": -1}, "position", ["from 0 to"]),
+    ({"source_ids": "too long"}, "source_ids", ["1 to 64", "max_len"]),
+])
+def test_attribute_refuses_each_bad_argument_by_name(translator, translation, change, name, words):
+    vocab = translator.model.config.tgt_vocab_size
+    kwargs = {"source_ids": translation.source_ids, "output_ids": translation.token_ids, "position": 1, "foil": None,
+              "steps": 4}
+    for key, value in change.items():
+        if value == "vocab":
+            value = [vocab] if key == "output_ids" else vocab
+        elif value == "too long":
+            value = [5] * 65
+        kwargs[key] = value
+    refused(lambda: attribute(translator.model, translator.tokenizer, **kwargs), name, *words)
+
+@pytest.mark.parametrize("position, k, name", [(-1, 8, "position"), (999, 8, "position"), (1.0, 8, "position"),
+                                               (0, -1, "k"), (0, 0, "k"), (0, 1.5, "k")])
+def test_candidates_refuse_positions_outside_the_output_and_k_below_one(translator, translation, position, k, name):
+    refused(lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position, k), name,
+            "from")
+
+def test_attribution_takes_no_more_than_one_app_request(long_model):
+    source, output = [5] * (checks.MAX_SOURCE_TOKENS + 1), [6] * 4
+    refused(lambda: attribute(long_model.model, long_model.tokenizer, source, output, 0, steps=2), "source_ids",
+            f"1 to {checks.MAX_SOURCE_TOKENS}")
+    output = [6] * (checks.MAX_OUTPUT_TOKENS + 1)
+    refused(lambda: attribute(long_model.model, long_model.tokenizer, [5, EOS_ID], output, 0, steps=2), "output_ids",
+            f"1 to {checks.MAX_OUTPUT_TOKENS}")
+
+def test_integrated_gradients_batch_the_path_and_give_what_one_batch_gives(translator, translation, monkeypatch):
+    model = tiny_translator().model.double()
+    run = lambda: attribute(model, translator.tokenizer, translation.source_ids, translation.token_ids, 2,  # noqa: E731
+                            steps=23, methods=["integrated_gradients"])
+    whole = run()
+    sizes = []
+    gradients = attribution._gradients
+
+    def recording(model, inputs, e_src, e_tgt, target, foil):
+        sizes.append(e_src.size(0))
+        return gradients(model, inputs, e_src, e_tgt, target, foil)
+    monkeypatch.setattr(attribution, "IG_BATCH", 5)
+    monkeypatch.setattr(attribution, "_gradients", recording)
+    batched = run()
+    assert sizes == [5, 5, 5, 5, 3]
+    assert batched.completeness.attributed == pytest.approx(whole.completeness.attributed, abs=1e-10)
+    assert batched.methods["integrated_gradients"].source == pytest.approx(
+        whole.methods["integrated_gradients"].source, abs=1e-10)
+
+# ----------------------------------------------------------------------------- patching, lenses, single passes
+
+def test_patching_refuses_a_target_outside_the_vocabulary_and_inputs_beyond_the_limits(translator, long_model):
+    model, vocab = translator.model, translator.model.config.tgt_vocab_size
+    source = [5, 6, EOS_ID]
+    for target in (-1, vocab, 1.0):
+        refused(lambda target=target: activation_patching(model, source, source, [BOS_ID, 7], target), "target",
+                f"from 0 to {vocab - 1}")
+    refused(lambda: activation_patching(model, source, source, [], 7), "decoder_input", "1 to")
+    refused(lambda: activation_patching(model, [], [], [BOS_ID], 7), "clean_ids", "1 to")
+    refused(lambda: activation_patching(model, source, [5, -1, EOS_ID], [BOS_ID], 7), "counterfactual_ids[1]")
+    long = [5] * (checks.MAX_SOURCE_TOKENS + 1)
+    refused(lambda: activation_patching(long_model.model, long, long, [BOS_ID], 7), "clean_ids",
+            f"1 to {checks.MAX_SOURCE_TOKENS}")
+
+def test_value_zeroing_and_the_other_lenses_hold_the_app_limits(long_model):
+    model = long_model.model
+    half = checks.MAX_ZEROED // 2
+    refused(lambda: lens_maps(model, [5] * half, [6] * (half + 1), "value_zeroing"), "value zeroing",
+            str(checks.MAX_ZEROED))
+    refused(lambda: lens_maps(model, [5] * (checks.MAX_SOURCE_TOKENS + 1), [6, EOS_ID], "raw"), "src_ids",
+            str(checks.MAX_SOURCE_TOKENS))
+    refused(lambda: lens_maps(model, [5, EOS_ID], [], "raw"), "output_ids", "1 to")
+    assert lens_maps(model, [5] * half, [6] * half, "value_zeroing").cross[0].shape == (1, half, half)
+
+@pytest.mark.parametrize("k", [-1, 0, 2.0])
+def test_logit_lens_refuses_k_below_one(translator, translation, k):
+    refused(lambda: logit_lens(translator.model, translation.source_ids, translation.token_ids, k=k), "k", "from 1")
+
+def test_single_passes_refuse_sources_over_max_len_and_empty_outputs(translator, translation):
+    model = translator.model  # max_len 64
+    refused(lambda: teacher_forced(model, [5] * 65, translation.token_ids), "source_ids", "1 to 64")
+    refused(lambda: teacher_forced(model, translation.source_ids, []), "output_ids", "1 to")
+    refused(lambda: logit_lens(model, [5] * 65, translation.token_ids), "source_ids", "1 to 64")
+
+@pytest.mark.parametrize("layer, head, query, name", [(99, 0, 0, "layer"), (-1, 0, 0, "layer"), (0, -1, 0, "head"),
+                                                      (0, 99, 0, "head"), (0, 0, 1.0, "query"), (0, 0, -1, "query")])
+def test_cell_arithmetic_refuses_layers_heads_and_queries_the_model_has_not(translator, translation, layer, head,
+                                                                           query, name):
+    decoder_input = [BOS_ID, *translation.token_ids[:-1]]
+    refused(lambda: cell_arithmetic(translator.model, translation.source_ids, decoder_input, "cross", layer, head,
+                                    query), name, "from 0 to")
+
+# ----------------------------------------------------------------------------- views
+
+@pytest.mark.parametrize("call, name", [
+    (lambda att: views.heatmaps(att, "cross", layers=[-1]), "layers[0]"),
+    (lambda att: views.heatmaps(att, "cross", layers=[0, 99]), "layers[1]"),
+    (lambda att: views.head_view(att, "cross", heads=[99]), "heads[0]"),
+    (lambda att: views.head_view(att, "cross", heads=[-1]), "heads[0]"),
+    (lambda att: views.head_view(att, "cross", layer=-1), "layer"),
+    (lambda att: views.head_view(att, "cross", layer=1.0), "layer"),
+])
+def test_views_refuse_layers_and_heads_the_maps_have_not(translation, call, name):
+    refused(lambda: call(translation.attention), name, "from 0 to")
+
+def test_views_refuse_weights_that_are_not_finite():
+    maps = np.full((2, 3, 4, 5), 0.2)
+    maps[1, 2, 0, 3] = np.nan
+    labels_q, labels_k = list("abcd"), list("vwxyz")
+    for draw in (views.head_view_from, views.model_view_from, views.heatmaps_from):
+        refused(lambda draw=draw: draw(maps, labels_q, labels_k), "weights", "layer 1, head 2")
+    refused(lambda: views.heatmap_svg(maps[1, 2], labels_q, labels_k), "weights", "finite")
+
+def test_eq1_picture_refuses_a_key_that_is_not_an_integer_position(translator, translation):
+    cell = cell_arithmetic(translator.model, translation.source_ids, None, "enc_self", 0, 0, 0)
+    labels = translation.attention.source_pieces
+    for key in (1.5, -1, len(labels)):
+        refused(lambda key=key: views.cell_flow(cell, "q", labels, key), "key", "from 0 to")

@@ -13,10 +13,12 @@ import torch
 from tests.test_attribution import SENTENCE, tiny_translator
 from transformer.data.tokenizer import BOS_ID, EOS_ID
 from transformer.decoding.translate import Translator
-from transformer.explain import attribution, cell_arithmetic, checks, teacher_forced, views
+from transformer.explain import Intervention, attribution, cell_arithmetic, checks, teacher_forced, views
 from transformer.explain.attribution import attribute, candidates
 from transformer.explain.lenses import lens_maps
-from transformer.explain.logit_lens import logit_lens
+from transformer.explain.lenses.trace import trace
+from transformer.explain.lenses.value_zeroing import value_zeroing
+from transformer.explain.logit_lens import encoder_cut, logit_lens
 from transformer.explain.patching import activation_patching
 from transformer.model.checkpoint import Checkpoint
 from transformer.model.config import ModelConfig
@@ -137,6 +139,8 @@ def test_value_zeroing_and_the_other_lenses_hold_the_app_limits(long_model):
             str(checks.MAX_SOURCE_TOKENS))
     refused(lambda: lens_maps(model, [5, EOS_ID], [], "raw"), "output_ids", "1 to")
     assert lens_maps(model, [5] * half, [6] * half, "value_zeroing").cross[0].shape == (1, half, half)
+    traced = trace(model, [5] * half, [6] * (half + 1))  # the function itself, called without lens_maps
+    refused(lambda: value_zeroing(model, traced), "value zeroing", str(checks.MAX_ZEROED))
 
 @pytest.mark.parametrize("k", [-1, 0, 2.0])
 def test_logit_lens_refuses_k_below_one(translator, translation, k):
@@ -156,6 +160,14 @@ def test_cell_arithmetic_refuses_layers_heads_and_queries_the_model_has_not(tran
     refused(lambda: cell_arithmetic(translator.model, translation.source_ids, decoder_input, "cross", layer, head,
                                     query), name, "from 0 to")
 
+def test_interventions_and_encoder_cuts_refuse_what_is_not_an_integer_or_a_positive_number(translator):
+    refused(lambda: Intervention(heads_off={("cross", 1.5, 0)}), "layer", "of at least 0")
+    refused(lambda: Intervention(heads_off={("cross", 0, -1)}), "head", "of at least 0")
+    refused(lambda: Intervention(temperature="2"), "temperature", "positive")
+    refused(lambda: Intervention(temperature=math.nan), "temperature", "positive")
+    refused(lambda: encoder_cut(translator.model, 1.5), "n_layers", "from 0 to 2")
+
+
 # ----------------------------------------------------------------------------- views
 
 @pytest.mark.parametrize("call, name", [
@@ -165,6 +177,9 @@ def test_cell_arithmetic_refuses_layers_heads_and_queries_the_model_has_not(tran
     (lambda att: views.head_view(att, "cross", heads=[-1]), "heads[0]"),
     (lambda att: views.head_view(att, "cross", layer=-1), "layer"),
     (lambda att: views.head_view(att, "cross", layer=1.0), "layer"),
+    (lambda att: views.head_view_from(np.full((1, 1, 2, 2), 0.5), ["a", "b"], ["c", "d"], focus=2), "focus"),
+    (lambda att: views.head_view_from(np.full((1, 1, 1, 2), 0.5), ["a", "b"], ["c", "d"], query_positions=[-1]),
+     "query_positions[0]"),
 ])
 def test_views_refuse_layers_and_heads_the_maps_have_not(translation, call, name):
     refused(lambda: call(translation.attention), name, "from 0 to")

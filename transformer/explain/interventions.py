@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -46,12 +47,15 @@ class Intervention:
     temperature: float = 1.0  # every attention logit is divided by it
 
     def __post_init__(self) -> None:
-        if not self.temperature > 0:
-            raise ValueError(f"the temperature must be positive, got {self.temperature}")
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, numbers.Real) \
+                or not self.temperature > 0:
+            raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
         object.__setattr__(self, "heads_off", frozenset(self.heads_off))
         for family, layer, head in self.heads_off:
-            if family not in FAMILIES or layer < 0 or head < 0:
+            if family not in FAMILIES:
                 raise ValueError(f"not a head: {(family, layer, head)}; family is one of {', '.join(FAMILIES)}")
+            checks.integer(layer, f"the layer of head {(family, layer, head)}", 0)
+            checks.integer(head, f"the head of {(family, layer, head)}", 0)
 
     @property
     def identity(self) -> bool:

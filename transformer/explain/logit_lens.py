@@ -87,8 +87,7 @@ def encoder_cut(model: Transformer, n_layers: int) -> Transformer:
     It shares every parameter with the model (nothing is copied or changed), so every decoding path (greedy,
     beam, the KV cache) runs on it unchanged; the model itself is untouched.
     """
-    if not 0 <= n_layers <= len(model.encoder_layers):
-        raise ValueError(f"the encoder has {len(model.encoder_layers)} layers, asked for the first {n_layers}")
+    n_layers = checks.integer(n_layers, "n_layers", 0, len(model.encoder_layers))
     return replaced(model, "encoder_layers", nn.ModuleList(list(model.encoder_layers)[:n_layers]))
 
 

@@ -38,13 +38,10 @@ def check_lens(lens: str) -> None:
 @torch.no_grad()
 def lens_maps(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int], lens: str) -> LensMaps:
     """The maps `lens` gives for source ids and the output (ending with </s>, as decoding returns it), within one
-    app request's limits (value zeroing re-runs every layer once per token: at most `checks.MAX_ZEROED` pieces)."""
+    app request's limits."""
     check_lens(lens)
     src_ids = checks.source_ids(model, src_ids, "src_ids", checks.MAX_SOURCE_TOKENS)
     output_ids = checks.target_ids(model, output_ids, "output_ids", checks.MAX_OUTPUT_TOKENS, read=1)
-    if lens == "value_zeroing" and len(src_ids) + len(output_ids) > checks.MAX_ZEROED:
-        raise ValueError(f"value zeroing takes at most {checks.MAX_ZEROED} source and output pieces together "
-                         f"(src_ids and output_ids), got {len(src_ids)} + {len(output_ids)}")
     if model.training:
         raise ValueError("the lenses read a model in eval mode (dropout off): call model.eval() first")
     return LENSES[lens](model, trace(model, src_ids, output_ids))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from transformer.explain import checks
 from transformer.explain.lenses.attention import LensMaps, crop, renormalise
 from transformer.explain.lenses.trace import Trace
 from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
@@ -46,7 +47,11 @@ def cosine_scores(outputs: Tensor) -> Tensor:
 
 @torch.no_grad()
 def value_zeroing(model: Transformer, trace: Trace) -> LensMaps:
-    """Every layer and family's value-zeroing map of the traced sentence."""
+    """Every layer and family's value-zeroing map of the traced sentence, of at most `checks.MAX_ZEROED` source and
+    output pieces together (as the app's limit: each layer runs once per token)."""
+    if len(trace.src_ids) + trace.n_output > checks.MAX_ZEROED:
+        raise ValueError(f"value zeroing takes at most {checks.MAX_ZEROED} source and output pieces together "
+                         f"(src_ids and output_ids), got {len(trace.src_ids)} + {trace.n_output}")
     device = next(model.parameters()).device
     src = torch.tensor([list(trace.src_ids)], device=device)
     tgt = torch.tensor([list(trace.decoder_input)], device=device)

@@ -110,7 +110,9 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     """The head view of maps (L, H, Q, Lk): Q rows of queries at `query_positions` of query_labels (all of them by
     default), keys in key_labels. `heads` start switched on (all by default), `focus` is a query position whose
     lines alone are shown at first (the current query of a decoding step)."""
-    positions = list(range(len(query_labels))) if query_positions is None else list(query_positions)
+    positions = checks.indices(query_positions, "query_positions", len(query_labels))
+    positions = list(range(len(query_labels))) if positions is None else positions
+    focus = None if focus is None else checks.position(focus, "focus", len(query_labels))
     maps = as_maps(weights, len(positions), len(key_labels))
     n_layers, n_heads = maps.shape[:2]
     layer = checks.layer_index(layer, "layer", n_layers)

@@ -53,6 +53,15 @@ def refused(call, name: str, *range_words: str) -> str:
         assert word in message, message
     return message
 
+def test_integer_takes_integers_of_any_kind_and_refuses_everything_else():
+    assert checks.integer(np.int64(3), "n", 0, 5) == 3 and checks.integer(torch.tensor(2), "n", 0, 5) == 2
+    for value in (True, 2.0, "2", None, torch.tensor(2.0), torch.tensor([1, 2]), [1], "x" * 5000):
+        message = refused(lambda value=value: checks.integer(value, "n", 0, 5), "n must be an integer from 0 to 5")
+        assert len(message) < 120
+    refused(lambda: checks.integer(6, "n", 0, 5), "got 6")
+    refused(lambda: checks.token_ids([[1, 2]], "ids", 10, 5), "ids[0]")
+
+
 # ----------------------------------------------------------------------------- attribution and candidates
 
 @pytest.mark.parametrize("change, name, words", [

@@ -10,6 +10,7 @@ up to the model's max_len.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -22,9 +23,14 @@ MAX_STEPS = 500  # integrated gradients' path points: the app offers up to 200; 
 
 def integer(value, name: str, low: int, high: int | None = None) -> int:
     """value as an int when it is an integer (not a bool, a float or a string) from low to high (None: no top)."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise ValueError(f"{name} must be an integer {_range(low, high)}, got {value!r}")
-    number = value.__index__()
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)  # ints, numpy and one-element torch integers; never a float or a string
+    except TypeError:
+        shown = repr(value)
+        raise ValueError(f"{name} must be an integer {_range(low, high)}, got "
+                         f"{shown if len(shown) <= 40 else shown[:40] + '…'}") from None
     if number < low or (high is not None and number > high):
         raise ValueError(f"{name} must be an integer {_range(low, high)}, got {number}")
     return number

@@ -4,6 +4,7 @@ take no more than one app request may ask for (issue 41, items 14, 15 and 16).""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -13,7 +14,16 @@ import torch
 from tests.test_attribution import SENTENCE, tiny_translator
 from transformer.data.tokenizer import BOS_ID, EOS_ID
 from transformer.decoding.translate import Translator
-from transformer.explain import Intervention, attribution, cell_arithmetic, checks, teacher_forced, views
+from transformer.explain import (
+    Intervention,
+    attribution,
+    cell_arithmetic,
+    checks,
+    head_importance,
+    head_statistics,
+    teacher_forced,
+    views,
+)
 from transformer.explain.attribution import attribute, candidates
 from transformer.explain.lenses import lens_maps
 from transformer.explain.lenses.trace import trace
@@ -206,3 +216,14 @@ def test_eq1_picture_refuses_a_key_that_is_not_an_integer_position(translator, t
     labels = translation.attention.source_pieces
     for key in (1.5, -1, len(labels)):
         refused(lambda key=key: views.cell_flow(cell, "q", labels, key), "key", "from 0 to")
+    broken = dataclasses.replace(cell, weights=cell.weights.clone().fill_(math.nan))
+    refused(lambda: views.cell_flow(broken, "q", labels), "weights", "key 0")
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5])
+def test_head_statistics_and_importance_refuse_a_batch_size_below_one(translator, batch_size):
+    pairs = [(SENTENCE, SENTENCE)]
+    refused(lambda: head_statistics(translator.model, translator.tokenizer, pairs, batch_size), "batch_size",
+            "of at least 1")
+    refused(lambda: head_importance(translator.model, translator.tokenizer, pairs, batch_size=batch_size),
+            "batch_size", "of at least 1")

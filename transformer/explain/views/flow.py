@@ -98,6 +98,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     x_in = _np(cell.query_input)
     if len(key_labels) != len(scores):
         raise ValueError(f"{len(key_labels)} key labels for the {len(scores)} keys of the cell")
+    checks.finite_weights(weights, "the cell's weights", dims=("key",))
     if reveal not in ("all", "steps"):
         raise ValueError(f"reveal is 'all' or 'steps', not {reveal!r}")
     key = int(np.argmax(weights)) if key is None else checks.position(key, "key", len(scores))

@@ -28,6 +28,9 @@ LAYERS = [  # (layer name, module prefixes)
 # Inside data the order matters too: the loaders read words, the spec reads two loaders, load reads them all.
 DATA_ORDER = ["transformer.data.words", "transformer.data.tokenizer", "transformer.data.corpora",
               "transformer.data.spec", "transformer.data.load"]
+TEACHING_ORDER = [f"transformer.data.corpora.teaching.{name}" for name in (  # as its __init__ lists them
+    "morphology", "lexicon_generated", "lexicon", "frames", "french", "realizer", "syntax", "parser_phrases", "parser",
+    "sampler_core", "sampler_constructions", "corpus", "constructions", "suggest")]
 TRAINING_ORDER = ["transformer.training.cores", "transformer.training.recipe",
                   "transformer.training.run", "transformer.training.setup",
                   "transformer.training.loop", "transformer.training.cli"]
@@ -47,7 +50,7 @@ OWNERS = {  # a file name of an on-disk format -> the one module that spells it
     "pairs.tsv": "transformer/data/corpora/debian.py",
 }
 MAX_LINES = 400
-DATA_TABLES = {"transformer/data/corpora/teaching_lexicon.py", "transformer/data/corpora/teaching_lexicon_more.py"}
+DATA_TABLES = {"transformer/data/corpora/teaching/lexicon.py", "transformer/data/corpora/teaching/lexicon_generated.py"}
 
 
 def module_name(path: Path) -> str:
@@ -107,7 +110,7 @@ def test_every_module_is_in_a_layer_and_imports_only_its_own_or_lower_layers():
     assert not upward, "imports that run upward:\n" + "\n".join(sorted(upward))
 
 
-@pytest.mark.parametrize("order", [DATA_ORDER, TRAINING_ORDER], ids=["data", "training"])
+@pytest.mark.parametrize("order", [DATA_ORDER, TEACHING_ORDER, TRAINING_ORDER], ids=["data", "teaching", "training"])
 def test_inside_a_layer_the_lower_modules_never_import_the_higher(order):
     upward = [f"{a} imports {b}" for a, targets in GRAPH.items() for b in targets
               if rank(a, order) is not None and rank(b, order) is not None and rank(b, order) > rank(a, order)]
@@ -175,3 +178,13 @@ def test_old_entry_points_still_work():
     from transformer.translate import Translator
 
     assert Translator is translate.Translator and main is cli.main
+
+
+def test_the_teaching_package_lists_each_of_its_modules_once_in_import_order():
+    """Its `__init__` docstring is the map a newcomer reads: every module, in TEACHING_ORDER, which the test above
+    holds to the imports."""
+    package = PACKAGE / "data" / "corpora" / "teaching"
+    listed = re.findall(r"^    ([a-z_]+) {2,}\S", ast.get_docstring(ast.parse((package / "__init__.py").read_text())),
+                        re.M)
+    assert [f"transformer.data.corpora.teaching.{name}" for name in listed] == TEACHING_ORDER
+    assert sorted(listed) == sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__")

@@ -252,7 +252,7 @@ def test_the_animation_keeps_its_title_below_the_toolbar_and_its_slider_off_play
 def test_readme_home_and_examples_say_what_ships(monkeypatch, tmp_path):  # item 17
     shipped = [p for p in SHIPPED.iterdir() if (p / "config.json").is_file()]
     numbers = {3: "Three", 4: "Four", 5: "Five", 6: "Six"}
-    assert f"{numbers[len(shipped)]} trained models ship" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"{numbers[len(shipped)]} trained models ship" in (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
     at = app(monkeypatch, tmp_path, SHIPPED)
     at.run()
     intro = at.markdown[0].value

@@ -21,13 +21,15 @@ LAYERS = [  # (layer name, module prefixes)
     ("decoding", ("transformer.decoding",)),
     ("explain", ("transformer.explain",)),
     ("training", ("transformer.training",)),
-    # the installed commands and the old module paths (one-line re-exports) sit above everything
-    ("entry points", ("transformer.cli", "transformer.translate", "transformer.train", "transformer.evaluate",
-                      "transformer.corpora")),
+    # the installed commands and the old module paths (one-line re-exports; tests/test_old_paths.py) sit above
+    ("entry points", ("transformer.cli", "transformer.translate", "transformer.train", "transformer.evaluate")),
 ]
 # Inside data the order matters too: the loaders read words, the spec reads two loaders, load reads them all.
 DATA_ORDER = ["transformer.data.words", "transformer.data.tokenizer", "transformer.data.corpora",
               "transformer.data.spec", "transformer.data.load"]
+TEACHING_ORDER = [f"transformer.data.corpora.teaching.{name}" for name in (  # as its __init__ lists them
+    "morphology", "lexicon_generated", "lexicon", "frames", "french", "realizer", "syntax", "parser_phrases", "parser",
+    "sampler_core", "sampler_constructions", "corpus", "constructions", "suggest")]
 TRAINING_ORDER = ["transformer.training.cores", "transformer.training.recipe",
                   "transformer.training.run", "transformer.training.setup",
                   "transformer.training.loop", "transformer.training.cli"]
@@ -47,7 +49,7 @@ OWNERS = {  # a file name of an on-disk format -> the one module that spells it
     "pairs.tsv": "transformer/data/corpora/debian.py",
 }
 MAX_LINES = 400
-DATA_TABLES = {"transformer/data/corpora/teaching_lexicon.py", "transformer/data/corpora/teaching_lexicon_more.py"}
+DATA_TABLES = {"transformer/data/corpora/teaching/lexicon.py", "transformer/data/corpora/teaching/lexicon_generated.py"}
 
 
 def module_name(path: Path) -> str:
@@ -107,7 +109,7 @@ def test_every_module_is_in_a_layer_and_imports_only_its_own_or_lower_layers():
     assert not upward, "imports that run upward:\n" + "\n".join(sorted(upward))
 
 
-@pytest.mark.parametrize("order", [DATA_ORDER, TRAINING_ORDER], ids=["data", "training"])
+@pytest.mark.parametrize("order", [DATA_ORDER, TEACHING_ORDER, TRAINING_ORDER], ids=["data", "teaching", "training"])
 def test_inside_a_layer_the_lower_modules_never_import_the_higher(order):
     upward = [f"{a} imports {b}" for a, targets in GRAPH.items() for b in targets
               if rank(a, order) is not None and rank(b, order) is not None and rank(b, order) > rank(a, order)]
@@ -168,10 +170,11 @@ def test_no_module_over_400_lines_but_data_tables():
     assert not long, long
 
 
-def test_old_entry_points_still_work():
-    from transformer.decoding import translate
-    from transformer.train import main
-    from transformer.training import cli
-    from transformer.translate import Translator
-
-    assert Translator is translate.Translator and main is cli.main
+def test_the_teaching_package_lists_each_of_its_modules_once_in_import_order():
+    """Its `__init__` docstring is the map a newcomer reads: every module, in TEACHING_ORDER, which the test above
+    holds to the imports."""
+    package = PACKAGE / "data" / "corpora" / "teaching"
+    listed = re.findall(r"^    ([a-z_]+) {2,}\S", ast.get_docstring(ast.parse((package / "__init__.py").read_text())),
+                        re.M)
+    assert [f"transformer.data.corpora.teaching.{name}" for name in listed] == TEACHING_ORDER
+    assert sorted(listed) == sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__")

@@ -129,7 +129,7 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
 def words_known(metadata: dict | None = None) -> None:
     """The lexicon of the teaching grammar the model was trained on, searchable, so that students type sentences
     the model can translate."""
-    from transformer.data.corpora.teaching_suggest import search_vocabulary
+    from transformer.data.corpora.teaching.suggest import search_vocabulary
     from transformer.data.spec import CorpusSpec
 
     grammar = CorpusSpec.from_dict(metadata["corpus"]).grammar if metadata and is_teaching(metadata) else None

@@ -1,5 +1,5 @@
 """The teaching model's help for a sentence outside its grammar: the nearest sentence the grammar has, one click
-away (transformer.data.corpora.teaching_suggest does the search)."""
+away (transformer.data.corpora.teaching.suggest does the search)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
-from transformer.data.corpora.teaching_suggest import nearest_sentence
+from transformer.data.corpora.teaching.suggest import nearest_sentence
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

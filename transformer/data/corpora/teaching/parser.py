@@ -5,16 +5,15 @@ time), loosely: it does not check agreement. A candidate is accepted only if it 
 writes exactly the input words back, so agreement ("the dogs eats"), a/an and word order are checked by the
 same code that generates the corpus, and `parse(realize(c).src)` gives a frame realizing the same pair.
 Contractions ("doesn't", "I'm", "she's") are expanded first and the frame remembers them; noun phrases
-(possessives, compounds, coordination, relative clauses) are in `teaching_parser_np`.
+(possessives, compounds, coordination, relative clauses) are in `parser_phrases`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from transformer.data.corpora.teaching_frames import Clause, NounPhrase, PrepPhrase
-from transformer.data.corpora.teaching_grammar import realize
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.frames import Clause, NounPhrase, PrepPhrase
+from transformer.data.corpora.teaching.lexicon import (
     ADJECTIVE,
     IDIOMS,
     NUMBER,
@@ -24,8 +23,17 @@ from transformer.data.corpora.teaching_lexicon import (
     WEATHER_ADJECTIVES,
     WH_WORDS,
 )
-from transformer.data.corpora.teaching_parser_np import BE_WILL, VerbGroup, after_be, at, declarative_verb, forms, nps
-from transformer.data.corpora.teaching_syntax import valid
+from transformer.data.corpora.teaching.parser_phrases import (
+    BE_WILL,
+    VerbGroup,
+    after_be,
+    at,
+    declarative_verb,
+    forms,
+    nps,
+)
+from transformer.data.corpora.teaching.realizer import realize
+from transformer.data.corpora.teaching.syntax import valid
 from transformer.data.words import words
 
 _PLACE_PREPOSITIONS = [tuple(p.split()) for p in PREPOSITIONS if p != "to"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from transformer.data.corpora.teaching_frames import Clause, NounPhrase
-from transformer.data.corpora.teaching_grammar import realize
+from transformer.data.corpora.teaching.frames import Clause, NounPhrase
+from transformer.data.corpora.teaching.realizer import realize
 
 CONSTRUCTIONS = ("plain", "negation", "yes/no question", "contraction", "object pronoun", "question word",
                  "imperative", "frequency adverb", "coordination", "avoir idiom", "age", "il y a", "weather",

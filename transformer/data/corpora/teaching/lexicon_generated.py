@@ -2,8 +2,8 @@
 hand: regenerate) from FreeDict (GPL-2+), Lefff (LGPL-LR, through the npm packages
 french-words-gender-lefff and french-verbs-lefff) and WordNet 3.0 (Princeton WordNet licence), with the
 script's hand-picked foods,
-adjectives and verbs. Nouns one a line as in teaching_lexicon.NOUNS; verbs as in teaching_lexicon.VERBS;
-adjectives as in teaching_lexicon.ADJECTIVES; French conjugations (present je tu il nous ils, future,
+adjectives and verbs. Nouns one a line as in lexicon.NOUNS; verbs as in lexicon.VERBS;
+adjectives as in lexicon.ADJECTIVES; French conjugations (present je tu il nous ils, future,
 participle) from Lefff.
 """
 

@@ -1,7 +1,7 @@
 """The teaching grammar's typed frames: a `Clause` of noun phrases, and the `AlignedPair` it realizes into.
 
 A frame says what a sentence is (kind, subject, verb, tense, negation, question word, object...), never how it
-is spelled; `teaching_grammar.realize` writes both languages from it. Grammar 1 (the corpus of the shipped
+is spelled; `realizer.realize` writes both languages from it. Grammar 1 (the corpus of the shipped
 teaching model) uses only the fields that existed then; grammar 2 adds the others, each defaulting to "absent".
 """
 

@@ -1,7 +1,7 @@
 """The teaching grammar's lexicon: everyday English lemmas with their French, gender and selection flags.
 
 Nouns are written one a line, `english[,plural] french[,plural] gender flags`, "_" standing for a space.
-Plurals not given follow the regular rules of `teaching_morphology`. Flags:
+Plurals not given follow the regular rules of `morphology`. Flags:
   mass       uncountable (takes the partitive: du pain, de l'eau; never plural)
   @in @at @on  a place's own locative preposition ("in the kitchen", "at the station", "on the beach");
              "@on:à" gives its French when it is not the usual one ("on the farm" -> "à la ferme")
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer.data.corpora.teaching_lexicon_more import ADJECTIVES_2, CONJUGATIONS, NOUNS_2, VERBS_MORE
-from transformer.data.corpora.teaching_morphology import (
+from transformer.data.corpora.teaching.lexicon_generated import ADJECTIVES_2, CONJUGATIONS, NOUNS_2, VERBS_MORE
+from transformer.data.corpora.teaching.morphology import (
     english_ing,
     english_past,
     english_plural,

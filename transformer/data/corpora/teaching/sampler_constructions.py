@@ -1,15 +1,16 @@
-"""Grammar 2's random frames: grammar 1's sentences over the larger lexicon, plus object pronouns, question
-words, imperatives, frequency adverbs, coordination, idioms (avoir faim, N ans, il y a, il pleut, aller +
-infinitive, venir de), reflexive verbs, possessives and compounds, relative clauses, English contractions.
-Each construction keeps the sense restrictions of grammar 1 (a verb's subjects and objects, an adjective's nouns).
+"""Grammar 2's random frames (`ConstructionSampler`): grammar 1's core clauses over the larger lexicon, plus
+object pronouns, question words, imperatives, frequency adverbs, coordination, idioms (avoir faim, N ans, il y a,
+il pleut, aller + infinitive, venir de), reflexive verbs, possessives and compounds, relative clauses, English
+contractions. Each construction keeps the sense restrictions of grammar 1 (a verb's subjects and objects, an
+adjective's nouns).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from transformer.data.corpora.teaching_frames import BE_TENSES, Clause, NounPhrase, PrepPhrase
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.frames import BE_TENSES, Clause, NounPhrase, PrepPhrase
+from transformer.data.corpora.teaching.lexicon import (
     ADVERBS,
     COMPOUNDS,
     IDIOMS,
@@ -22,7 +23,7 @@ from transformer.data.corpora.teaching_lexicon import (
     WEATHER_ADJECTIVES,
     selects,
 )
-from transformer.data.corpora.teaching_sampler import _LOCATED, _TENSES, Sampler, pick
+from transformer.data.corpora.teaching.sampler_core import _LOCATED, _TENSES, CoreSampler, pick
 
 _CONSTRUCTIONS = {"base": 34, "pronoun": 7, "wh": 9, "imperative": 7, "adverb": 5, "coordination": 4,
                   "idiom": 4, "age": 2, "there": 4, "weather": 2, "going": 4, "just": 3, "refl": 5,
@@ -35,7 +36,7 @@ _PEOPLE = frozenset({"people", "family"})
 _LEXICAL = ("trans", "intr", "motion", "give", "refl")
 
 
-class Sampler2(Sampler):
+class ConstructionSampler(CoreSampler):
     def clause(self) -> Clause:
         construction = pick(self.rng, _CONSTRUCTIONS)
         c = super().clause() if construction == "base" else getattr(self, "_" + construction)()
@@ -266,5 +267,5 @@ class Sampler2(Sampler):
         return replace(c, **{host: replace(np, rel=rel, det="the" if np.det in ("", "some", "any") else np.det)})
 
 
-def rng_kind(sampler: Sampler2) -> str:
+def rng_kind(sampler: ConstructionSampler) -> str:
     return pick(sampler.rng, {"trans": 45, "intr": 20, "motion": 20, "refl": 15})

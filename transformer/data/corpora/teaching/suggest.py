@@ -15,8 +15,8 @@ import difflib
 from collections.abc import Iterator, Sequence
 from itertools import combinations, islice
 
-from transformer.data.corpora.teaching import align, vocabulary
-from transformer.data.corpora.teaching_lexicon import ADJECTIVE, NOUN, VERB
+from transformer.data.corpora.teaching.corpus import align, vocabulary
+from transformer.data.corpora.teaching.lexicon import ADJECTIVE, NOUN, VERB
 from transformer.data.words import words
 
 _FUNCTION = set("""the a an some any this these my your his her our their i you he she we they it me him us them

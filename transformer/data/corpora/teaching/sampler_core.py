@@ -1,6 +1,7 @@
 """Random frames for the teaching corpus, with sense restrictions: verbs get the subjects and objects they
-select, adjectives suit their nouns. `Sampler` draws grammar 1's frames (the shipped teaching model's corpus,
-reproduced draw for draw over grammar 1's lexicon); `teaching_sampler2.Sampler2` adds grammar 2's constructions.
+select, adjectives suit their nouns. `CoreSampler` draws grammar 1's core clauses (the first teaching model's
+corpus, reproduced draw for draw over grammar 1's lexicon); `sampler_constructions.ConstructionSampler` draws
+grammar 2's: these core clauses over the larger lexicon, plus its constructions.
 """
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-from transformer.data.corpora.teaching_frames import BE_TENSES, Clause, NounPhrase, PrepPhrase
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.frames import BE_TENSES, Clause, NounPhrase, PrepPhrase
+from transformer.data.corpora.teaching.lexicon import (
     ADJECTIVE,
     NOUN,
     NUMBER,
@@ -72,7 +73,7 @@ def pick(rng: random.Random, weights: dict[str, int]) -> str:
     return rng.choices(list(weights), list(weights.values()))[0]
 
 
-class Sampler:
+class CoreSampler:
     """Grammar 1's frames. `banned` combinations are never drawn; a `force`d one is used wherever its noun fits."""
 
     def __init__(self, view: View, rng: random.Random, banned: frozenset[tuple[str, str]],

@@ -5,14 +5,14 @@ auxiliary, "not", the lexical verb...); each French word is then written with th
 so links come from the grammar, never from guessing. Inside a construction that does not align word for word
 (avoir faim, il y a, va manger, vient de manger, il fait froid) the grammar gives the sure links and marks the
 rest of the block possible. A last pass applies French elision and contraction (le -> l', à le -> au).
-Words are those of `transformer.data.words`; frames in `teaching_frames`, noun phrases in `teaching_french`.
+Words are those of `transformer.data.words`; frames in `frames`, noun phrases in `french`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from transformer.data.corpora.teaching_frames import (
+from transformer.data.corpora.teaching.frames import (
     BE_TENSES,
     INDEFINITE,
     KINDS,
@@ -22,7 +22,7 @@ from transformer.data.corpora.teaching_frames import (
     NounPhrase,
     PrepPhrase,
 )
-from transformer.data.corpora.teaching_french import (
+from transformer.data.corpora.teaching.french import (
     English,
     Fr,
     agreement,
@@ -32,7 +32,7 @@ from transformer.data.corpora.teaching_french import (
     noun_phrase,
     sound,
 )
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.lexicon import (
     ADJECTIVE,
     ADVERBS,
     IDIOMS,
@@ -48,7 +48,7 @@ from transformer.data.corpora.teaching_lexicon import (
     WEATHER_ADJECTIVES,
     WH_WORDS,
 )
-from transformer.data.corpora.teaching_morphology import (
+from transformer.data.corpora.teaching.morphology import (
     french_conjugation,
     french_imperative,
     french_imperfect,

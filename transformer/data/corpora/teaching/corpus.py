@@ -1,6 +1,6 @@
 """A generated English -> French teaching corpus of everyday sentences, with gold word alignments.
 
-Every pair comes from a typed frame (`teaching_grammar.Clause`) realized into English, French and the links
+Every pair comes from a typed frame (`frames.Clause`) realized into English, French and the links
 between their words at once, so the links are the grammar's, not guessed. `align` parses any English sentence
 of the grammar back into its frame. See docs/teaching-corpus.md for the lexicon, phenomena and link conventions.
 
@@ -14,9 +14,8 @@ import functools
 import random
 from dataclasses import dataclass
 
-from transformer.data.corpora.teaching_frames import GRAMMAR, GRAMMARS, AlignedPair, Clause, NounPhrase
-from transformer.data.corpora.teaching_grammar import realize
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.frames import GRAMMAR, GRAMMARS, AlignedPair, Clause, NounPhrase
+from transformer.data.corpora.teaching.lexicon import (
     ADJECTIVE,
     ADVERBS,
     DAYS,
@@ -30,10 +29,11 @@ from transformer.data.corpora.teaching_lexicon import (
     VERB,
     WH_WORDS,
 )
-from transformer.data.corpora.teaching_parser import parse
-from transformer.data.corpora.teaching_sampler import Sampler, View
-from transformer.data.corpora.teaching_sampler2 import Sampler2
-from transformer.data.corpora.teaching_syntax import valid
+from transformer.data.corpora.teaching.parser import parse
+from transformer.data.corpora.teaching.realizer import realize
+from transformer.data.corpora.teaching.sampler_constructions import ConstructionSampler
+from transformer.data.corpora.teaching.sampler_core import CoreSampler, View
+from transformer.data.corpora.teaching.syntax import valid
 from transformer.data.words import format_links, parse_links, words
 
 __all__ = ["GRAMMAR", "GRAMMARS", "TEACHING_SIZES", "AlignedPair", "TeachingCorpus", "align", "build_teaching_corpus",
@@ -108,7 +108,7 @@ def combinations(c: Clause) -> set[tuple[str, str]]:
 
 def _sample(view: View, rng: random.Random, banned: frozenset[tuple[str, str]],
             force: tuple[str, str] | None) -> AlignedPair:
-    sampler = Sampler if view.grammar == 1 else Sampler2
+    sampler = CoreSampler if view.grammar == 1 else ConstructionSampler
     for _ in range(1000):
         c = sampler(view, rng, banned, force).clause()
         found = combinations(c)

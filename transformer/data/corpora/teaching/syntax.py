@@ -6,7 +6,7 @@ generator draws only these, with sense restrictions on top (a verb's subjects an
 
 from __future__ import annotations
 
-from transformer.data.corpora.teaching_frames import (
+from transformer.data.corpora.teaching.frames import (
     BE_KINDS,
     BE_TENSES,
     IMPERATIVES,
@@ -18,7 +18,7 @@ from transformer.data.corpora.teaching_frames import (
     NounPhrase,
     PrepPhrase,
 )
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.lexicon import (
     ADJECTIVE,
     ADVERBS,
     COMPOUNDS,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from transformer.data.corpora.teaching_frames import Clause, NounPhrase
-from transformer.data.corpora.teaching_lexicon import (
+from transformer.data.corpora.teaching.frames import Clause, NounPhrase
+from transformer.data.corpora.teaching.lexicon import (
     ADJECTIVE,
     ADVERBS,
     COMPOUNDS,

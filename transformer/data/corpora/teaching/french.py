@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from transformer.data.corpora.teaching_frames import INDEFINITE, NounPhrase
-from transformer.data.corpora.teaching_lexicon import ADJECTIVE, COMPOUNDS, NOUN, NUMBER, POSSESSIVES, PRONOUNS
-from transformer.data.corpora.teaching_morphology import english_an, french_vowel_initial
+from transformer.data.corpora.teaching.frames import INDEFINITE, NounPhrase
+from transformer.data.corpora.teaching.lexicon import ADJECTIVE, COMPOUNDS, NOUN, NUMBER, POSSESSIVES, PRONOUNS
+from transformer.data.corpora.teaching.morphology import english_an, french_vowel_initial
 from transformer.data.words import words
 
 _CONTRACTIONS = {("à", "le"): "au", ("à", "les"): "aux", ("de", "le"): "du", ("de", "les"): "des"}

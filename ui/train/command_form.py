@@ -1,0 +1,337 @@
+"""The Train page's pieces: the form that builds a training command, and the live view of one run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer.data.corpora.bible import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION
+from transformer.data.corpora.mix import format_mix_arg
+from transformer.data.corpora.tsv import tsv_kind
+from transformer.runs import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
+from transformer.training.recipe import PRESETS
+from ui.shared import gold_alignment, heatmaps, training_curves, training_jobs
+from ui.shared.models import ModelChoice, find_models
+from ui.shared.teaching_model import probe_gold_cells
+from ui.shared.text import code, plain
+from ui.shared.widgets import chart, open_model
+
+TEACHING = "Teaching (generated, en → fr)"
+MIX = "Mix of corpora"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    args: list[str]  # the training CLI's corpus flags
+    upload: bytes | None = None  # an uploaded TSV (checked): start_run saves it into the run, adds --path
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        """(source, target) codes the flags ask for (the CLI's defaults: en, fr)."""
+        flags = dict(zip(self.args, self.args[1:]))
+        return flags.get("--src", "en"), flags.get("--tgt", "fr")
+
+
+def _checked(check, *values: str) -> bool:
+    """check(*values), or False after showing its message."""
+    try:
+        check(*values)
+    except ValueError as e:
+        st.error(plain(e))
+        return False
+    return True
+
+
+def _file_args(path) -> list[str]:
+    """--corpus and --path for a file: the Debian corpus's four columns, or source<TAB>target."""
+    return ["--corpus", tsv_kind(path), "--path", str(path)]
+
+
+def _tsv(src: str, tgt: str) -> Corpus | None:
+    """An upload, a file of the data folder, or (EXPLORER_ANY_TSV_PATH=1 only) any path on this machine."""
+    base = ["--src", src, "--tgt", tgt]
+    upload = st.file_uploader("Sentence pairs, one `source<TAB>target` per line (UTF-8)", type=["tsv", "txt"],
+                              key="train_upload", help=f"At most {training_jobs.MAX_TSV_BYTES // 2**20} MB and "
+                              f"{training_jobs.MAX_TSV_LINES:,} lines; checked before anything is written.")
+    if upload is not None:
+        data = upload.getvalue()
+        if not _checked(training_jobs.check_tsv, data):
+            return None
+        st.caption(f"{training_jobs.check_tsv(data):,} sentence pairs; saved into the run when it starts.")
+        return Corpus(["--corpus", "tsv", *base], data)
+    files = training_jobs.data_files()
+    if files:
+        name = st.selectbox(f"…or a file of the data folder {code(training_jobs.data_dir())}", ["", *files],
+                            key="train_data_file", format_func=lambda f: f or "—")
+        if name:
+            return Corpus([*base, *_file_args(training_jobs.data_file(name))])
+    else:
+        st.caption(f"Files put into {code(training_jobs.data_dir())} (.tsv or .txt) can be picked here too.")
+    if training_jobs.any_tsv_path():  # a trusted single user: see README, "Limits and security"
+        path = st.text_input("…or a TSV path on this machine", key="train_tsv_path")
+        if path:
+            return Corpus([*base, "--corpus", "tsv", "--path", path])
+    return None
+
+
+def _languages(key: str) -> tuple[str, str]:
+    langs = sorted(DEFAULT_BIBLE_TRANSLATION)
+    c1, c2 = st.columns(2)
+    return (c1.selectbox("Source language", langs, index=langs.index("en"), key=f"{key}_src"),
+            c2.selectbox("Target language", langs, index=langs.index("fr"), key=f"{key}_tgt"))
+
+
+def _translations(container, lang: str, side: str, key: str) -> str | None:
+    """The chosen Bible translations of `lang`, comma-separated ("k,2"), or None when none is chosen."""
+    codes = [c for c, (language, _) in BIBLE_TRANSLATIONS.items() if language == lang]
+    chosen = container.multiselect(f"{side} translations", codes, default=[DEFAULT_BIBLE_TRANSLATION[lang]],
+                                   key=f"{key}_{lang}", format_func=lambda c: BIBLE_TRANSLATIONS[c][1],
+                                   help="Train pairs every chosen source version with every chosen target version "
+                                   "of a verse; dev and test use the first of each, in the order chosen.")
+    return ",".join(chosen) or None
+
+
+def _bible(src: str, tgt: str, key: str) -> tuple[str, str] | None:
+    """The chosen (source, target) Bible translation codes, or None after a warning when a side has none."""
+    c1, c2 = st.columns(2)
+    codes = _translations(c1, src, "Source", f"{key}_src"), _translations(c2, tgt, "Target", f"{key}_tgt")
+    if None in codes:
+        st.warning("Choose at least one Bible translation on each side.")
+        return None
+    return codes
+
+
+def _weighted(label: str, key: str, value: bool = True) -> float | None:
+    """A part of the mix: a checkbox and its weight; the weight, or None when the part is left out."""
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    if not c1.checkbox(label, value=value, key=f"{key}_on"):
+        return None
+    return c2.number_input(f"Weight of {label}", 0.1, 100.0, 1.0, step=0.5, key=f"{key}_weight")
+
+
+def _mix() -> Corpus | None:
+    """Corpora of one language pair, each with a weight: its share of every epoch's training pairs."""
+    src, tgt = _languages("train_mix")
+    parts: list[tuple[str, str, float]] = []  # (shown name, --mix argument, weight)
+    weight = _weighted("Bible", "train_mix_bible")
+    codes = _bible(src, tgt, "train_mix_bible") if weight else None
+    if weight and codes:
+        parts.append(("Bible", format_mix_arg("bible", "/".join(codes), weight), weight))
+    if (src, tgt) == ("en", "fr"):
+        weight = _weighted("Teaching corpus", "train_mix_teaching", value=False)
+        if weight:
+            parts.append(("teaching", format_mix_arg("teaching", weight=weight), weight))
+    files = training_jobs.data_files()
+    chosen = st.multiselect(f"Files of the data folder {code(training_jobs.data_dir())}", files, key="train_mix_files",
+                            help="source<TAB>target files, or the Debian corpus's (its own dev and test)") \
+        if files else []
+    for name in chosen:
+        path = training_jobs.data_file(name)
+        weight = st.number_input(f"Weight of {name}", 0.1, 100.0, 1.0, step=0.5, key=f"train_mix_file_{name}")
+        parts.append((name, format_mix_arg(tsv_kind(path), str(path), weight), weight))
+    if not parts:
+        st.warning("Choose at least one part of the mix.")
+        return None
+    total = sum(w for _, _, w in parts)
+    st.caption("Shares of each epoch's training pairs: " + ", ".join(f"{plain(name)} {w / total:.0%}"
+                                                                    for name, _, w in parts) +
+               ". Dev mixes up to 1,000 pairs of all parts; each part's test is scored apart "
+               "(`python -m transformer.evaluate --part`).")
+    return Corpus(["--src", src, "--tgt", tgt, *(a for _, arg, _ in parts for a in ("--mix", arg))])
+
+
+def corpus_args() -> Corpus | None:
+    """Corpus widgets; the CLI flags for the choice, or None (after a message where one is due) when incomplete."""
+    kind = st.radio("Corpus", [TEACHING, "Bible", MIX, "TSV file", "Hugging Face dataset"], horizontal=True,
+                    key="train_corpus", help="Teaching: everyday English -> French sentences from a generated grammar "
+                    "with gold word alignments, so the charts show how well each head aligns (AER). Mix: several "
+                    "corpora of one language pair, each with a weight.")
+    if kind == TEACHING:
+        return Corpus(["--corpus", "teaching"])
+    if kind == "Bible":
+        src, tgt = _languages("train_bible")
+        codes = _bible(src, tgt, "train_bible")
+        return None if codes is None else Corpus(["--corpus", "bible", "--src", src, "--tgt", tgt,
+                                                  "--src-translation", codes[0], "--tgt-translation", codes[1]])
+    if kind == MIX:
+        return _mix()
+    c1, c2, c3 = st.columns(3)
+    src = c1.text_input("Source language code", "en", key="train_src")
+    tgt = c2.text_input("Target language code", "fr", key="train_tgt")
+    if not (_checked(training_jobs.check_language_code, src) and _checked(training_jobs.check_language_code, tgt)):
+        return None
+    if kind == "TSV file":
+        return _tsv(src, tgt)
+    hf_name = c3.text_input("Dataset name", "opus_books", key="train_hf_name",
+                            help="A dataset of the Hugging Face Hub, downloaded by the server.")
+    hf_config = c3.text_input("Config", "en-fr", key="train_hf_config")
+    if not _checked(training_jobs.check_hf_name, hf_name, hf_config):
+        return None
+    return Corpus(["--corpus", "hf", "--src", src, "--tgt", tgt, "--hf-name", hf_name] + (
+        ["--hf-config", hf_config] if hf_config else []))
+
+
+def _start_from(corpus: Corpus | None) -> ModelChoice | None:
+    """A trained model to fine-tune (--init-from), or None for a new one with random weights."""
+    choices = {c.path: c for c in find_models()}
+    path = st.selectbox("Start from", ["", *choices], key="train_init",
+                        format_func=lambda p: choices[p].label if p else "a new model (random weights)",
+                        help="Fine-tune a trained model on the corpus above: it keeps its weights, architecture "
+                        "and vocabulary, so only the training settings below apply.")
+    if not path:
+        return None
+    pair = choices[path].languages
+    if corpus is not None and pair is not None and pair != corpus.languages:
+        st.warning(f"{plain(choices[path].label)} translates {pair[0]} → {pair[1]}, the corpus "
+                   f"{corpus.languages[0]} → {corpus.languages[1]}: its vocabulary was not made for that pair.")
+    return choices[path]
+
+
+def model_args(corpus: Corpus | None = None) -> list[str]:
+    """Start from (a new model or a trained one), preset and main hyperparameters; each preset keeps its own widget
+    values (its defaults differ). A fine-tuned model keeps its architecture and vocabulary: no fields for them."""
+    start = _start_from(corpus)
+    preset = st.selectbox("Preset", list(PRESETS), key="train_preset",
+                          help="tiny: minutes on a CPU; small: the shipped model's size, about 70 minutes on 2 CPU "
+                               "cores; base: the paper's base model.")
+    p = PRESETS[preset]
+    c1, c2, c3, c4 = st.columns(4)
+    values = {
+        "--max-steps": c1.number_input("Steps", 1, 1_000_000, p["train"]["max_steps"], key=f"train_steps_{preset}"),
+        "--lr": c2.number_input("Peak learning rate", 1e-5, 1e-1, p["train"]["lr"], format="%.4f",
+                                key=f"train_lr_{preset}"),
+        "--d-model": c3.number_input("d_model", 16, 2048, p["model"]["d_model"], step=16, key=f"train_d_{preset}",
+                                     disabled=start is not None),
+        "--layers": c4.number_input("Layers (each stack)", 1, 12, p["model"]["n_encoder_layers"],
+                                    key=f"train_l_{preset}", disabled=start is not None),
+        "--vocab-size": c1.number_input("Vocabulary size", 100, 64_000, p["tokenizer"]["vocab_size"],
+                                        key=f"train_v_{preset}", disabled=start is not None),
+        "--max-tokens": c2.number_input("Tokens per batch", 64, 100_000, p["train"]["max_tokens"],
+                                        key=f"train_t_{preset}"),
+        "--eval-every": c3.number_input("Evaluate every (steps)", 1, 100_000, p["train"]["eval_every"],
+                                        key=f"train_e_{preset}"),
+    }
+    device = c4.radio("Device", ["auto", "cpu", "cuda"], horizontal=True, key="train_device",
+                      format_func={"auto": "auto", "cpu": "CPU", "cuda": "GPU"}.get)
+    values["--save-every"] = values["--eval-every"]
+    values["--log-every"] = max(1, min(p["train"]["log_every"], values["--eval-every"]))
+    args = ["--preset", preset, "--device", device]
+    if start is not None:
+        args += ["--init-from", start.path]
+        for flag in ("--d-model", "--layers", "--vocab-size"):
+            del values[flag]
+    for flag, value in values.items():
+        args += [flag, str(value)]
+    threads = st.number_input("CPU threads (0: all)", 0, 256, 0, key="train_threads")
+    return args + (["--threads", str(threads)] if threads else [])
+
+
+def _charts(records: list[dict]) -> None:
+    st.altair_chart(training_curves.training_curves(records), width="content", key="train_curves")
+    st.caption("Loss, dev BLEU / chrF and learning rate on one step axis: hover a panel to read every curve at "
+               "that step.")
+    c1, c2 = st.columns(2)
+    chart(c1, heatmaps.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
+          filename="tokens-per-second")
+    aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
+    if aer_keys:  # a corpus with gold word links (the teaching corpus)
+        chart(c2, heatmaps.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
+                                        title="dev alignment error rate % (lower is better)"),
+              key="train_aer_chart", filename="dev-aer")
+        chart(c1, heatmaps.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
+              key="train_exact_chart", filename="dev-exact-match")
+
+
+def _probes(root) -> None:
+    steps = probe_steps(root)
+    if not steps:
+        st.caption("The probe sentence's attention appears here after the first evaluation.")
+        return
+    index = st.slider("Snapshot", 0, len(steps) - 1, len(steps) - 1, format="%d",
+                      help="One snapshot per evaluation; moves to the newest when a new one arrives.") \
+        if len(steps) > 1 else 0
+    snapshot = read_probe_snapshot(root, steps[index])
+    if snapshot is None or not snapshot.probes:
+        st.caption("This snapshot cannot be read.")
+        return
+    record = snapshot.probes[0]
+    cross = read_probe_maps(root, steps[index])["cross"][-1].mean(0).numpy()  # (T, S): last layer, mean of heads
+    st.markdown(f"**Step {steps[index]}.** {plain(record.source)} → *{plain(record.translation) or '∅'}*")
+    fig = heatmaps.attention_heatmap(cross, record.tgt_pieces, record.src_pieces,
+                                    title="cross-attention, last layer, mean of heads",
+                                    query_name="target query", key_name="source key")
+    cells = probe_gold_cells(record)
+    if cells:
+        gold_alignment.add_gold_links(fig, cells)
+        st.caption("Red squares: the teaching grammar's gold links, shown once the model's output is the "
+                   "grammar's French.")
+    chart(st, fig, key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
+
+
+def _controls(info: training_jobs.RunInfo) -> None:
+    c1, c2, c3 = st.columns(3)
+    if info.active and c1.button("Stop (saves a checkpoint)", key="train_stop"):
+        training_jobs.stop_run(info.root)
+        st.toast("Stopping: the run saves a checkpoint first.")
+    latest = RunFiles(info.root).checkpoint("latest")
+    if not info.active and latest.is_dir():
+        more = c2.number_input("Resume until step", info.step + 1, 10_000_000, training_jobs.resume_target(info),
+                               key=f"train_more_{info.name}_{info.max_steps}")
+        if c2.button("Resume", key="train_resume"):
+            try:
+                training_jobs.resume_run(info.root, int(more))
+            except ValueError as e:
+                st.error(str(e))
+    best = RunFiles(info.root).checkpoint("best")
+    target = best if best.is_dir() else latest
+    if target.is_dir() and c3.button("Open in the explorer", key="train_open"):
+        open_model(str(target))
+        st.switch_page("pages/1_Translate.py")
+
+
+SETUP_NAMES = {"self_attention": "self-attention"}
+
+
+def _setup(choices: tuple[training_jobs.SetupChoice, ...]) -> None:
+    """How the run computes: its precision in one line, every decision with its reason in an expander."""
+    if not choices:
+        return
+    by_name = {c.name: c for c in choices}
+    if "precision" in by_name:
+        precision = by_name["precision"]
+        st.caption(f"Precision **{plain(precision.value)}**: {plain(precision.reason)}.")
+    with st.expander("How this run computes, and why"):
+        st.markdown("\n".join(f"- **{SETUP_NAMES.get(c.name, c.name)}**: {plain(c.value)} ({plain(c.reason)})"
+                               for c in choices))
+
+
+@st.fragment(run_every=2)
+def live_run(root) -> None:
+    """Status, progress, curves and probe attention of one run, redrawn every 2 s."""
+    info = training_jobs.run_info(root)
+    seen = st.session_state.setdefault("train_seen_state", {})
+    previous, seen[info.name] = seen.get(info.name), info.state
+    if previous is not None and previous != info.state:
+        st.rerun(scope="app")  # the buttons and the Run box outside this fragment show the state too
+    records = read_metrics(RunFiles(root).metrics)
+    st.markdown(f"**Run {code(info.name)}: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
+    if info.state in ("crashed", "failed"):
+        st.error(f"Training {info.state}: {plain(info.error or 'no error recorded')}")
+        st.code(training_jobs.log_tail(root) or "(empty log)", language="text")
+    if info.max_steps:
+        eta = training_jobs.eta_seconds(records, info.max_steps)
+        left = f", about {eta / 60:.1f} min left" if eta and info.active else ""
+        text = f"step {info.step} / {info.max_steps}{left}"
+        st.progress(min(info.step / info.max_steps, 1.0), text=text)
+    elif info.state == "starting":
+        st.progress(0.0, text="starting: loading the corpus and training the tokenizer…")
+    _setup(info.setup)
+    _controls(info)
+    if records:
+        _charts(records)
+        _probes(root)
+    elif info.state != "crashed":
+        st.info("No metrics yet.")
+    st.caption(f"updated {time.strftime('%H:%M:%S')}")

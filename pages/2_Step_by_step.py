@@ -10,7 +10,6 @@ from ui.shared.bidi import isolate
 from ui.shared.defaults import default_sentence
 from ui.shared.lens_switch import NOTES, lens_switch, lensed, step_rows
 from ui.shared.models import source_language
-from ui.shared.sampling import redraw, step_candidates
 from ui.shared.sentences import typed_sentence
 from ui.shared.text import code, plain, score
 from ui.shared.translation_gate import bounded, decode_slot, prepare
@@ -24,6 +23,7 @@ from ui.shared.widgets import (
     tokens_help,
 )
 from ui.step import hypotheses
+from ui.step.next_token import redraw, step_candidates
 
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
            "Reset": DecodingSession.reset}

@@ -7,7 +7,8 @@ import streamlit as st
 from ui.shared import training_jobs
 from ui.shared.models import runs_dir
 from ui.shared.widgets import choice_box, page_setup
-from ui.train.command_form import corpus_args, live_run, model_args
+from ui.train.command_form import corpus_args, model_args
+from ui.train.live_run import live_run
 
 
 def start_form() -> None:

@@ -9,8 +9,9 @@ from transformer.data.tokenizer import PAD_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
+from ui.learn.attention_steps import encoder_attention_steps
+from ui.learn.positional_figures import positional_heatmap, sinusoids
 from ui.shared import heatmaps, svg_views
-from ui.shared.attention_maps import encoder_attention_steps
 from ui.shared.defaults import default_sentence
 from ui.shared.linked_choices import seed_indexes, share_indexes
 from ui.shared.translation_gate import MAX_SOURCE_TOKENS, translate
@@ -32,10 +33,10 @@ def positions(d_model: int) -> None:
                 "Low dimensions wave fast, high ones slowly: together they form a unique code per position.")
     n = st.slider("Positions", 10, 200, 60, key="learn_pe_len")
     pe = sinusoidal_encoding(n, d_model).numpy()
-    chart(st, heatmaps.positional_heatmap(pe), key="learn_pe_heatmap", filename="positional-encoding", theme=None)
+    chart(st, positional_heatmap(pe), key="learn_pe_heatmap", filename="positional-encoding", theme=None)
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=[0, 1, 8, min(32, d_model - 2)],
                           key="learn_pe_dims")
-    chart(st, heatmaps.sinusoids(pe, dims), key="learn_pe_lines", filename="positional-encoding-dimensions")
+    chart(st, sinusoids(pe, dims), key="learn_pe_lines", filename="positional-encoding-dimensions")
 
 
 def masks(pieces: list[str], tgt_pieces: list[str]) -> int:

@@ -2,9 +2,10 @@
 
 import re
 
-from ui.shared import candidate_bars, heatmaps
+from ui.shared import heatmaps
 from ui.shared.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
 from ui.shared.text import rtl_html
+from ui.step import candidate_bars
 
 
 def test_direction_follows_the_majority_of_strong_letters():

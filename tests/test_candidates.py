@@ -1,4 +1,4 @@
-"""The candidate bars of a decoding step (ui.shared.candidate_bars and ui.shared.sampling), read back from the
+"""The candidate bars of a decoding step (ui.step.candidate_bars and ui.step.next_token), read back from the
 figure's JSON."""
 
 import json
@@ -9,9 +9,10 @@ from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run
 
 from tests.app_fixtures import PAIRS
 from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # noqa: F401  (fixtures)
-from ui.shared import candidate_bars, links
+from ui.shared import links
 from ui.shared.heatmaps import escape
 from ui.shared.sampling import read_sampling, sampling_params
+from ui.step import candidate_bars
 
 
 def bars_json(fig) -> list[dict]:

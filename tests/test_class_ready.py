@@ -23,6 +23,7 @@ from ui.shared import class_mode, heatmaps, models, training_curves
 from ui.shared.bidi import PDI, RLI, ZWJ, piece_labels
 from ui.shared.teaching_model import contraction_hint, expand_contractions, gold_links
 from ui.teaching import guide_documents
+from ui.train import metric_curves
 from ui.translate.probability_table import probability_table, rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,9 +222,9 @@ def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 1
     assert blue != orange
     assert {blue, orange} == {training_curves.COLORS["train_loss"], training_curves.COLORS["dev_loss"]}
     assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
-    fig = heatmaps.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
+    fig = metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
     assert list(fig.layout.xaxis.range) == [24, 26] and fig.layout.xaxis.tickformat == "d"
-    assert fig.data[0].name == "tokens / s" and heatmaps.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
+    assert fig.data[0].name == "tokens / s" and metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 
 def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  # item 14

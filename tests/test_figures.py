@@ -12,9 +12,11 @@ from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.model.checkpoint import load_checkpoint
+from ui.learn import positional_figures
+from ui.learn.attention_steps import encoder_attention_steps
 from ui.shared import attention_maps, heatmaps
-from ui.shared.attention_maps import encoder_attention_steps
 from ui.shared.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
+from ui.train import metric_curves
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def test_heatmap_leaves_room_for_long_tokens_and_few_rows():
 
 
 def test_metric_curves_without_values_say_so():
-    fig = heatmaps.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
+    fig = metric_curves.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
     assert not fig.data and fig.layout.annotations[0].text == "no values yet"
 
 
@@ -94,7 +96,7 @@ def test_long_sentences_get_column_labels_that_do_not_overlap():
 
 
 def test_positional_heatmap_leaves_room_for_ticks_and_axis_titles():
-    fig = heatmaps.positional_heatmap(np.zeros((200, 256)))
+    fig = positional_figures.positional_heatmap(np.zeros((200, 256)))
     assert fig.layout.margin.l >= 70 and fig.layout.margin.b >= 50  # "200" and "position" beside each other
     assert fig.layout.yaxis.title.text == "position" and fig.layout.xaxis.title.text == "dimension i"
 

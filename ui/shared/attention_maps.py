@@ -1,5 +1,5 @@
-"""The attention maps of a `Translation`, shaped for the figures and the downloads, and the Learn page's
-attention arithmetic (computed by `transformer.explain`) as numpy: no streamlit.
+"""The attention maps of a `Translation`, shaped for the figures and the downloads: no streamlit (the Learn page's
+Eq. 1 by hand: ui.learn.attention_steps).
 
 Rows are queries, columns keys, as in `TranslationAttention`: a decoder query is labelled with the token it
 emitted (`target_pieces`); it read the token before it, so the columns of decoder self-attention are
@@ -11,15 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from transformer.data.tokenizer import SPECIAL_TOKENS
 from transformer.decoding.translate import TranslationAttention
-from transformer.explain import cell_arithmetic
-from transformer.model.layers import Transformer
 from ui.shared.heatmaps import label_text
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",
@@ -93,31 +90,3 @@ def to_csv(att: TranslationAttention) -> str:
         for (layer, head, q, k), weight in np.ndenumerate(maps):
             writer.writerow([family, layer, head, q, rows[q], k, cols[k], f"{weight:.6f}"])
     return out.getvalue()
-
-
-@dataclass
-class AttentionSteps:
-    """Eq. 1 for one encoder self-attention head and one query, every intermediate kept."""
-
-    q: np.ndarray  # (Dh,) the query's projection
-    k: np.ndarray  # (S, Dh) every key
-    v: np.ndarray  # (S, Dh) every value
-    scores: np.ndarray  # (S,) q . k / sqrt(Dh)
-    mask: np.ndarray  # (S,) bool, True = may attend
-    masked: np.ndarray  # (S,) scores with masked keys at -inf
-    weights: np.ndarray  # (S,) softmax
-    output: np.ndarray  # (Dh,) weights @ v
-    model_weights: np.ndarray  # (S,) the same row as the model itself returns it
-
-
-def encoder_attention_steps(model: Transformer, src_ids: list[int], layer: int, head: int, query: int,
-                            pad_to: int = 0) -> AttentionSteps:
-    """One encoder head's Eq. 1 for one query (`transformer.explain.cell_arithmetic`), as numpy.
-
-    pad_to > len(src_ids) appends <pad> tokens, as a batch with a longer sentence would: their keys are masked.
-    """
-    padded = list(src_ids) + [model.config.pad_id] * max(0, pad_to - len(src_ids))
-    cell = cell_arithmetic(model, padded, None, "enc_self", layer, head, query)
-    as_np = lambda t: t.float().cpu().numpy()
-    return AttentionSteps(as_np(cell.q), as_np(cell.k), as_np(cell.v), as_np(cell.scores), cell.mask.cpu().numpy(),
-                          as_np(cell.masked), as_np(cell.weights), as_np(cell.output), as_np(cell.model_weights))

@@ -1,4 +1,5 @@
-"""Plotly figure builders for the explorer: pure functions of arrays and labels, no streamlit.
+"""Plotly heatmaps of attention (one head, every layer and head, a mask), their token labels and the charts'
+config: pure functions of arrays and labels, no streamlit.
 
 Every attention heatmap is one `go.Heatmap` trace with rows = queries and columns = keys, drawn
 top-down (the first query on top) on a fixed 0..1 colour scale, so that two heads can be compared
@@ -175,27 +176,6 @@ def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -
                              query_name="head", row_px=40)
 
 
-def positional_heatmap(pe: np.ndarray) -> go.Figure:
-    """pe (positions, d_model): the sinusoidal table of Section 3.5."""
-    pe = np.asarray(pe, dtype=np.float64)
-    fig = go.Figure(go.Heatmap(z=pe, zmin=-1, zmax=1, colorscale="RdBu",
-                               hovertemplate="position %{y}, dim %{x}: %{z:.3f}<extra></extra>"))
-    # Fixed margins wide enough for 3-digit tick numbers and the axis titles beside them.
-    fig.update_layout(height=380, margin=dict(l=75, r=10, t=10, b=55),
-                      xaxis=dict(title=dict(text="dimension i", standoff=8)),
-                      yaxis=dict(title=dict(text="position", standoff=8), autorange="reversed"))
-    return fig
-
-
-def sinusoids(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
-    """Selected columns of the positional table as curves over position."""
-    pe = np.asarray(pe, dtype=np.float64)
-    fig = go.Figure([go.Scatter(x=np.arange(len(pe)), y=pe[:, d], mode="lines", name=f"dim {d}") for d in dims])
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="position",
-                      yaxis=dict(title="value", range=[-1.1, 1.1]))
-    return fig
-
-
 def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
                  title: str = "") -> go.Figure:
     """A boolean mask (True = may attend) as a two-colour grid."""
@@ -210,44 +190,6 @@ def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequ
                       margin=dict(l=20 + 7 * max((len(q) for q in query_labels), default=1), r=10, t=top, b=10),
                       xaxis=_ticks(key_labels, side="top", tickangle=-60),
                       yaxis=_ticks(query_labels, autorange="reversed"))
-    return fig
-
-
-METRIC_NAMES = {"tokens_per_s": "tokens / s", "dev_aer_best": "best head", "dev_exact": "dev exact match"}
-
-
-def metric_name(key: str) -> str:
-    """A metric's name for a legend: "tokens / s", "layer 1 (mean of heads)", else the key with spaces."""
-    if key.startswith("dev_aer_layer"):
-        return f"layer {key.removeprefix('dev_aer_layer')} (mean of heads)"
-    return METRIC_NAMES.get(key, key.replace("_", " "))
-
-
-CURVE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-
-
-def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = "", log_y: bool = False) -> go.Figure:
-    """Lines of metric keys against step, each from the records that have it (train or eval records)."""
-    fig = go.Figure()
-    for key in keys:
-        points = [(r["step"], r[key]) for r in records if r.get(key) is not None and "step" in r]
-        if points:
-            steps, values = zip(*points)
-            mode = "lines+markers" if len(points) < 30 else "lines"
-            fig.add_trace(go.Scatter(x=list(steps), y=list(values), mode=mode, name=metric_name(key)))
-    if not fig.data:  # e.g. dev metrics before the first evaluation: say so rather than draw empty axes
-        fig.add_annotation(text="no values yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
-                           font=dict(size=14, color="#888888"))
-        fig.update_xaxes(showticklabels=False)
-        fig.update_yaxes(showticklabels=False)
-    fig.update_layout(title=title or None, height=260, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      xaxis_title="step", yaxis_type="log" if log_y else "linear",
-                      legend=dict(orientation="h", y=-0.3), colorway=CURVE_COLORS)
-    single = {x for trace in fig.data for x in trace.x}
-    if len(single) == 1:  # one logged step: a range around it, integer ticks (not "25.000000")
-        (step,) = single
-        fig.update_xaxes(range=[step - 1, step + 1], tickformat="d")
-    fig.update_yaxes(tickformat="~g")
     return fig
 
 

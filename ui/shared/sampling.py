@@ -1,23 +1,18 @@
-"""Sampling in the app: the temperature / top-k / top-p / seed controls beside greedy and beam search, "Draw
-again", and the candidate bars of a decoding step with their numbers (greedy, beam and sampling alike).
+"""Sampling in the app: the temperature / top-k / top-p / seed controls beside greedy and beam search, and "Draw
+again" (the step page's candidate bars: ui.step.next_token).
 
 Links carry `search=sample&temperature=0.8&top_k=50&top_p=0.9&seed=1`; `read_sampling` checks every value.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
 
-from transformer.decoding.search import SearchSettings, SearchStep
-from transformer.decoding.session import DecodingSession
+from transformer.decoding.search import SearchSettings
 from transformer.decoding.settings import MAX_SEED
-from ui.shared import candidate_bars, heatmaps
-from ui.shared.bidi import isolate
-from ui.shared.text import code
 
 PARAMS = ("temperature", "top_k", "top_p", "seed")
 TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE = (0.05, 3.0), (0, 200), (0.05, 1.0)
@@ -77,35 +72,3 @@ def sampling_controls(key: str, link: Mapping[str, str], columns: list) -> tuple
     settings = SearchSettings(do_sample=True, temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
                               seed=int(seed), record_steps=False)
     return settings, problems
-
-
-def redraw(previous: DecodingSession | None, session: DecodingSession) -> None:
-    """After "Draw again" (the same sampling but the seed), take the new draw to the step the old one was at."""
-    if previous is None or not session.settings.do_sample or \
-            dataclasses.replace(previous.settings, seed=session.settings.seed) != session.settings or \
-            previous.src_ids != session.src_ids or previous.model is not session.model:
-        return
-    while session.n_steps < previous.n_steps and session.step() is not None:
-        pass
-
-
-def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *, rows: int, key: str,
-                    filename: str) -> None:
-    """One hypothesis's candidate bars at a step, with their numbers; its chosen (kept or drawn) tokens marked."""
-    hyp = step.live[hyp_index]
-    c = hyp.candidates
-    chosen = {n.token for n in step.nodes if n.parent == hyp_index and n.status != "pruned"}
-    bars = candidate_bars.ordered(c.tokens, pieces(c.tokens), c.probs, chosen, c.tempered, c.sampled)
-    sampling = c.sampled is not None
-    title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
-    fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept)
-    container.plotly_chart(fig, key=key, config=heatmaps.chart_config(filename, st.session_state.get("chart_format",
-                                                                                                      "png")))
-    drawn = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
-    if sampling:
-        container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "
-                          "probability; orange: after temperature; blue: what is left after top-k and top-p, "
-                          f"renormalised ({c.kept} token{'s' if c.kept != 1 else ''}), which the token was drawn from.")
-    else:
-        container.caption(f"{candidate_bars.MARK}marks the token{'s' if len(drawn) > 1 else ''} chosen "
-                          f"({', '.join(drawn) or 'none: this hypothesis was pruned'}).")

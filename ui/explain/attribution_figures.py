@@ -1,6 +1,7 @@
 """Plotly figures and HTML report sections of the attribution views: every method's scores of one output token
 as bars, the logit lens as a positions x layers table of top tokens, DecoderLens's translation per encoder layer,
-and the activation-patching maps. Pure functions of `transformer.explain` results and labels; no streamlit.
+and the activation-patching maps. Pure functions of `transformer.explain` results and labels, no streamlit: kept
+apart from `ui.explain.attribution`, which draws them on the page, so that tests read each figure's JSON alone.
 """
 
 from __future__ import annotations

@@ -12,14 +12,7 @@ from ui.shared.bidi import is_rtl, isolate
 from ui.shared.defaults import default_sentence
 from ui.shared.lens_switch import split_note, translation_view
 from ui.shared.models import source_language
-from ui.shared.teaching_model import (
-    alignment_panel,
-    contraction_warning,
-    gold_links,
-    is_teaching,
-    random_sentence_button,
-    words_known,
-)
+from ui.shared.teaching_model import is_teaching
 from ui.shared.text import plain, rtl_html, score
 from ui.shared.translation_gate import translate
 from ui.shared.widgets import (
@@ -33,6 +26,13 @@ from ui.shared.widgets import (
 )
 from ui.translate.nearest_sentence import suggest_nearest
 from ui.translate.probability_table import probability_table
+from ui.translate.teaching_panels import (
+    alignment_panel,
+    contraction_warning,
+    gold_links,
+    random_sentence_button,
+    words_known,
+)
 
 
 def _use_example() -> None:

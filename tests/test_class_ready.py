@@ -21,10 +21,10 @@ from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
 from ui.shared import class_mode, heatmaps, models, training_curves
 from ui.shared.bidi import PDI, RLI, ZWJ, piece_labels
-from ui.shared.teaching_model import contraction_hint, expand_contractions, gold_links
 from ui.teaching import guide_documents
 from ui.train import metric_curves
 from ui.translate.probability_table import probability_table, rows
+from ui.translate.teaching_panels import contraction_hint, expand_contractions, gold_links
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints"

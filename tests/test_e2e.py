@@ -26,7 +26,7 @@ from transformer.decoding.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
-BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.models)
+BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.shared.models)
 PLOT = '[data-testid="stPlotlyChart"]'
 EXCEPTION = '[data-testid="stException"]'
 

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from ui.models import describe, find_models, translates
-from ui.widgets import current_translator, page_setup
+from ui.shared.models import describe, find_models, translates
+from ui.shared.widgets import current_translator, page_setup
 
 
 def main() -> None:

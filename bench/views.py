@@ -26,7 +26,7 @@ from transformer.data.tokenizer import BOS_ID  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain import cell_arithmetic, views  # noqa: E402
-from ui import attention, figures  # noqa: E402
+from ui.shared import attention_maps, heatmaps  # noqa: E402
 
 VERSE = ("And God said, Let there be light: and there was light, and God saw the light, that it was good: and "
          "God divided the light from the darkness, and the evening and the morning were the first day, and the "
@@ -66,8 +66,8 @@ def main() -> None:
     session.run_to_end()
     query = len(t.target_pieces) // 2
     cell = cell_arithmetic(translator.model, t.source_ids, [BOS_ID, *t.token_ids[:-1]], "cross", 1, 0, query)
-    matrix, rows, cols = attention.matrix(att, "cross", 1, 0)
-    reference, _ = median_s(lambda: figures.attention_heatmap(matrix, rows, cols, title="x").to_json(), args.repeats)
+    matrix, rows, cols = attention_maps.matrix(att, "cross", 1, 0)
+    reference, _ = median_s(lambda: heatmaps.attention_heatmap(matrix, rows, cols, title="x").to_json(), args.repeats)
     builds = {
         "head view (cross, every layer)": lambda: views.head_view(att, "cross"),
         "head view (enc_self)": lambda: views.head_view(att, "enc_self"),

@@ -6,25 +6,16 @@ import streamlit as st
 from transformer.data.tokenizer import EOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
-from ui import class_mode
-from ui.bidi import is_rtl, isolate
-from ui.defaults import default_sentence
-from ui.explorer import attention_explorer
-from ui.lenses import split_note, translation_view
-from ui.models import source_language
-from ui.prob_table import probability_table
-from ui.teaching import (
-    alignment_panel,
-    contraction_warning,
-    gold_links,
-    is_teaching,
-    random_sentence_button,
-    words_known,
-)
-from ui.teaching_suggest import suggest_nearest
-from ui.text import plain, rtl_html, score
-from ui.translation import translate
-from ui.widgets import (
+from ui.shared import class_mode
+from ui.shared.attention_explorer import attention_explorer
+from ui.shared.bidi import is_rtl, isolate
+from ui.shared.defaults import default_sentence
+from ui.shared.lens_switch import split_note, translation_view
+from ui.shared.models import source_language
+from ui.shared.teaching_model import is_teaching
+from ui.shared.text import plain, rtl_html, score
+from ui.shared.translation_gate import translate
+from ui.shared.widgets import (
     current_translator,
     decode_turn,
     example_sentences,
@@ -32,6 +23,15 @@ from ui.widgets import (
     search_settings,
     sentence_input,
     tokens_help,
+)
+from ui.translate.nearest_sentence import suggest_nearest
+from ui.translate.probability_table import probability_table
+from ui.translate.teaching_panels import (
+    alignment_panel,
+    contraction_warning,
+    gold_links,
+    random_sentence_button,
+    words_known,
 )
 
 

@@ -4,17 +4,16 @@ import streamlit as st
 
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
-from ui import figures, step_view, views
-from ui.bidi import isolate
-from ui.defaults import default_sentence
-from ui.explorer import attention_explorer
-from ui.lenses import NOTES, lens_switch, lensed, step_rows
-from ui.models import source_language
-from ui.sampling import redraw, step_candidates
-from ui.sentences import typed_sentence
-from ui.text import code, plain, score
-from ui.translation import bounded, decode_slot, prepare
-from ui.widgets import (
+from ui.shared import heatmaps, svg_views
+from ui.shared.attention_explorer import attention_explorer
+from ui.shared.bidi import isolate
+from ui.shared.defaults import default_sentence
+from ui.shared.lens_switch import NOTES, lens_switch, lensed, step_rows
+from ui.shared.models import source_language
+from ui.shared.sentences import typed_sentence
+from ui.shared.text import code, plain, score
+from ui.shared.translation_gate import bounded, decode_slot, prepare
+from ui.shared.widgets import (
     chart,
     current_translator,
     decode_turn,
@@ -23,6 +22,8 @@ from ui.widgets import (
     sentence_input,
     tokens_help,
 )
+from ui.step import hypotheses
+from ui.step.next_token import redraw, step_candidates
 
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
            "Reset": DecodingSession.reset}
@@ -38,7 +39,7 @@ def current_step(session, tok, src_pieces) -> None:
         st.info("Press **Next** to feed `<s>` and predict the first token.")
         return
     prefixes = [tuple(h.prefix) for h in step.live]  # a hypothesis is followed by its prefix, not by its rank
-    hyp = step.live[prefixes.index(step_view.followed_prefix(prefixes, lambda p: isolate(" ".join(
+    hyp = step.live[prefixes.index(hypotheses.followed_prefix(prefixes, lambda p: isolate(" ".join(
         tok.target_pieces(p)))))]
     prefix = tok.target_pieces(hyp.prefix)
     st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-prob "
@@ -52,12 +53,12 @@ def current_step(session, tok, src_pieces) -> None:
     cross, self_rows, note = step_rows(session.model, session.src_ids, hyp.prefix, hyp.cross_attention,
                                        hyp.self_attention, lens)
     layer = c2.selectbox("Decoder layer", range(cross.shape[0]), key="step_layer")
-    chart(c2, figures.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
+    chart(c2, heatmaps.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
           key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None)
-    chart(c2, figures.head_rows(self_rows[layer], prefix, title="self-attention per head"),
+    chart(c2, heatmaps.head_rows(self_rows[layer], prefix, title="self-attention per head"),
           key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None)
     c2.caption(" ".join(filter(None, [NOTES[lens], note])))
-    views.step_head_view(hyp, prefix, src_pieces, layer, key="step_lines")
+    svg_views.step_head_view(hyp, prefix, src_pieces, layer, key="step_lines")
 
 
 def main() -> None:
@@ -86,7 +87,7 @@ def main() -> None:
                 previous = st.session_state.get("step_session")
                 st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
                 redraw(previous, st.session_state.step_session)  # "Draw again": the new sample at the same step
-                step_view.forget_followed()
+                hypotheses.forget_followed()
                 st.session_state.step_request = request
             elif pending is not None:
                 ACTIONS[pending](st.session_state.step_session)
@@ -106,14 +107,14 @@ def main() -> None:
     tokens_help()
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
-        views.beam_tree(session, translator, source.ids, key="step_tree")
+        svg_views.beam_tree(session, translator, source.ids, key="step_tree")
     finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")
-        labels = [step_view.nbest_label(plain(isolate(tok.decode_target(h.tokens))), h, settings) for h in finished]
+        labels = [hypotheses.nbest_label(plain(isolate(tok.decode_target(h.tokens))), h, settings) for h in finished]
         pick = st.radio("Open a hypothesis to see its attention", range(len(labels)), format_func=labels.__getitem__,
                         key="step_pick")
-        st.caption(step_view.penalty_note(settings))
+        st.caption(hypotheses.penalty_note(settings))
         hyp = finished[min(pick, len(finished) - 1)]
         st.markdown(f"**Result:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):

@@ -4,17 +4,18 @@ import time
 
 import streamlit as st
 
-from ui import jobs
-from ui.models import runs_dir
-from ui.train_panel import corpus_args, live_run, model_args
-from ui.widgets import choice_box, page_setup
+from ui.shared import training_jobs
+from ui.shared.models import runs_dir
+from ui.shared.widgets import choice_box, page_setup
+from ui.train.command_form import corpus_args, model_args
+from ui.train.live_run import live_run
 
 
 def start_form() -> None:
     if st.session_state.pop("train_fresh_name", False) or "train_name" not in st.session_state:
         # set before the widget: a box created with a new default keeps showing the old text in the browser
         st.session_state.train_name = time.strftime("run-%Y%m%d-%H%M%S")
-    with st.expander("Start a new run", expanded=not jobs.list_runs(runs_dir())):
+    with st.expander("Start a new run", expanded=not training_jobs.list_runs(runs_dir())):
         name = st.text_input("Run name", key="train_name")
         corpus = corpus_args()
         args = model_args(corpus)
@@ -23,7 +24,7 @@ def start_form() -> None:
                 st.error("Choose the corpus first (see above).")
                 return
             try:
-                info = jobs.start_run(runs_dir(), name, corpus.args + args, corpus_tsv=corpus.upload)
+                info = training_jobs.start_run(runs_dir(), name, corpus.args + args, corpus_tsv=corpus.upload)
             except ValueError as e:
                 st.error(str(e))
                 return
@@ -38,7 +39,7 @@ def main() -> None:
     st.markdown("Training runs as a background process of `python -m transformer.train`: it keeps going when you "
                 "reload the page or close the browser, and **Stop** saves a checkpoint that **Resume** continues from.")
     start_form()
-    runs = jobs.list_runs(runs_dir())
+    runs = training_jobs.list_runs(runs_dir())
     if not runs:
         st.info(f"No runs yet in `{runs_dir()}`.")
         return

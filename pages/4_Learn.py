@@ -9,12 +9,21 @@ from transformer.data.tokenizer import PAD_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
-from ui import figures, views
-from ui.attention import encoder_attention_steps
-from ui.defaults import default_sentence
-from ui.translation import MAX_SOURCE_TOKENS, translate
-from ui.view_links import seed_indexes, share_indexes
-from ui.widgets import chart, choice_box, current_translator, decode_turn, page_setup, sentence_input, tokens_help
+from ui.learn.attention_steps import encoder_attention_steps
+from ui.learn.positional_figures import positional_heatmap, sinusoids
+from ui.shared import heatmaps, svg_views
+from ui.shared.defaults import default_sentence
+from ui.shared.linked_choices import seed_indexes, share_indexes
+from ui.shared.translation_gate import MAX_SOURCE_TOKENS, translate
+from ui.shared.widgets import (
+    chart,
+    choice_box,
+    current_translator,
+    decode_turn,
+    page_setup,
+    sentence_input,
+    tokens_help,
+)
 
 
 def positions(d_model: int) -> None:
@@ -24,10 +33,10 @@ def positions(d_model: int) -> None:
                 "Low dimensions wave fast, high ones slowly: together they form a unique code per position.")
     n = st.slider("Positions", 10, 200, 60, key="learn_pe_len")
     pe = sinusoidal_encoding(n, d_model).numpy()
-    chart(st, figures.positional_heatmap(pe), key="learn_pe_heatmap", filename="positional-encoding", theme=None)
+    chart(st, positional_heatmap(pe), key="learn_pe_heatmap", filename="positional-encoding", theme=None)
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=[0, 1, 8, min(32, d_model - 2)],
                           key="learn_pe_dims")
-    chart(st, figures.sinusoids(pe, dims), key="learn_pe_lines", filename="positional-encoding-dimensions")
+    chart(st, sinusoids(pe, dims), key="learn_pe_lines", filename="positional-encoding-dimensions")
 
 
 def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
@@ -43,10 +52,10 @@ def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
     labels = pieces + ["<pad>"] * (pad_to - len(pieces))
     mask = padding_mask(ids, PAD_ID).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
     c1, c2 = st.columns(2)
-    chart(c1, figures.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
+    chart(c1, heatmaps.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
           filename="padding-mask", theme=None)
     causal = subsequent_mask(len(tgt_pieces))[0, 0].numpy()
-    chart(c2, figures.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
+    chart(c2, heatmaps.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
           key="learn_causal", filename="causal-mask", theme=None)
     st.caption("Green: may attend (True). Grey: masked; its score becomes -inf before the softmax, so it gets "
                "exactly 0 weight (the model writes the smallest float instead, which gives the same 0). Rows are "
@@ -71,7 +80,7 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str], pad_to: int) 
     share_indexes(layer=layer, head=head, query=query)
     s = encoder_attention_steps(checkpoint.model, src_ids, layer, head, query, pad_to=pad_to)
     keys = pieces + ["<pad>"] * n_pad
-    views.eq1_picture(checkpoint.model, src_ids + [PAD_ID] * n_pad, None, "enc_self", layer, head, query,
+    svg_views.eq1_picture(checkpoint.model, src_ids + [PAD_ID] * n_pad, None, "enc_self", layer, head, query,
                       pieces[query], keys)
     d_head = len(s.q)
     with st.expander("The same numbers as tables"):

@@ -3,9 +3,9 @@ the model cards and corpus notes it links to opened on this page (`?doc=teaching
 
 import streamlit as st
 
-from ui.guide import GUIDE, documents, in_app_links
-from ui.text import plain
-from ui.widgets import link, page_setup, share
+from ui.shared.text import plain
+from ui.shared.widgets import link, page_setup, share
+from ui.teaching.guide_documents import GUIDE, documents, in_app_links
 
 
 def main() -> None:

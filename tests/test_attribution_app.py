@@ -9,9 +9,9 @@ from tests.test_explain_app import open_view, translator_of
 from transformer.explain.attribution import METHODS, attribute
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import activation_patching
-from ui import attribution_figures
-from ui.attribution_views import report_sections, swapped
-from ui.report import sentence_report
+from ui.explain import attribution_figures
+from ui.explain.attribution import report_sections, swapped
+from ui.explain.html_report import sentence_report
 
 SENTENCE = "the woman reads a book ."  # a word of the tiny vocabulary with a partner of the other gender
 

@@ -2,9 +2,10 @@
 
 import re
 
-from ui import candidates, figures
-from ui.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
-from ui.text import rtl_html
+from ui.shared import heatmaps
+from ui.shared.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
+from ui.shared.text import rtl_html
+from ui.step import candidate_bars
 
 
 def test_direction_follows_the_majority_of_strong_letters():
@@ -49,14 +50,14 @@ def test_heatmap_ticks_and_hover_show_arabic_pieces_marked_and_joined():
     import numpy as np
 
     rows = ["▁ال", "له", "</s>"]
-    fig = figures.attention_heatmap(np.full((3, 2), 0.5), rows, ["▁God", "</s>"])
+    fig = heatmaps.attention_heatmap(np.full((3, 2), 0.5), rows, ["▁God", "</s>"])
     assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال{ZWJ}", f"{RLM}{ZWJ}له", "&lt;/s&gt;"]
     assert list(fig.layout.xaxis.ticktext) == ["▁God", "&lt;/s&gt;"]
     assert fig.data[0].customdata[1, 0, 0] == f"{RLM}{ZWJ}له"
 
 
 def test_candidates_are_alternatives_not_a_word():
-    fig = candidates.candidates_figure(candidates.ordered([5, 6], ["▁ال", "له"], [0.6, 0.3], chosen=()))
+    fig = candidate_bars.candidates_figure(candidate_bars.ordered([5, 6], ["▁ال", "له"], [0.6, 0.3], chosen=()))
     assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال", f"{RLM}له"]
 
 
@@ -86,6 +87,6 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
     assert [m.value for m in at.markdown if "rtl-text" in m.value] == [rtl_html(translation.text, "h3")]
     (table,) = [m.value for m in at.markdown if "prob-table" in m.value]  # laid out right to left: first piece right
     assert 'dir="rtl"' in table
-    assert re.findall(r"<th>(.*?)</th>", table) == [figures.escape(p) for p in piece_labels(translation.target_pieces)]
+    assert re.findall(r"<th>(.*?)</th>", table) == [heatmaps.escape(p) for p in piece_labels(translation.target_pieces)]
     rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]  # cross-attention rows: the Arabic pieces
     assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))

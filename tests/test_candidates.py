@@ -1,4 +1,5 @@
-"""The candidate bars of a decoding step (ui.candidates and ui.sampling), read back from the figure's JSON."""
+"""The candidate bars of a decoding step (ui.step.candidate_bars and ui.step.next_token), read back from the
+figure's JSON."""
 
 import json
 import random
@@ -8,9 +9,10 @@ from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run
 
 from tests.app_fixtures import PAIRS
 from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # noqa: F401  (fixtures)
-from ui import candidates, links
-from ui.figures import escape
-from ui.sampling import read_sampling, sampling_params
+from ui.shared import links
+from ui.shared.heatmaps import escape
+from ui.shared.sampling import read_sampling, sampling_params
+from ui.step import candidate_bars
 
 
 def bars_json(fig) -> list[dict]:
@@ -19,34 +21,34 @@ def bars_json(fig) -> list[dict]:
 
 def test_bars_print_each_probability_mark_the_chosen_and_keep_one_order():
     ids, labels, probs = [7, 3, 9, 5, 4], ["▁le", "<s>", "▁la", "▁les", "▁l'"], [0.1, 0.5, 0.1, 0.25, 0.05]
-    bars = candidates.ordered(ids, labels, probs, chosen={9})
+    bars = candidate_bars.ordered(ids, labels, probs, chosen={9})
     assert bars.ids == [3, 5, 7, 9, 4]  # by probability, the tie (0.1) by id
-    fig = candidates.candidates_figure(bars, rows=6)
+    fig = candidate_bars.candidates_figure(bars, rows=6)
     (trace,) = bars_json(fig)
     assert list(plotly_array(trace["x"])) == [0.5, 0.25, 0.1, 0.1, 0.05]
     assert trace["text"] == ["0.500", "0.250", "0.100", "0.100", "0.050"]
     ticks = fig.layout.yaxis.ticktext
-    assert ticks[3] == candidates.MARK + "▁la" and ticks[0] == escape("<s>")
-    assert sum(t.startswith(candidates.MARK) for t in ticks) == 1
+    assert ticks[3] == candidate_bars.MARK + "▁la" and ticks[0] == escape("<s>")
+    assert sum(t.startswith(candidate_bars.MARK) for t in ticks) == 1
     widths = trace["marker"]["line"]["width"]
     assert widths[3] > 0 and sum(w > 0 for w in widths) == 1
     assert list(fig.layout.yaxis.range) == [5.5, -0.5]  # six slots, first on top, whatever the step brings
     shuffled = list(range(5))
     random.Random(0).shuffle(shuffled)
-    again = candidates.ordered([ids[i] for i in shuffled], [labels[i] for i in shuffled],
+    again = candidate_bars.ordered([ids[i] for i in shuffled], [labels[i] for i in shuffled],
                                [probs[i] for i in shuffled], chosen={9})
-    assert candidates.candidates_figure(again, rows=6).to_json() == fig.to_json()
+    assert candidate_bars.candidates_figure(again, rows=6).to_json() == fig.to_json()
 
 
 def test_sampling_bars_show_the_model_after_temperature_and_the_drawn_from_distribution():
-    bars = candidates.ordered([4, 5, 6], ["a", "b", "c"], [0.6, 0.3, 0.1], {5}, tempered=[0.7, 0.25, 0.05],
+    bars = candidate_bars.ordered([4, 5, 6], ["a", "b", "c"], [0.6, 0.3, 0.1], {5}, tempered=[0.7, 0.25, 0.05],
                               sampled=[0.74, 0.26, 0.0])
-    fig = candidates.candidates_figure(bars, kept=2)
+    fig = candidate_bars.candidates_figure(bars, kept=2)
     traces = bars_json(fig)
     assert [t["name"] for t in traces] == ["model", "temperature", "drawn from (2 tokens)"]
     assert traces[2]["text"] == ["0.740", "0.260", "0.000"] and fig.layout.showlegend
-    assert candidates.number(0.00031) == "3e-04" and candidates.number(0.0005) == "0.001"
-    assert fig.layout.yaxis.ticktext[1] == candidates.MARK + "b"
+    assert candidate_bars.number(0.00031) == "3e-04" and candidate_bars.number(0.0005) == "0.001"
+    assert fig.layout.yaxis.ticktext[1] == candidate_bars.MARK + "b"
 
 
 def test_sampling_links_are_checked():
@@ -75,8 +77,8 @@ def test_step_page_samples_marks_the_drawn_token_and_draw_again_keeps_the_step(a
     assert [t["name"] for t in bars["data"]][:2] == ["model", "temperature"]
     drawn = session.current.nodes[0].token
     ticks = bars["layout"]["yaxis"]["ticktext"]
-    assert sum(t.startswith(candidates.MARK) for t in ticks) == 1
-    assert ticks.index(next(t for t in ticks if t.startswith(candidates.MARK))) == \
+    assert sum(t.startswith(candidate_bars.MARK) for t in ticks) == 1
+    assert ticks.index(next(t for t in ticks if t.startswith(candidate_bars.MARK))) == \
         sorted(range(len(session.current.live[0].candidates.tokens)),
                key=lambda i: -session.current.live[0].candidates.probs[i]).index(
             session.current.live[0].candidates.tokens.index(drawn))

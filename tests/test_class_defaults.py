@@ -19,8 +19,8 @@ from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translator
 from transformer.explain import HeadImportance
 from transformer.model.checkpoint import load_checkpoint
-from ui import ties
-from ui.models import find_models
+from ui.explain import importance_ties
+from ui.shared.models import find_models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -165,11 +165,12 @@ def test_a_bleu_ranking_breaks_ties_by_log_likelihood_and_says_so():
     assert result.tie_at(11, "bleu") is None
     kept = result.keep_top(8, "bleu")  # the two of the five tied heads with the largest log-likelihood drop
     assert {("cross", 1, 0), ("enc_self", 0, 0)}.isdisjoint(kept.heads_off) and ("dec_self", 0, 0) in kept.heads_off
-    assert ties.ranking_note(result, "bleu", 5) is None  # the first five do not tie
-    assert "heads 7 to 11 of 12 tie at +0.00 BLEU" in ties.ranking_note(result, "bleu", 8)
-    note = ties.keep_note(result, 8, "bleu")
+    assert importance_ties.ranking_note(result, "bleu", 5) is None  # the first five do not tie
+    assert "heads 7 to 11 of 12 tie at +0.00 BLEU" in importance_ties.ranking_note(result, "bleu", 8)
+    note = importance_ties.keep_note(result, 8, "bleu")
     assert note.startswith("The top 8 keeps 2 of the 5 heads that tie at +0.00 BLEU (ranks 7 to 11)")
-    assert ties.keep_note(result, 6, "bleu") is None and ties.keep_note(result, 8, "log_likelihood") is None
+    assert importance_ties.keep_note(result, 6, "bleu") is None
+    assert importance_ties.keep_note(result, 8, "log_likelihood") is None
 
 
 def test_head_importance_by_bleu_says_when_heads_tie(tiny_pair, tmp_path, monkeypatch):
@@ -192,10 +193,10 @@ def test_head_importance_by_bleu_says_when_heads_tie(tiny_pair, tmp_path, monkey
     listed = [m.value for m in at.markdown if m.value[:2] in {f"{i}." for i in range(1, 6)}]
     assert len(listed) == 5 and [("(tie)" in line) for line in listed] == [i in tied for i in range(5)]
     notes = [i.value for i in at.info]
-    assert (ties.ranking_note(job.result, "bleu", 5) in notes) == any(first < 5 for first, _, _ in runs)
+    assert (importance_ties.ranking_note(job.result, "bleu", 5) in notes) == any(first < 5 for first, _, _ in runs)
     first, end, _ = runs[0]
     at.slider(key="ex_imp_k").set_value(first + 1).run()
-    note = ties.keep_note(job.result, first + 1, "bleu")
+    note = importance_ties.keep_note(job.result, first + 1, "bleu")
     assert note is not None and note in [i.value for i in at.info]
 
 

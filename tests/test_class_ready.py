@@ -17,11 +17,14 @@ from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import RunFiles, append_metrics, write_status
-from ui import class_mode, curves, explain_figures, figures, guide, models
-from ui.bidi import PDI, RLI, ZWJ, piece_labels
-from ui.prob_table import probability_table, rows
-from ui.report import sentence_report
-from ui.teaching import contraction_hint, expand_contractions, gold_links
+from ui.explain import head_maps
+from ui.explain.html_report import sentence_report
+from ui.shared import class_mode, heatmaps, models, training_curves
+from ui.shared.bidi import PDI, RLI, ZWJ, piece_labels
+from ui.teaching import guide_documents
+from ui.train import metric_curves
+from ui.translate.probability_table import probability_table, rows
+from ui.translate.teaching_panels import contraction_hint, expand_contractions, gold_links
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints"
@@ -89,7 +92,7 @@ def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypat
     heatmap_rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]
     for label in piece_labels(translation.target_pieces):  # the heatmap's labels, joiners and marks included
         assert f"<th>{label.replace('<', '&lt;').replace('>', '&gt;')}</th>" in table
-    assert [figures.escape(p) for p in piece_labels(translation.target_pieces)] == [
+    assert [heatmaps.escape(p) for p in piece_labels(translation.target_pieces)] == [
         t.replace("\u200b", "") for t in heatmap_rows]
     joined = probability_table(["▁ال", "له", "▁لي"], [0.5, 0.5, 0.5], rtl=True)
     assert f"<th>\u200f▁ال{ZWJ}</th><th>\u200f{ZWJ}له</th>" in joined
@@ -99,9 +102,9 @@ def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypat
 
 
 def test_the_guides_links_open_documents_in_the_app(monkeypatch, tmp_path):  # item 6
-    docs = guide.documents()
-    text = docs[guide.GUIDE].path.read_text(encoding="utf-8")
-    rewritten = guide.in_app_links(text, docs[guide.GUIDE], docs)
+    docs = guide_documents.documents()
+    text = docs[guide_documents.GUIDE].path.read_text(encoding="utf-8")
+    rewritten = guide_documents.in_app_links(text, docs[guide_documents.GUIDE], docs)
     assert "[model card](?doc=card-en-fr-teaching)" in rewritten and "[the corpus](?doc=teaching-corpus)" in rewritten
     assert not re.search(r"\]\((?!https?:|\?doc=|#)[^)]*\)", rewritten)  # no link left to a repository path
     at = app(monkeypatch, tmp_path, SHIPPED)
@@ -164,7 +167,7 @@ def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readabl
     wrapped = rows(pieces, [0.5] * 58)
     assert [len(r) for r in wrapped] == [10] * 5 + [8] and wrapped[-1][-1][:2] == (58, "</s>")
     assert "<th>&lt;/s&gt;</th>" in probability_table(pieces, [0.5] * 58)
-    fig = figures.attention_heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)])
+    fig = heatmaps.attention_heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)])
     assert fig.layout.xaxis.tickfont.size >= 10  # never the 7 px it shrank to
     at = app(monkeypatch, tmp_path, tiny)
     opened(at, "pages/1_Translate.py", model="tiny", text=" ".join(s for s, _ in PAIRS[:8]))
@@ -207,20 +210,21 @@ def test_the_guides_modern_sentence_quotes_greedy_outputs():  # item 13: the app
 
 
 def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 14
-    one = curves.training_curves([{"step": 25, "train_loss": 7.822314}]).to_dict()["vconcat"][0]["layer"][0]
+    one = training_curves.training_curves([{"step": 25, "train_loss": 7.822314}]).to_dict()["vconcat"][0]["layer"][0]
     assert one["encoding"]["x"]["scale"]["domain"] == [24, 26] and one["encoding"]["x"]["axis"]["format"] == "~d"
     lo, hi = one["encoding"]["y"]["scale"]["domain"]
     assert lo < 7.822314 < hi and hi - lo > 1 and one["encoding"]["y"]["axis"]["format"] == "~g"
     records = [{"step": 25, "train_loss": 7.822314, "lr": 1e-4}, {"step": 25, "dev_loss": 7.9}]
-    loss, rate = curves.training_curves(records).to_dict()["vconcat"]
+    loss, rate = training_curves.training_curves(records).to_dict()["vconcat"]
     lines = loss["layer"][0]["encoding"]
     assert lines["color"]["scale"]["domain"] == ["train loss", "dev loss"]
     blue, orange = lines["color"]["scale"]["range"]
-    assert blue != orange and {blue, orange} == {curves.COLORS["train_loss"], curves.COLORS["dev_loss"]}
+    assert blue != orange
+    assert {blue, orange} == {training_curves.COLORS["train_loss"], training_curves.COLORS["dev_loss"]}
     assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
-    fig = figures.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
+    fig = metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
     assert list(fig.layout.xaxis.range) == [24, 26] and fig.layout.xaxis.tickformat == "d"
-    assert fig.data[0].name == "tokens / s" and figures.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
+    assert fig.data[0].name == "tokens / s" and metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 
 def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  # item 14
@@ -237,10 +241,10 @@ def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  
 
 def test_the_animation_keeps_its_title_below_the_toolbar_and_its_slider_off_play():  # item 14
     frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (25, 50)]
-    fig = explain_figures.training_animation(frames, title="cross", query_name="q", key_name="k")
-    still = figures.attention_heatmap(frames[0][1], ["▁a", "▁b"], ["▁x", "▁y", "▁z"], title="cross")
-    assert fig.layout.margin.t >= still.layout.margin.t + explain_figures.TOOLBAR
-    assert fig.layout.title.pad.t >= explain_figures.TOOLBAR
+    fig = head_maps.training_animation(frames, title="cross", query_name="q", key_name="k")
+    still = heatmaps.attention_heatmap(frames[0][1], ["▁a", "▁b"], ["▁x", "▁y", "▁z"], title="cross")
+    assert fig.layout.margin.t >= still.layout.margin.t + head_maps.TOOLBAR
+    assert fig.layout.title.pad.t >= head_maps.TOOLBAR
     (slider,), (buttons,) = fig.layout.sliders, fig.layout.updatemenus
     assert slider.x == buttons.x == 0 and slider.pad.t >= 40  # a row of its own, under Play / Pause
     assert slider.currentvalue.xanchor == "right"
@@ -252,7 +256,7 @@ def test_the_animation_keeps_its_title_below_the_toolbar_and_its_slider_off_play
 def test_readme_home_and_examples_say_what_ships(monkeypatch, tmp_path):  # item 17
     shipped = [p for p in SHIPPED.iterdir() if (p / "config.json").is_file()]
     numbers = {3: "Three", 4: "Four", 5: "Five", 6: "Six"}
-    assert f"{numbers[len(shipped)]} trained models ship" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"{numbers[len(shipped)]} trained models ship" in (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
     at = app(monkeypatch, tmp_path, SHIPPED)
     at.run()
     intro = at.markdown[0].value
@@ -282,13 +286,13 @@ def test_class_mode_is_kept_in_the_link_and_enlarges_the_charts(monkeypatch, tmp
 
 
 def test_enlarge_thins_column_labels_that_would_overlap_and_sizes_cell_text():  # item 18
-    fig = figures.attention_heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)])
+    fig = heatmaps.attention_heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)])
     big = class_mode.enlarge(fig)
     ticks = big.layout.xaxis.tickvals
     assert big.layout.xaxis.tickfont.size == class_mode.LABEL_PX
-    assert figures.PLOT_WIDTH / 60 * (ticks[1] - ticks[0]) >= class_mode.LINE_HEIGHT * class_mode.LABEL_PX
-    from ui import alignment
+    assert heatmaps.PLOT_WIDTH / 60 * (ticks[1] - ticks[0]) >= class_mode.LINE_HEIGHT * class_mode.LABEL_PX
+    from ui.shared import gold_alignment
 
-    grid = class_mode.enlarge(alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER"))
+    grid = class_mode.enlarge(gold_alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER"))
     assert all(t.textfont.size == class_mode.CELL_PX for t in grid.data if t.texttemplate)
 

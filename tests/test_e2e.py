@@ -1,7 +1,7 @@
 """Real browser: `streamlit run app.py` driven by Playwright with Debian's chromium (see shared TESTING.md).
 
 Skipped when chromium is missing, unless REQUIRE_E2E=1 (CI), where a missing browser is an error.
-With UPDATE_SCREENSHOT=1 it saves the README's pictures: docs/screenshot.png and docs/tour-*.png.
+With UPDATE_SCREENSHOT=1 it saves the docs' pictures: docs/screenshot.png (README) and docs/tour-*.png (docs/tour.md).
 These tests cover what only a browser shows: clicks on plotly charts, what a select box displays, the
 address bar, and the requests the page makes.
 """
@@ -26,7 +26,7 @@ from transformer.decoding.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
-BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.models)
+BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.shared.models)
 PLOT = '[data-testid="stPlotlyChart"]'
 EXCEPTION = '[data-testid="stException"]'
 
@@ -115,8 +115,8 @@ def server(tmp_path_factory):
 
 
 def _screenshot(page, name: str, tmp_path: Path, until=None) -> Path:
-    """UPDATE_SCREENSHOT=1 saves docs/NAME.png for the README (256 colours keep it small), else into tmp.
-    until: a locator whose bottom ends the picture."""
+    """UPDATE_SCREENSHOT=1 saves docs/NAME.png for the README and docs/tour.md (256 colours keep it small), else
+    into tmp. until: a locator whose bottom ends the picture."""
     clip = None
     if until is not None:
         box = until.bounding_box()
@@ -278,7 +278,7 @@ def test_train_page_gives_a_fresh_name_and_shows_the_runs_new_state(server, page
 
 
 def test_tour_of_the_other_pages(server, page, tmp_path):
-    """Home, Decode step by step and the teacher's guide open without an error (and give the README's pictures)."""
+    """Home, Decode step by step and the teacher's guide open without an error (and give docs/tour.md's pictures)."""
     page.goto(server + "/")
     expect(page.get_by_role("heading", name="Attention Explorer")).to_be_visible(timeout=60_000)
     page.get_by_text("d_model").first.wait_for(timeout=30_000)

@@ -17,8 +17,8 @@ from transformer.decoding.translate import Translator
 from transformer.explain import FAMILIES, Intervention, cell_arithmetic, intervened_translator
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
-from ui import curves
-from ui.report import sentence_report
+from ui.explain.html_report import sentence_report
+from ui.shared import training_curves
 
 PAGE = "pages/6_Explain_heads.py"
 SENTENCE = PAIRS[3][0]
@@ -125,9 +125,9 @@ def test_greedy_beam_and_reference_side_by_side(at, checkpoints):
 
 def test_greedy_beam_and_reference_view_reads_every_output_with_the_chosen_lens(at, checkpoints):
     from transformer.explain.lenses import lens_maps
-    from ui.models import checkpoint_stamp
-    from ui.translation import reference_ids
-    from ui.widgets import _load
+    from ui.shared.models import checkpoint_stamp
+    from ui.shared.translation_gate import reference_ids
+    from ui.shared.widgets import _load
 
     metadata = json.loads((checkpoints / "tiny" / "metadata.json").read_text())
     source, reference = load_corpus(CorpusSpec.from_dict(metadata["corpus"])).dev[0]
@@ -183,7 +183,7 @@ def cursor_step(view) -> int:
     """The step of the red cursor rule in every panel of the training-curves view."""
     spec, data = view
     cursors = {data[layer["data"]["name"]]["step"].item() for panel in spec["vconcat"] for layer in panel["layer"]
-               if layer["mark"].get("color") == curves.CURSOR_COLOR}
+               if layer["mark"].get("color") == training_curves.CURSOR_COLOR}
     assert len(cursors) == 1
     return cursors.pop()
 
@@ -233,8 +233,8 @@ def test_the_report_is_one_html_file_with_every_map(checkpoints):
 
 def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
     from transformer.explain.lenses import lens_maps
-    from ui.lenses import MAX_ZEROED, report_maps
-    from ui.report import lens_sections
+    from ui.explain.html_report import lens_sections
+    from ui.shared.lens_switch import MAX_ZEROED, report_maps
 
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE, attention=True)

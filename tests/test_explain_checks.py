@@ -63,6 +63,14 @@ def refused(call, name: str, *range_words: str) -> str:
         assert word in message, message
     return message
 
+def test_the_api_limits_are_the_apps():
+    from ui.shared import lens_switch, translation_gate
+
+    assert checks.MAX_SOURCE_TOKENS == translation_gate.MAX_SOURCE_TOKENS
+    assert checks.MAX_OUTPUT_TOKENS == translation_gate.OUTPUT_LIMIT
+    assert checks.MAX_ZEROED == lens_switch.MAX_ZEROED
+
+
 def test_integer_takes_integers_of_any_kind_and_refuses_everything_else():
     assert checks.integer(np.int64(3), "n", 0, 5) == 3 and checks.integer(torch.tensor(2), "n", 0, 5) == 2
     for value in (True, 2.0, "2", None, torch.tensor(2.0), torch.tensor([1, 2]), [1], "x" * 5000):

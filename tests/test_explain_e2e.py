@@ -19,7 +19,7 @@ from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
 )
 from transformer.decoding.translate import Translator
 from transformer.model.checkpoint import load_checkpoint
-from ui.report import sentence_report
+from ui.explain.html_report import sentence_report
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,11 @@ from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.model.checkpoint import load_checkpoint
-from ui import attention, figures
-from ui.attention import encoder_attention_steps
-from ui.translation import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
+from ui.learn import positional_figures
+from ui.learn.attention_steps import encoder_attention_steps
+from ui.shared import attention_maps, heatmaps
+from ui.shared.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
+from ui.train import metric_curves
 
 
 @pytest.fixture(scope="module")
@@ -29,36 +31,36 @@ def translator(checkpoint):
 
 def test_heatmap_is_one_trace_with_fixed_scale_and_unique_labels():
     w = np.random.default_rng(0).dirichlet(np.ones(3), size=2)  # (2, 3), rows sum to 1
-    fig = figures.attention_heatmap(w, ["▁le", "▁le"], ["a", "b", "c"])
+    fig = heatmaps.attention_heatmap(w, ["▁le", "▁le"], ["a", "b", "c"])
     (trace,) = fig.data
     assert trace.type == "heatmap" and (trace.zmin, trace.zmax) == (0.0, 1.0)
     assert list(trace.y) == [0, 1] and list(fig.layout.yaxis.ticktext) == ["▁le", "▁le"]  # repeats stay rows
     assert np.allclose(np.asarray(trace.z), w) and trace.customdata[1][2][:2].tolist() == ["▁le", "c"]
     assert fig.layout.yaxis.autorange == "reversed"  # first query on top
     with pytest.raises(ValueError):
-        figures.attention_heatmap(w, ["x"], ["a", "b", "c"])
+        heatmaps.attention_heatmap(w, ["x"], ["a", "b", "c"])
 
 
 def test_heatmap_leaves_room_for_long_tokens_and_few_rows():
-    short = figures.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"], title="t")
-    long = figures.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "▁congregation", "z"], title="t")
+    short = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"], title="t")
+    long = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "▁congregation", "z"], title="t")
     assert long.layout.margin.t > short.layout.margin.t  # rotated column labels do not run into the title
     assert long.layout.height - long.layout.margin.t >= 180  # two rows are not squeezed into slivers
 
 
 def test_metric_curves_without_values_say_so():
-    fig = figures.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
+    fig = metric_curves.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
     assert not fig.data and fig.layout.annotations[0].text == "no values yet"
 
 
 def test_model_view_has_a_heatmap_and_a_clickable_marker_per_head():
     maps = np.full((2, 3, 4, 5), 0.2)
-    fig = figures.model_view(maps)
-    heatmaps = [t for t in fig.data if t.type == "heatmap"]
+    fig = heatmaps.model_view(maps)
+    grids = [t for t in fig.data if t.type == "heatmap"]
     markers = [t for t in fig.data if t.type == "scatter"]
-    assert len(heatmaps) == len(markers) == 6
+    assert len(grids) == len(markers) == 6
     assert [list(m.customdata[0]) for m in markers] == [[layer, head] for layer in range(2) for head in range(3)]
-    assert all(h.hoverinfo == "skip" for h in heatmaps)  # the marker takes hover and click (cells cannot)
+    assert all(h.hoverinfo == "skip" for h in grids)  # the marker takes hover and click (cells cannot)
     assert fig.layout.hoverdistance == -1 and fig.layout.dragmode is False
     assert (markers[5].xaxis, markers[5].yaxis) == ("x6", "y6")  # the sixth subplot: layer 1, head 2
 
@@ -78,31 +80,31 @@ EMPTY_BOX = {"points": [], "point_indices": [], "box": [{"xref": "x5", "yref": "
                                                  ({"points": [], "point_indices": [], "box": [], "lasso": []}, None),
                                                  ({}, None)])
 def test_model_view_pick_reads_clicks_and_boxes(selection, pick):
-    assert figures.model_view_pick(selection, n_heads=3) == pick
+    assert heatmaps.model_view_pick(selection, n_heads=3) == pick
 
 
 def test_long_sentences_get_column_labels_that_do_not_overlap():
     for n in (5, 30, 60, 90, 127):
-        fig = figures.attention_heatmap(np.full((2, n), 1 / n), ["a", "b"], [f"▁word{i}" for i in range(n)])
+        fig = heatmaps.attention_heatmap(np.full((2, n), 1 / n), ["a", "b"], [f"▁word{i}" for i in range(n)])
         font, angle, ticks = fig.layout.xaxis.tickfont.size, fig.layout.xaxis.tickangle, fig.layout.xaxis.tickvals
-        footprint = figures.LINE_HEIGHT * font / abs(np.sin(np.radians(angle)))  # px along the axis per label
-        assert footprint <= figures.PLOT_WIDTH / n * (ticks[1] - ticks[0]), (n, font, angle)
-        assert font >= figures.MIN_FONT == 10 and (len(ticks) == n) == (n <= 58)
+        footprint = heatmaps.LINE_HEIGHT * font / abs(np.sin(np.radians(angle)))  # px along the axis per label
+        assert footprint <= heatmaps.PLOT_WIDTH / n * (ticks[1] - ticks[0]), (n, font, angle)
+        assert font >= heatmaps.MIN_FONT == 10 and (len(ticks) == n) == (n <= 58)
         longest = len(f"▁word{n - 1}")
         assert fig.layout.margin.t >= 50 + 0.6 * font * longest * abs(np.sin(np.radians(angle)))  # labels fit
-    assert figures.column_font(5) == (12, -60, 1) and figures.column_font(60) == (10, -90, 2)
+    assert heatmaps.column_font(5) == (12, -60, 1) and heatmaps.column_font(60) == (10, -90, 2)
 
 
 def test_positional_heatmap_leaves_room_for_ticks_and_axis_titles():
-    fig = figures.positional_heatmap(np.zeros((200, 256)))
+    fig = positional_figures.positional_heatmap(np.zeros((200, 256)))
     assert fig.layout.margin.l >= 70 and fig.layout.margin.b >= 50  # "200" and "position" beside each other
     assert fig.layout.yaxis.title.text == "position" and fig.layout.xaxis.title.text == "dimension i"
 
 
 def test_chart_config_names_the_file_and_the_format():
-    png = figures.chart_config("cross-attention, layer 2, head 1")
+    png = heatmaps.chart_config("cross-attention, layer 2, head 1")
     assert png["toImageButtonOptions"] == {"format": "png", "filename": "cross-attention-layer-2-head-1", "scale": 2}
-    svg = figures.chart_config("enc_self-layer-0-mean of heads", "svg")["toImageButtonOptions"]
+    svg = heatmaps.chart_config("enc_self-layer-0-mean of heads", "svg")["toImageButtonOptions"]
     assert svg == {"format": "svg", "filename": "enc-self-layer-0-mean-of-heads"}
 
 
@@ -110,32 +112,32 @@ def test_attention_views_shapes_rows_and_labels(translator):
     src = translator.prepare(PAIRS[3][0]).ids
     att = translator.attention_maps(src, [5, 6, 2])
     L, H = 2, 4
-    enc_self, dec_self, cross = (attention.stacked(att, f) for f in ("enc_self", "dec_self", "cross"))
+    enc_self, dec_self, cross = (attention_maps.stacked(att, f) for f in ("enc_self", "dec_self", "cross"))
     assert enc_self.shape == (L, H, len(src), len(src))
     assert cross.shape == (L, H, 3, len(src)) and dec_self.shape == (L, H, 3, 3)
     assert np.allclose(cross.sum(-1), 1, atol=1e-5) and np.allclose(dec_self.sum(-1), 1, atol=1e-5)
     assert np.allclose(np.triu(dec_self, 1), 0)  # causal
     # decoder rows are the emitted tokens; decoder self-attention columns what the decoder read
-    assert attention.labels(att, "cross") == (att.target_pieces, att.source_pieces)
-    assert attention.labels(att, "dec_self") == (att.target_pieces, att.target_input_pieces)
+    assert attention_maps.labels(att, "cross") == (att.target_pieces, att.source_pieces)
+    assert attention_maps.labels(att, "dec_self") == (att.target_pieces, att.target_input_pieces)
     assert att.target_input_pieces[0] == "<s>" and att.target_pieces[-1] == "</s>"
-    m, rows, cols = attention.matrix(att, "cross", 1, None, hide_special=True)
+    m, rows, cols = attention_maps.matrix(att, "cross", 1, None, hide_special=True)
     assert m.shape == (len(rows), len(cols)) == (2, len(src) - 1) and "</s>" not in rows + cols
     assert np.allclose(m, cross[1].mean(0)[:2, :-1])
-    notes = attention.row_notes(att, "dec_self", hide_special=True)
-    assert notes == [f"<br>query read: {figures.escape(p)}" for p in att.target_input_pieces[:2]]
-    m, rows, cols = attention.matrix(att, "dec_self", 0, 3, hide_special=True)
+    notes = attention_maps.row_notes(att, "dec_self", hide_special=True)
+    assert notes == [f"<br>query read: {heatmaps.escape(p)}" for p in att.target_input_pieces[:2]]
+    m, rows, cols = attention_maps.matrix(att, "dec_self", 0, 3, hide_special=True)
     assert m.shape == (2, 2) and cols == att.target_input_pieces[1:] and np.allclose(m, dec_self[0, 3][:2, 1:])
-    assert attention.row_notes(att, "enc_self") is None
-    grid, rows, cols = attention.every_head(att, "cross", hide_special=True)  # what the model view draws
+    assert attention_maps.row_notes(att, "enc_self") is None
+    grid, rows, cols = attention_maps.every_head(att, "cross", hide_special=True)  # what the model view draws
     assert grid.shape == (L, H, 2, len(src) - 1) and np.allclose(grid, cross[:, :, :2, :-1])
     assert "</s>" not in rows + cols
-    npz = np.load(io.BytesIO(attention.to_npz(att)))
+    npz = np.load(io.BytesIO(attention_maps.to_npz(att)))
     assert npz["cross"].shape == cross.shape and list(npz["target_pieces"]) == att.target_pieces
-    exported = json.loads(attention.to_json(att))
+    exported = json.loads(attention_maps.to_json(att))
     assert np.asarray(exported["dec_self"]).shape == dec_self.shape
     assert exported["target_input_pieces"] == att.target_input_pieces
-    rows = list(csv.DictReader(io.StringIO(attention.to_csv(att))))
+    rows = list(csv.DictReader(io.StringIO(attention_maps.to_csv(att))))
     assert len(rows) == enc_self.size + dec_self.size + cross.size
     row = next(r for r in rows if (r["family"], r["layer"], r["head"], r["query"], r["key"]) == ("cross", "1", "2",
                                                                                                    "1", "3"))
@@ -172,7 +174,7 @@ def test_translate_gives_probabilities_attention_and_nbest(translator):
     torch.manual_seed(0)
     greedy = translate(translator, PAIRS[0][0], SearchSettings())
     assert len(greedy.target_pieces) == len(greedy.token_probs) and all(0 < p <= 1 for p in greedy.token_probs)
-    assert attention.stacked(greedy.attention, "cross").shape[2] == len(greedy.target_pieces)
+    assert attention_maps.stacked(greedy.attention, "cross").shape[2] == len(greedy.target_pieces)
     beam = translate(translator, PAIRS[0][0], SearchSettings(beam_size=3, nbest=3))
     assert 1 <= 1 + len(beam.alternatives) <= 3
     with pytest.raises(TranslationError, match="Type a sentence"):
@@ -184,7 +186,7 @@ def test_translate_gives_probabilities_attention_and_nbest(translator):
 
 
 def test_links_read_valid_values_and_explain_the_rest():
-    from ui import links
+    from ui.shared import links
 
     assert links.read_model({"model": "en-fr"}, ["en-fr", "run/x/best"]) == ("en-fr", [])
     key, problems = links.read_model({"model": "../../etc/passwd"}, ["en-fr"])

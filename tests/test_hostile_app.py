@@ -12,9 +12,10 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.test_app import APP
-from ui import explain_views, models
-from ui.corpus_access import corpus_readable, readable_parts
-from ui.translation import MAX_CHARS, OUTPUT_LIMIT
+from ui.explain import one_sentence
+from ui.shared import models
+from ui.shared.corpus_access import corpus_readable, readable_parts
+from ui.shared.translation_gate import MAX_CHARS, OUTPUT_LIMIT
 
 PAGES = ["pages/1_Translate.py", "pages/2_Step_by_step.py", "pages/3_Train.py", "pages/4_Learn.py",
          "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py"]
@@ -140,8 +141,8 @@ def explain(tmp_path, monkeypatch):
 def test_the_reference_translation_field_holds_the_apps_limits_before_any_mask_is_built(explain, monkeypatch,
                                                                                         reference, message):
     forced = []
-    real = explain_views.teacher_forced
-    monkeypatch.setattr(explain_views, "teacher_forced", lambda *a, **k: forced.append(a) or real(*a, **k))
+    real = one_sentence.teacher_forced
+    monkeypatch.setattr(one_sentence, "teacher_forced", lambda *a, **k: forced.append(a) or real(*a, **k))
     explain.text_input(key="ex_ref").input(reference).run()
     assert not explain.exception, explain.exception
     warnings = [w.value.replace("\\", "") for w in explain.warning]  # plain() escapes punctuation

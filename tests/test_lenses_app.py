@@ -1,4 +1,5 @@
-"""The lens switch in the app (ui.lenses): on Translate, Decode step by step and Explain heads, kept in the link."""
+"""The lens switch in the app (ui.shared.lens_switch): on Translate, Decode step by step and Explain heads, kept in
+the link."""
 
 from pathlib import Path
 
@@ -11,9 +12,9 @@ from tests.test_app import APP, at, checkpoints, figures_of, page, plotly_array 
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
 from transformer.explain.lenses import lens_maps
-from ui.lenses import read_lens
-from ui.models import checkpoint_stamp
-from ui.widgets import _load
+from ui.shared.lens_switch import read_lens
+from ui.shared.models import checkpoint_stamp
+from ui.shared.widgets import _load
 
 
 def test_read_lens_accepts_the_known_lenses_only():

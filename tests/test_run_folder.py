@@ -13,7 +13,7 @@ from transformer.model import checkpoint
 from transformer.runs import RunFiles, read_status, run_name_problem, write_status
 from transformer.training.loop import Trainer
 from transformer.training.run import TrainingError, create_run
-from ui import jobs
+from ui.shared import training_jobs
 
 
 def read_only(switch: list[bool]):
@@ -57,19 +57,19 @@ def test_the_app_says_a_dead_run_in_a_read_only_folder_could_not_record_its_end(
     files = RunFiles(tmp_path / "run")
     files.root.mkdir()
     write_status(files, "running", step=3)
-    monkeypatch.setattr(jobs, "pid_alive", lambda pid: False)
-    assert "died without saving its state" in jobs.run_info(files.root).error
-    monkeypatch.setattr(jobs.os, "access", lambda path, mode: False)
-    info = jobs.run_info(files.root)
+    monkeypatch.setattr(training_jobs, "pid_alive", lambda pid: False)
+    assert "died without saving its state" in training_jobs.run_info(files.root).error
+    monkeypatch.setattr(training_jobs.os, "access", lambda path, mode: False)
+    info = training_jobs.run_info(files.root)
     assert info.state == "crashed" and "is read-only" in info.error and "died" not in info.error
 
 
 @pytest.mark.parametrize("name", RUN_NAMES)
 def test_windows_reserved_run_names_are_refused_everywhere(tmp_path, monkeypatch, name):
     assert run_name_problem(name)
-    monkeypatch.setattr(jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
+    monkeypatch.setattr(training_jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
     with pytest.raises(ValueError, match="Windows|A run name"):
-        jobs.start_run(tmp_path / "runs", name, ["--corpus", "teaching"])
+        training_jobs.start_run(tmp_path / "runs", name, ["--corpus", "teaching"])
     with pytest.raises(TrainingError, match="Windows"):
         create_run(tmp_path / name, tiny_spec(tmp_path / "c.tsv"))
     assert not (tmp_path / "runs").exists()
@@ -77,7 +77,7 @@ def test_windows_reserved_run_names_are_refused_everywhere(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("name", ["con-1", "lpt10", "nullable", "auxiliary", "v1.0", "com-port"])
 def test_names_that_only_look_reserved_are_fine(name):
-    assert run_name_problem(name) is None and jobs.valid_run_name(name)
+    assert run_name_problem(name) is None and training_jobs.valid_run_name(name)
 
 
 @pytest.mark.parametrize("kind", ["file", "link to a folder outside", "dangling link"])
@@ -92,9 +92,9 @@ def test_a_file_or_link_with_the_runs_name_is_a_clear_error_and_nothing_is_writt
         (runs / "taken").symlink_to(tmp_path / "nowhere")
     else:
         (runs / "taken").symlink_to(outside)
-    monkeypatch.setattr(jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
+    monkeypatch.setattr(training_jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
     with pytest.raises(ValueError, match="a file or link named 'taken' is in the runs folder"):
-        jobs.start_run(runs, "taken", ["--corpus", "teaching"], corpus_tsv=b"a b\tc d\n" * 60)
+        training_jobs.start_run(runs, "taken", ["--corpus", "teaching"], corpus_tsv=b"a b\tc d\n" * 60)
     with pytest.raises(TrainingError, match="a file or link of that name is in the way"):
         create_run(runs / "taken", tiny_spec(tmp_path / "c.tsv"))
     assert list(outside.iterdir()) == [] and not (tmp_path / "nowhere").exists()

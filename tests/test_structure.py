@@ -2,10 +2,13 @@
 
 Imports are read with `ast` (nothing is imported), so the check sees every import, lazy ones inside
 functions too. Layers, lowest first: a module may import its own layer or a lower one, never a higher one.
+The app's `ui/` is grouped by page (docs/layout.md): a page imports its own folder and `ui/shared/` only, a page
+folder imports itself and `ui/shared/`, `ui/shared/` imports no page folder, and no import circle runs through ui.
 """
 
 import ast
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -21,13 +24,15 @@ LAYERS = [  # (layer name, module prefixes)
     ("decoding", ("transformer.decoding",)),
     ("explain", ("transformer.explain",)),
     ("training", ("transformer.training",)),
-    # the installed commands and the old module paths (one-line re-exports) sit above everything
-    ("entry points", ("transformer.cli", "transformer.translate", "transformer.train", "transformer.evaluate",
-                      "transformer.corpora")),
+    # the installed commands and the old module paths (one-line re-exports; tests/test_old_paths.py) sit above
+    ("entry points", ("transformer.cli", "transformer.translate", "transformer.train", "transformer.evaluate")),
 ]
 # Inside data the order matters too: the loaders read words, the spec reads two loaders, load reads them all.
 DATA_ORDER = ["transformer.data.words", "transformer.data.tokenizer", "transformer.data.corpora",
               "transformer.data.spec", "transformer.data.load"]
+TEACHING_ORDER = [f"transformer.data.corpora.teaching.{name}" for name in (  # as its __init__ lists them
+    "morphology", "lexicon_generated", "lexicon", "frames", "french", "realizer", "syntax", "parser_phrases", "parser",
+    "sampler_core", "sampler_constructions", "corpus", "constructions", "suggest")]
 TRAINING_ORDER = ["transformer.training.cores", "transformer.training.recipe",
                   "transformer.training.run", "transformer.training.setup",
                   "transformer.training.loop", "transformer.training.cli"]
@@ -47,7 +52,7 @@ OWNERS = {  # a file name of an on-disk format -> the one module that spells it
     "pairs.tsv": "transformer/data/corpora/debian.py",
 }
 MAX_LINES = 400
-DATA_TABLES = {"transformer/data/corpora/teaching_lexicon.py", "transformer/data/corpora/teaching_lexicon_more.py"}
+DATA_TABLES = {"transformer/data/corpora/teaching/lexicon.py", "transformer/data/corpora/teaching/lexicon_generated.py"}
 
 
 def module_name(path: Path) -> str:
@@ -58,12 +63,17 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def imports(name: str) -> set[str]:
-    """The package modules `name` imports (`from a import b` names module a.b when it is one)."""
-    path = MODULES[name]
+def imports(name: str, modules: Mapping[str, Path] = MODULES) -> set[str]:
+    """The modules of `modules` that `name` imports (`from a import b` names module a.b when it is one)."""
+    path = modules[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return read_imports(path.read_text(), package, modules) - {name}
+
+
+def read_imports(source: str, package: str, modules: Mapping[str, Path]) -> set[str]:
+    """The modules of `modules` that `source` imports, relative imports read from inside `package`."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -71,13 +81,13 @@ def imports(name: str) -> set[str]:
             if node.level:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
         else:
             continue
         for target in targets:
-            while target and target not in MODULES:
+            while target and target not in modules:
                 target = target.rpartition(".")[0]
-            if target and target != name:
+            if target:
                 found.add(target)
     return found
 
@@ -107,19 +117,20 @@ def test_every_module_is_in_a_layer_and_imports_only_its_own_or_lower_layers():
     assert not upward, "imports that run upward:\n" + "\n".join(sorted(upward))
 
 
-@pytest.mark.parametrize("order", [DATA_ORDER, TRAINING_ORDER], ids=["data", "training"])
+@pytest.mark.parametrize("order", [DATA_ORDER, TEACHING_ORDER, TRAINING_ORDER], ids=["data", "teaching", "training"])
 def test_inside_a_layer_the_lower_modules_never_import_the_higher(order):
     upward = [f"{a} imports {b}" for a, targets in GRAPH.items() for b in targets
               if rank(a, order) is not None and rank(b, order) is not None and rank(b, order) > rank(a, order)]
     assert not upward, "\n".join(sorted(upward))
 
 
-def test_no_import_circle():
+def find_circle(graph: Mapping[str, set[str]]) -> list[str] | None:
+    """One import circle of `graph` (module -> the modules it imports), as a path back to its start, or None."""
     state: dict[str, int] = {}  # 1 on the current path, 2 done
 
     def visit(node: str, path: list[str]) -> list[str] | None:
         state[node] = 1
-        for target in sorted(GRAPH[node]):
+        for target in sorted(graph.get(node, ())):
             if state.get(target) == 1:
                 return path[path.index(target):] + [target] if target in path else path + [node, target]
             if target not in state and (circle := visit(target, path + [target])):
@@ -127,9 +138,15 @@ def test_no_import_circle():
         state[node] = 2
         return None
 
-    for start in sorted(GRAPH):
+    for start in sorted(graph):
         if start not in state and (circle := visit(start, [start])):
-            pytest.fail("import circle: " + " -> ".join(circle))
+            return circle
+    return None
+
+
+def test_no_import_circle():
+    circle = find_circle(GRAPH)
+    assert circle is None, "import circle: " + " -> ".join(circle)
 
 
 def test_the_check_sees_a_circle_and_an_upward_import():
@@ -154,6 +171,91 @@ def test_ui_modules_never_import_pages():
         assert not re.search(r"^\s*(from|import) pages\b", path.read_text(), re.M), path
 
 
+# ---------------------------------------------------------------------------------------------- the app's ui/
+UI_MODULES = {module_name(p): p for p in (ROOT / "ui").rglob("*.py")}
+SHARED = "shared"
+PAGE_FOLDERS = {  # a page (or the home page) -> its own folder of ui/; the home page has none
+    "app.py": None,
+    "pages/1_Translate.py": "translate",
+    "pages/2_Step_by_step.py": "step",
+    "pages/3_Train.py": "train",
+    "pages/4_Learn.py": "learn",
+    "pages/5_Teaching_guide.py": "teaching",
+    "pages/6_Explain_heads.py": "explain",
+}
+
+
+def ui_folder(module: str) -> str | None:
+    """The folder of ui/ a module lives in ("shared", "explain", ...), None for ui's own __init__."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def cross_folder_imports(source: str, package: str, own: str | None) -> list[str]:
+    """The ui modules `source` imports that it may not: a page, or a module inside ui/`own`/, imports its own
+    folder and shared/ only; shared/ (own == "shared") imports shared/ only."""
+    allowed = {SHARED, own}
+    return sorted(m for m in read_imports(source, package, UI_MODULES)
+                  if m.split(".")[0] == "ui" and ui_folder(m) not in allowed)
+
+
+def test_every_ui_module_lives_in_its_pages_folder_or_the_shared_one():
+    folders = {p.name for p in (ROOT / "ui").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert folders == {SHARED} | {f for f in PAGE_FOLDERS.values() if f}
+    loose = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ui").glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"modules outside a page folder or shared/: {loose}"
+    pages = {str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py")} | {"app.py"}
+    assert pages == set(PAGE_FOLDERS), "a new page needs its folder in PAGE_FOLDERS (and docs/layout.md)"
+
+
+@pytest.mark.parametrize("page", sorted(PAGE_FOLDERS))
+def test_a_page_imports_only_its_own_folder_and_shared(page):
+    path = ROOT / page
+    wrong = cross_folder_imports(path.read_text(), "pages", PAGE_FOLDERS[page])
+    assert not wrong, f"{page} imports another page's folder: {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in UI_MODULES if ui_folder(m)))
+def test_a_ui_folder_imports_only_itself_and_shared(module):
+    path = UI_MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    wrong = cross_folder_imports(path.read_text(), package, ui_folder(module))
+    assert not wrong, f"{module} ({ui_folder(module)}/) imports {wrong}"
+
+
+def test_no_import_circle_in_ui():
+    graph = {name: imports(name, UI_MODULES) for name in UI_MODULES}
+    circle = find_circle(graph)
+    assert circle is None, "import circle: " + " -> ".join(circle)
+
+
+@pytest.mark.parametrize(("source", "package", "own", "wrong"), [
+    # a page reaching into another page's folder, in every spelling of the import
+    ("from ui.explain.one_sentence import translated", "pages", "translate", ["ui.explain.one_sentence"]),
+    ("from ui.explain import head_maps", "pages", "learn", ["ui.explain.head_maps"]),
+    ("from ui import train", "pages", "step", ["ui.train"]),
+    ("def main():\n    import ui.step.hypotheses", "pages", None, ["ui.step.hypotheses"]),
+    # a page folder reaching sideways, also by a relative import; shared reaching up into a page
+    ("from ..learn.attention_steps import encoder_attention_steps", "ui.translate", "translate",
+     ["ui.learn.attention_steps"]),
+    ("from ui.translate.probability_table import rows", "ui.shared", SHARED, ["ui.translate.probability_table"]),
+    # what the rule allows
+    ("from ui.shared.widgets import link\nfrom ui.explain import attribution", "pages", "explain", []),
+    ("from . import head_maps\nfrom ..shared import text", "ui.explain", "explain", []),
+    ("import numpy\nfrom transformer.decoding.translate import Translation", "ui.shared", SHARED, []),
+])
+def test_the_ui_rule_sees_a_cross_page_import(source, package, own, wrong):
+    """The rule on constructed cases: each import that crosses into another page's folder is named."""
+    assert cross_folder_imports(source, package, own) == wrong
+
+
+def test_the_ui_circle_check_sees_a_circle():
+    graph = {"ui.shared.a": {"ui.shared.b"}, "ui.shared.b": {"ui.shared.c"}, "ui.shared.c": {"ui.shared.a"},
+             "ui.step.d": {"ui.shared.a"}}
+    assert find_circle(graph) == ["ui.shared.a", "ui.shared.b", "ui.shared.c", "ui.shared.a"]
+    assert find_circle({"ui.step.d": {"ui.shared.a"}, "ui.shared.a": set()}) is None
+
+
 @pytest.mark.parametrize("file_name", sorted(OWNERS))
 def test_each_on_disk_file_name_is_spelled_by_its_one_owner(file_name):
     spelled = sorted(str(p.relative_to(ROOT)) for folder in ("transformer", "ui", "pages") for p in
@@ -163,15 +265,16 @@ def test_each_on_disk_file_name_is_spelled_by_its_one_owner(file_name):
 
 
 def test_no_module_over_400_lines_but_data_tables():
-    long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
+    long = {str(p.relative_to(ROOT)): n for folder in (PACKAGE, ROOT / "ui") for p in folder.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES and str(p.relative_to(ROOT)) not in DATA_TABLES}
     assert not long, long
 
 
-def test_old_entry_points_still_work():
-    from transformer.decoding import translate
-    from transformer.train import main
-    from transformer.training import cli
-    from transformer.translate import Translator
-
-    assert Translator is translate.Translator and main is cli.main
+def test_the_teaching_package_lists_each_of_its_modules_once_in_import_order():
+    """Its `__init__` docstring is the map a newcomer reads: every module, in TEACHING_ORDER, which the test above
+    holds to the imports."""
+    package = PACKAGE / "data" / "corpora" / "teaching"
+    listed = re.findall(r"^    ([a-z_]+) {2,}\S", ast.get_docstring(ast.parse((package / "__init__.py").read_text())),
+                        re.M)
+    assert [f"transformer.data.corpora.teaching.{name}" for name in listed] == TEACHING_ORDER
+    assert sorted(listed) == sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__")

@@ -18,13 +18,14 @@ from transformer.data.corpora.teaching import (
     AlignedPair,
     align,
     build_teaching_corpus,
-    combinations,
     vocabulary,
 )
-from transformer.data.corpora.teaching_grammar import Clause, realize
-from transformer.data.corpora.teaching_lexicon import ADJECTIVE, NOUN, NUMBER, PRONOUNS, VERB
-from transformer.data.corpora.teaching_morphology import french_imperative, french_vous
-from transformer.data.corpora.teaching_parser import parse
+from transformer.data.corpora.teaching.corpus import combinations
+from transformer.data.corpora.teaching.frames import Clause
+from transformer.data.corpora.teaching.lexicon import ADJECTIVE, NOUN, NUMBER, PRONOUNS, VERB
+from transformer.data.corpora.teaching.morphology import french_imperative, french_vous
+from transformer.data.corpora.teaching.parser import parse
+from transformer.data.corpora.teaching.realizer import realize
 from transformer.data.words import format_links, parse_links, words
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,7 +334,7 @@ def test_a_larger_train_split_keeps_dev_and_test_and_begins_with_the_smaller_one
 
 def test_every_construction_is_in_the_test_split(corpus, frames):
     """Grammar 2's test split has every construction, so that a model is scored on each."""
-    from transformer.data.corpora.teaching_constructions import CONSTRUCTIONS, constructions
+    from transformer.data.corpora.teaching.constructions import CONSTRUCTIONS, constructions
 
     seen = {label for p in corpus.test for label in constructions(frames[p.src])}
     assert seen == set(CONSTRUCTIONS)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from transformer.data.corpora.teaching import align, vocabulary
-from transformer.data.corpora.teaching_constructions import CONSTRUCTIONS, constructions
-from transformer.data.corpora.teaching_parser import parse
-from transformer.data.corpora.teaching_suggest import nearest_sentence, search_vocabulary
+from transformer.data.corpora.teaching.constructions import CONSTRUCTIONS, constructions
+from transformer.data.corpora.teaching.parser import parse
+from transformer.data.corpora.teaching.suggest import nearest_sentence, search_vocabulary
 
 
 @pytest.mark.parametrize("typed, nearest", [

@@ -10,7 +10,7 @@ from tests.test_app import at, checkpoints, page  # noqa: F401  (pytest fixtures
 from transformer.decoding.translate import Translator
 from transformer.explain import StatisticsAccumulator
 from transformer.model.checkpoint import load_checkpoint
-from ui import report
+from ui.explain import html_report
 
 
 def iframes(app) -> list[str]:
@@ -73,5 +73,5 @@ def test_the_report_has_a_head_view_per_family(checkpoints):  # noqa: F811
     att = translation.attention
     accumulator.add({f: getattr(att, f) for f in ("enc_self", "dec_self", "cross")},
                     {"enc_self": att.source_pieces, "cross": att.source_pieces, "dec_self": att.target_input_pieces})
-    html = report.sentence_report(translation, model="tiny", stats=accumulator.result())
+    html = html_report.sentence_report(translation, model="tiny", stats=accumulator.result())
     assert html.count('<svg class="hv"') == 3 and html.count("<script>(function(root)") == 3

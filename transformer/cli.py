@@ -1,9 +1,9 @@
 """Entry points of the installed commands (`pip install .`), beside `python -m transformer.train` and the others.
 
     attention-explorer [STREAMLIT OPTIONS]    the app: `streamlit run app.py` with .streamlit/config.toml's settings
-    transformer-translate ...                 python -m transformer.translate ... (transformer.translate:main)
-    transformer-train ...                     python -m transformer.train ...       (transformer.train:main)
-    transformer-evaluate ...                  python -m transformer.evaluate ...    (transformer.evaluate:main)
+    transformer-translate ...                 python -m transformer.translate ... (transformer.decoding.translate:main)
+    transformer-train ...                     python -m transformer.train ...     (transformer.training.cli:main)
+    transformer-evaluate ...                  python -m transformer.evaluate ...  (transformer.decoding.evaluate:main)
 
 A wheel puts the app (app.py, pages/, ui/, .streamlit/config.toml) and the shipped checkpoints in an
 `attention_explorer` folder beside this package, as they sit beside it in the repository; see
@@ -68,7 +68,7 @@ def app_environment() -> dict[str, str]:
     """The server's environment: this one, plus defaults the user has not set."""
     env = dict(os.environ)
     if app_dir() != Path(__file__).resolve().parent.parent:
-        # An installed app would otherwise keep its runs inside site-packages (ui.models.runs_dir).
+        # An installed app would otherwise keep its runs inside site-packages (ui.shared.models.runs_dir).
         env.setdefault("EXPLORER_RUNS", str(Path.cwd() / "runs"))
     # glibc: at most 2 malloc arenas, however many threads Streamlit starts, so that freed memory is given back
     # (transformer/memory.py); it must be set before the server's first thread, hence here. Other C libraries ignore it.

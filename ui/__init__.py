@@ -1,1 +1,3 @@
-"""Figures, widgets and background jobs of the Streamlit explorer."""
+"""The Streamlit explorer's pieces, one folder per page (translate, step, learn, explain, train, teaching) and
+shared/ for what more than one page uses. A page imports its own folder and shared/ only; a page folder imports
+itself and shared/; shared/ imports no page folder (docs/layout.md; tests/test_structure.py checks it)."""

@@ -19,7 +19,7 @@ from typing import Any
 from transformer.data.corpora.base import CorpusError
 from transformer.data.corpora.bible import bible_languages
 from transformer.data.corpora.mix import check_weight
-from transformer.data.corpora.teaching_frames import GRAMMAR, GRAMMARS
+from transformer.data.corpora.teaching.frames import GRAMMAR, GRAMMARS
 
 KINDS = ("bible", "teaching", "tsv", "hf", "debian", "mix")
 # Kinds whose sentences a machine without the Hub can load again from a checkpoint's recorded spec (a mix may

@@ -1,0 +1,224 @@
+"""How long each page takes to open from a link, as a ratio to Streamlit's own bare page on the same machine.
+
+    python bench/pages.py                 # every page, 5 warm rounds each, then the buttons
+    python bench/pages.py --rounds 9 --pages Translate Step_by_step
+
+Needs Debian's chromium (see tests/test_e2e.py). Not a test: its numbers depend on the machine; BENCHMARKS.md
+quotes its output. Two servers run side by side, started the same way (`streamlit run`, headless, no usage
+statistics): the app, and a one-title page (`st.title`). Each load is a fresh tab (a new Streamlit session), and
+its time is the page's own clock: from the navigation's start to the page's last change once its script run is
+over and it has kept still for QUIET seconds (Plotly's hover layer aside), so the charts' drawing counts.
+
+1. **cold**: the first request of each page right after its server started, against the bare page's first
+   request after its own start (each page gets a freshly started server).
+2. **warm**: once the server has served the page once, `--rounds` loads of the page alternating with the bare
+   page; the medians and their ratio.
+3. **buttons** on the shipped models: Next, Back and Run to end on Step by step, Draw again (sampling), a lens
+   switch on Translate: the time from the click to the page's last change.
+
+Goal (issue 42): every page at most 1.5x the bare page warm, 3x cold, every button under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+QUIET = 0.75  # s without a change after the script run ends: the page is drawn
+BARE = 'import streamlit as st\n\nst.title("A bare page")\n'
+TEACHING = "The girl eats an apple."
+PAGES = {  # page -> the link a teacher would open (query string)
+    "Home": "",
+    "Translate": f"model=en-fr-teaching&text={TEACHING}",
+    "Step_by_step": f"model=en-fr-teaching&text={TEACHING}",
+    "Train": "",
+    "Learn": f"model=en-fr-teaching&text={TEACHING}",
+    "Teaching_guide": "",
+    "Explain_heads": f"model=en-fr-teaching&text={TEACHING}",
+}
+# Records DOM changes (outside Plotly's hover layer) on the page's clock, whose zero is the navigation's start.
+PAGE_CLOCK = """
+window.__clock = {action: 0, changed: 0};
+document.addEventListener("click", () => { window.__clock.action = performance.now(); }, true);
+new MutationObserver(records => {
+    const drawn = records.some(r => {
+        const element = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+        return !(element && element.closest(".hoverlayer"));
+    });
+    if (drawn) window.__clock.changed = performance.now();
+}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+SCRIPT_DONE = "document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'"
+
+
+class Server:
+    """`streamlit run SCRIPT` on a free port, in its own process group (stopped with the group)."""
+
+    def __init__(self, script: Path, cwd: Path, log: Path):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+               "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+               "--server.fileWatcherType", "none"]
+        env = {"MALLOC_ARENA_MAX": "2", **os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"the server of {script} did not answer /_stcore/health in 120 s: {log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+def settle(page, since: str = "0", timeout: float = 180.0) -> float:
+    """Seconds on the page's clock from `since` (0: the navigation's start) to its last change, once its script run
+    is over and it has kept still for QUIET seconds."""
+    deadline = time.monotonic() + timeout
+    changed = None
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(QUIET * 1000)
+        now = page.evaluate("window.__clock.changed")
+        if now == changed and page.evaluate(SCRIPT_DONE):
+            return (now - page.evaluate(since)) / 1000
+        changed = now
+    raise TimeoutError(f"the page kept changing or running for {timeout:.0f} s: {page.url}")
+
+
+def load(browser, url: str) -> float:
+    """Seconds from navigation to a drawn page, in a fresh tab (a new session)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.add_init_script(PAGE_CLOCK)
+    try:
+        page.goto(url, wait_until="commit")
+        page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
+        return settle(page)
+    finally:
+        context.close()
+
+
+def click(page, name: str) -> float:
+    """Seconds from a click on the button `name` to the page's last change."""
+    page.get_by_role("button", name=name, exact=True).first.click()
+    return settle(page, since="window.__clock.action")
+
+
+def buttons(browser, url: str) -> dict[str, list[float]]:
+    """Each button a lesson presses, timed three times on the teaching model."""
+    times: dict[str, list[float]] = {}
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.add_init_script(PAGE_CLOCK)
+    try:
+        page.goto(f"{url}/Step_by_step?{PAGES['Step_by_step']}")
+        settle(page)
+        for _ in range(3):
+            times.setdefault("Next", []).append(click(page, "Next"))
+        for _ in range(3):
+            times.setdefault("Back", []).append(click(page, "Back"))
+        for _ in range(3):
+            times.setdefault("Run to end", []).append(click(page, "Run to end"))
+            click(page, "Back")
+        page.goto(f"{url}/Step_by_step?{PAGES['Step_by_step']}&search=sample&seed=1")
+        settle(page)
+        for _ in range(3):
+            times.setdefault("Draw again", []).append(click(page, "Draw again"))
+    finally:
+        context.close()
+    return times
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="warm loads of each page (and of the bare page)")
+    parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
+    parser.add_argument("--no-cold", action="store_true", help="skip the first-request-after-a-start loads")
+    parser.add_argument("--no-buttons", action="store_true")
+    args = parser.parse_args(argv)
+    if not CHROMIUM:
+        parser.error("chromium not found: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-pages-"))
+    (tmp / "bare.py").write_text(BARE)
+
+    def app_server() -> Server:
+        return Server(REPO / "app.py", REPO, tmp / "app.log")
+
+    def bare_server() -> Server:
+        return Server(tmp / "bare.py", tmp, tmp / "bare.log")
+
+    def path(name: str) -> str:
+        return ("/" if name == "Home" else f"/{name}") + (f"?{PAGES[name]}" if PAGES[name] else "")
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        if not args.no_cold:
+            print("cold: the first request after a start (each page on a fresh server)")
+            for name in args.pages:
+                bare = bare_server()
+                try:
+                    bare_s = load(browser, bare.url)
+                finally:
+                    bare.stop()
+                app = app_server()
+                try:
+                    page_s = load(browser, app.url + path(name))
+                finally:
+                    app.stop()
+                print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}", flush=True)
+        app, bare = app_server(), bare_server()
+        try:
+            print(f"warm: once served, the median of {args.rounds} fresh-tab loads, alternating with the bare page")
+            for name in args.pages:
+                load(browser, app.url + path(name))  # served once
+                page_times, bare_times = [], []
+                for _ in range(args.rounds):
+                    page_times.append(load(browser, app.url + path(name)))
+                    bare_times.append(load(browser, bare.url))
+                page_s, bare_s = statistics.median(page_times), statistics.median(bare_times)
+                print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}"
+                      f"   (page {min(page_times):.2f}-{max(page_times):.2f} s)", flush=True)
+            if not args.no_buttons:
+                print("buttons on the teaching model: click to the last change (3 each)")
+                for name, times in buttons(browser, app.url).items():
+                    print(f"  {name:15s} median {statistics.median(times):5.2f} s   max {max(times):5.2f} s",
+                          flush=True)
+        finally:
+            app.stop()
+            bare.stop()
+            browser.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,0 @@
-"""The old path of transformer.data.corpora, kept for `python -m transformer.data.corpora.debian`."""

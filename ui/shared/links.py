@@ -1,0 +1,147 @@
+"""Shareable links: a view's state as URL query parameters, read back with every value checked. No streamlit.
+
+A link such as `/Translate?model=en-fr-bible&text=In+the+beginning&search=beam&beam=4&att=cross&layer=2&head=1`
+opens that view. Every reader returns the values it accepts and a sentence per value it refuses; it never
+raises, and a model is only ever looked up among the models the app lists, never opened from a path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+MAX_TEXT = 1000  # characters of a sentence taken from a link
+METHODS = ("greedy", "beam", "sample")
+BEAM_RANGE, ALPHA_RANGE = (2, 8), (0.0, 2.0)  # the search widgets' ranges
+MEAN = "mean"  # head=mean: the mean of the heads
+
+SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.shared.sampling
+VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.shared.lens_switch
+PATCHING = ("clean", "other", "pos", "token")  # Explain heads' patching view: its pair, position and token
+VIEW_ONLY = {"search": ("ref",), "patching": PATCHING}  # Explain heads: parameters of one view only
+PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
+               "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
+               "learn": ("model", "text", "layer", "head", "query"),
+               "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING)}
+
+Problems = list[str]
+
+
+def _int(value: str, lo: int, hi: int) -> int | None:
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    return number if lo <= number <= hi else None
+
+
+def linkable(text: str) -> str | None:
+    """text as a link parameter, or None (left out of the link) when it is longer than a link may carry."""
+    return text if len(text) <= MAX_TEXT else None
+
+
+def read_text(params: Mapping[str, str], name: str = "text") -> tuple[str | None, Problems]:
+    """The sentence of a link (or another text, such as `ref`), without control characters; None when absent."""
+    if name not in params:
+        return None, []
+    text = "".join(c for c in params[name] if c.isprintable() or c == " ")
+    if len(text) > MAX_TEXT:
+        return text[:MAX_TEXT], [f"The link's sentence is longer than {MAX_TEXT} characters; it was cut."]
+    return text, []
+
+
+def read_index(params: Mapping[str, str], name: str, count: int) -> tuple[int | None, Problems]:
+    """params[name] when it is a whole number from 0 to count - 1 (a layer, a head, a token)."""
+    if name not in params:
+        return None, []
+    value = _int(params[name], 0, count - 1)
+    if value is None:
+        return None, [f"{name.capitalize()} {params[name]!r} in the link does not exist here: use 0 to {count - 1}."]
+    return value, []
+
+
+def read_model(params: Mapping[str, str], keys: Sequence[str]) -> tuple[str | None, Problems]:
+    """The model key of a link if it is one of `keys` (the models the app lists)."""
+    if "model" not in params:
+        return None, []
+    if params["model"] in keys:
+        return params["model"], []
+    return None, [f"The link's model {params['model']!r} is not on this server; showing another one."]
+
+
+def read_search(params: Mapping[str, str]) -> tuple[dict[str, object], Problems]:
+    """{"method", "beam", "alpha", "nbest"}: those the link gives and that are valid."""
+    values: dict[str, object] = {}
+    problems: Problems = []
+    if "search" in params:
+        if params["search"] in METHODS:
+            values["method"] = params["search"]
+        else:
+            problems.append(f"Unknown search {params['search']!r} in the link (use greedy, beam or sample).")
+    if "beam" in params:
+        beam = _int(params["beam"], *BEAM_RANGE)
+        if beam is None:
+            problems.append(f"Beam size {params['beam']!r} in the link is not between {BEAM_RANGE[0]} and "
+                            f"{BEAM_RANGE[1]}.")
+        else:
+            values["beam"] = beam
+    if "alpha" in params:
+        try:
+            alpha = round(float(params["alpha"]), 1)
+        except ValueError:
+            alpha = -1.0
+        if ALPHA_RANGE[0] <= alpha <= ALPHA_RANGE[1]:
+            values["alpha"] = alpha
+        else:
+            problems.append(f"Length penalty {params['alpha']!r} in the link is not between 0 and 2.")
+    if "nbest" in params:
+        nbest = _int(params["nbest"], 1, int(values.get("beam", BEAM_RANGE[1])))
+        if nbest is None:
+            problems.append(f"n-best {params['nbest']!r} in the link is not between 1 and the beam size.")
+        else:
+            values["nbest"] = nbest
+    return values, problems
+
+
+def read_view(params: Mapping[str, str], n_layers: Mapping[str, int], n_heads: int
+              ) -> tuple[dict[str, object], Problems]:
+    """{"family", "layer", "head", "hide"} of an attention view; head None is the mean of the heads."""
+    values: dict[str, object] = {}
+    problems: Problems = []
+    family = params.get("att")
+    if family is not None:
+        if family in n_layers:
+            values["family"] = family
+        else:
+            problems.append(f"Unknown attention {family!r} in the link (use {', '.join(n_layers)}).")
+    layers = n_layers.get(str(values.get("family", next(iter(n_layers)))), 1)
+    if "layer" in params:
+        layer = _int(params["layer"], 0, layers - 1)
+        if layer is None:
+            problems.append(f"Layer {params['layer']!r} in the link does not exist: this model has layers 0 to "
+                            f"{layers - 1}.")
+        else:
+            values["layer"] = layer
+    if "head" in params:
+        head = None if params["head"] == MEAN else _int(params["head"], 0, n_heads - 1)
+        if head is None and params["head"] != MEAN:
+            problems.append(f"Head {params['head']!r} in the link does not exist: this model has heads 0 to "
+                            f"{n_heads - 1} (or {MEAN}).")
+        else:
+            values["head"] = head
+    if "hide" in params:
+        values["hide"] = params["hide"] == "1"
+    return values, problems
+
+
+def search_params(method: str, beam: int = 0, alpha: float = 0.0, nbest: int = 0) -> dict[str, str | None]:
+    """The parameters of a search (None: not part of it, so removed from the link)."""
+    no_sampling = dict.fromkeys(SEARCH[4:])
+    if method == "greedy":
+        return {"search": "greedy", "beam": None, "alpha": None, "nbest": None, **no_sampling}
+    return {"search": "beam", "beam": str(beam), "alpha": f"{alpha:.1f}", "nbest": str(nbest), **no_sampling}
+
+
+def view_params(family: str, layer: int, head: int | None, hide: bool) -> dict[str, str | None]:
+    return {"att": family, "layer": str(layer), "head": MEAN if head is None else str(head),
+            "hide": "1" if hide else None}

@@ -1,0 +1,62 @@
+"""The step-by-step page's hypotheses: which one the page follows, and the n-best list with its scores explained.
+
+A hypothesis is followed by its prefix (ui.shared.translation_gate.follow_prefix). The page only says that "the
+hypothesis you followed has left the beam" when the user picked one other than the best: the best one is what the page
+shows by default, and it leaving the beam (finishing, say) is no news. The step panel reads a hypothesis's
+log-probability (the sum of its tokens' log-probabilities); the finished list ranks by the score, that log-probability
+divided by the length penalty. Both are written with ui.shared.text.score's precision, as everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import streamlit as st
+
+from transformer.decoding.search import Hypothesis, SearchSettings, length_penalty
+from ui.shared.text import code, score
+from ui.shared.translation_gate import follow_prefix
+from ui.shared.widgets import choice_box
+
+FOLLOWED = "step_followed"  # session state: True once the user picked a hypothesis other than the best
+
+
+def followed_prefix(prefixes: list[tuple[int, ...]], name: Callable[[Sequence[int]], str]) -> tuple[int, ...]:
+    """The live prefix the step panel shows: the one the user follows (the Hypothesis box), else the best."""
+    picked = st.session_state.get("step_hyp")
+    if picked is not None and follow_prefix(picked, prefixes) is None:
+        if st.session_state.get(FOLLOWED):
+            st.info(f"The hypothesis you followed, {code(name(picked))}, has left the beam (finished or pruned); "
+                    "showing the best live one.")
+        st.session_state.step_hyp = prefixes[0]
+        st.session_state[FOLLOWED] = False
+    if len(prefixes) > 1:
+        choice_box(st, "Hypothesis", prefixes, key="step_hyp", follow=lambda old, opts: follow_prefix(old, opts) or 0,
+                   format_func=lambda p: f"{prefixes.index(p)}: {name(p)}")
+    current = st.session_state.get("step_hyp")
+    if current not in prefixes:
+        return prefixes[0]
+    st.session_state[FOLLOWED] = st.session_state.get(FOLLOWED, False) or prefixes.index(current) > 0
+    return current
+
+
+def forget_followed() -> None:
+    """A new sentence or search: nothing followed yet."""
+    st.session_state.pop("step_hyp", None)
+    st.session_state.pop(FOLLOWED, None)
+
+
+def penalty_note(settings: SearchSettings) -> str:
+    """Why a finished hypothesis's score is not the log-probability the step panel showed."""
+    if settings.alpha == 0:
+        return "α = 0: each score is the hypothesis's log-probability, the sum shown in the step panel."
+    what = "((5 + length) / 6)" if settings.length_penalty == "gnmt" else "length"
+    return (f"**Log-prob** is the sum of the tokens' log-probabilities, the number the step panel shows. **Score** "
+            f"is that log-prob divided by the length penalty {what}^α (α = {settings.alpha:g}), which ranks the "
+            "hypotheses: without it a longer output, with more negative terms in its sum, would always lose.")
+
+
+def nbest_label(text: str, hyp: Hypothesis, settings: SearchSettings) -> str:
+    penalty = length_penalty(len(hyp.tokens), settings)
+    return (f"{text or '∅'}  (log-prob {score(hyp.score)} / penalty {penalty:.3f} = score "
+            f"{score(hyp.normalized_score)})")

@@ -1,0 +1,48 @@
+"""The step page's next-token panel: one hypothesis's candidate bars at a step with their numbers, and "Draw again"
+taking the new draw to the step the old one was at."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import streamlit as st
+
+from transformer.decoding.search import SearchStep
+from transformer.decoding.session import DecodingSession
+from ui.shared import heatmaps
+from ui.shared.bidi import isolate
+from ui.shared.text import code
+from ui.step import candidate_bars
+
+
+def redraw(previous: DecodingSession | None, session: DecodingSession) -> None:
+    """After "Draw again" (the same sampling but the seed), take the new draw to the step the old one was at."""
+    if previous is None or not session.settings.do_sample or \
+            dataclasses.replace(previous.settings, seed=session.settings.seed) != session.settings or \
+            previous.src_ids != session.src_ids or previous.model is not session.model:
+        return
+    while session.n_steps < previous.n_steps and session.step() is not None:
+        pass
+
+
+def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *, rows: int, key: str,
+                    filename: str) -> None:
+    """One hypothesis's candidate bars at a step, with their numbers; its chosen (kept or drawn) tokens marked."""
+    hyp = step.live[hyp_index]
+    c = hyp.candidates
+    chosen = {n.token for n in step.nodes if n.parent == hyp_index and n.status != "pruned"}
+    bars = candidate_bars.ordered(c.tokens, pieces(c.tokens), c.probs, chosen, c.tempered, c.sampled)
+    sampling = c.sampled is not None
+    title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
+    fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept)
+    container.plotly_chart(fig, key=key, config=heatmaps.chart_config(filename, st.session_state.get("chart_format",
+                                                                                                      "png")))
+    drawn = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
+    if sampling:
+        container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "
+                          "probability; orange: after temperature; blue: what is left after top-k and top-p, "
+                          f"renormalised ({c.kept} token{'s' if c.kept != 1 else ''}), which the token was drawn from.")
+    else:
+        container.caption(f"{candidate_bars.MARK}marks the token{'s' if len(drawn) > 1 else ''} chosen "
+                          f"({', '.join(drawn) or 'none: this hypothesis was pruned'}).")

@@ -1,0 +1,124 @@
+"""The Train page's live view of one run: status, progress, controls, curves and the probe sentence's attention,
+redrawn every 2 s."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from transformer.runs import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
+from ui.shared import gold_alignment, heatmaps, training_curves, training_jobs
+from ui.shared.teaching_model import probe_gold_cells
+from ui.shared.text import code, plain
+from ui.shared.widgets import chart, open_model
+from ui.train import metric_curves
+
+
+def _charts(records: list[dict]) -> None:
+    st.altair_chart(training_curves.training_curves(records), width="content", key="train_curves")
+    st.caption("Loss, dev BLEU / chrF and learning rate on one step axis: hover a panel to read every curve at "
+               "that step.")
+    c1, c2 = st.columns(2)
+    chart(c1, metric_curves.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
+          filename="tokens-per-second")
+    aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
+    if aer_keys:  # a corpus with gold word links (the teaching corpus)
+        chart(c2, metric_curves.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
+                                        title="dev alignment error rate % (lower is better)"),
+              key="train_aer_chart", filename="dev-aer")
+        chart(c1, metric_curves.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
+              key="train_exact_chart", filename="dev-exact-match")
+
+
+def _probes(root) -> None:
+    steps = probe_steps(root)
+    if not steps:
+        st.caption("The probe sentence's attention appears here after the first evaluation.")
+        return
+    index = st.slider("Snapshot", 0, len(steps) - 1, len(steps) - 1, format="%d",
+                      help="One snapshot per evaluation; moves to the newest when a new one arrives.") \
+        if len(steps) > 1 else 0
+    snapshot = read_probe_snapshot(root, steps[index])
+    if snapshot is None or not snapshot.probes:
+        st.caption("This snapshot cannot be read.")
+        return
+    record = snapshot.probes[0]
+    cross = read_probe_maps(root, steps[index])["cross"][-1].mean(0).numpy()  # (T, S): last layer, mean of heads
+    st.markdown(f"**Step {steps[index]}.** {plain(record.source)} → *{plain(record.translation) or '∅'}*")
+    fig = heatmaps.attention_heatmap(cross, record.tgt_pieces, record.src_pieces,
+                                    title="cross-attention, last layer, mean of heads",
+                                    query_name="target query", key_name="source key")
+    cells = probe_gold_cells(record)
+    if cells:
+        gold_alignment.add_gold_links(fig, cells)
+        st.caption("Red squares: the teaching grammar's gold links, shown once the model's output is the "
+                   "grammar's French.")
+    chart(st, fig, key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
+
+
+def _controls(info: training_jobs.RunInfo) -> None:
+    c1, c2, c3 = st.columns(3)
+    if info.active and c1.button("Stop (saves a checkpoint)", key="train_stop"):
+        training_jobs.stop_run(info.root)
+        st.toast("Stopping: the run saves a checkpoint first.")
+    latest = RunFiles(info.root).checkpoint("latest")
+    if not info.active and latest.is_dir():
+        more = c2.number_input("Resume until step", info.step + 1, 10_000_000, training_jobs.resume_target(info),
+                               key=f"train_more_{info.name}_{info.max_steps}")
+        if c2.button("Resume", key="train_resume"):
+            try:
+                training_jobs.resume_run(info.root, int(more))
+            except ValueError as e:
+                st.error(str(e))
+    best = RunFiles(info.root).checkpoint("best")
+    target = best if best.is_dir() else latest
+    if target.is_dir() and c3.button("Open in the explorer", key="train_open"):
+        open_model(str(target))
+        st.switch_page("pages/1_Translate.py")
+
+
+SETUP_NAMES = {"self_attention": "self-attention"}
+
+
+def _setup(choices: tuple[training_jobs.SetupChoice, ...]) -> None:
+    """How the run computes: its precision in one line, every decision with its reason in an expander."""
+    if not choices:
+        return
+    by_name = {c.name: c for c in choices}
+    if "precision" in by_name:
+        precision = by_name["precision"]
+        st.caption(f"Precision **{plain(precision.value)}**: {plain(precision.reason)}.")
+    with st.expander("How this run computes, and why"):
+        st.markdown("\n".join(f"- **{SETUP_NAMES.get(c.name, c.name)}**: {plain(c.value)} ({plain(c.reason)})"
+                               for c in choices))
+
+
+@st.fragment(run_every=2)
+def live_run(root) -> None:
+    """Status, progress, curves and probe attention of one run, redrawn every 2 s."""
+    info = training_jobs.run_info(root)
+    seen = st.session_state.setdefault("train_seen_state", {})
+    previous, seen[info.name] = seen.get(info.name), info.state
+    if previous is not None and previous != info.state:
+        st.rerun(scope="app")  # the buttons and the Run box outside this fragment show the state too
+    records = read_metrics(RunFiles(root).metrics)
+    st.markdown(f"**Run {code(info.name)}: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
+    if info.state in ("crashed", "failed"):
+        st.error(f"Training {info.state}: {plain(info.error or 'no error recorded')}")
+        st.code(training_jobs.log_tail(root) or "(empty log)", language="text")
+    if info.max_steps:
+        eta = training_jobs.eta_seconds(records, info.max_steps)
+        left = f", about {eta / 60:.1f} min left" if eta and info.active else ""
+        text = f"step {info.step} / {info.max_steps}{left}"
+        st.progress(min(info.step / info.max_steps, 1.0), text=text)
+    elif info.state == "starting":
+        st.progress(0.0, text="starting: loading the corpus and training the tokenizer…")
+    _setup(info.setup)
+    _controls(info)
+    if records:
+        _charts(records)
+        _probes(root)
+    elif info.state != "crashed":
+        st.info("No metrics yet.")
+    st.caption(f"updated {time.strftime('%H:%M:%S')}")

@@ -211,6 +211,16 @@ def test_interventions_and_encoder_cuts_refuse_what_is_not_an_integer_or_a_posit
 def test_views_refuse_layers_and_heads_the_maps_have_not(translation, call, name):
     refused(lambda: call(translation.attention), name, "from 0 to")
 
+def test_a_decoding_steps_head_view_refuses_a_family_a_step_has_not(translator):
+    session = translator.session(SENTENCE)
+    session.step()
+    hyp = session.current.live[0]
+    prefix, source = translator.tokenizer.target_pieces(hyp.prefix), translator.prepare(SENTENCE).pieces
+    for family in ("enc_self", "crosss"):
+        refused(lambda family=family: views.step_head_view(hyp, prefix, source, family), "family", "'dec_self'")
+    refused(lambda: views.step_head_view(hyp, prefix, source, "cross", layer=7), "layer", "from 0 to 1")
+
+
 def test_views_refuse_weights_that_are_not_finite():
     maps = np.full((2, 3, 4, 5), 0.2)
     maps[1, 2, 0, 3] = np.nan

@@ -37,9 +37,9 @@ def check_lens(lens: str) -> None:
 
 @torch.no_grad()
 def lens_maps(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int], lens: str) -> LensMaps:
-    """The maps `lens` gives for source ids and the output (ending with </s>, as decoding returns it), within one
-    app request's limits."""
+    """The maps `lens` gives for source ids and the output (ending with </s>, as decoding returns it)."""
     check_lens(lens)
+    # within one app request's limits
     src_ids = checks.source_ids(model, src_ids, "src_ids", checks.MAX_SOURCE_TOKENS)
     output_ids = checks.target_ids(model, output_ids, "output_ids", checks.MAX_OUTPUT_TOKENS, read=1)
     if model.training:

@@ -73,9 +73,9 @@ def _attend(attn: MultiHeadAttention, x_q: Tensor, keys_input: Tensor, mask: Ten
 @torch.no_grad()
 def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int]) -> Trace:
     """Run the model over src_ids and <s> + output_ids, keeping each sublayer's inputs and maps (pre- or post-LN)."""
+    device = next(model.parameters()).device
     src_ids = checks.source_ids(model, src_ids, "src_ids")
     output_ids = checks.target_ids(model, output_ids, "output_ids", read=1)
-    device = next(model.parameters()).device
     src = torch.tensor([list(src_ids)], device=device)  # (1, S)
     tgt = torch.tensor([[BOS_ID, *output_ids]], device=device)  # (1, T + 1)
     src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)

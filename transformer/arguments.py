@@ -153,3 +153,11 @@ def check_threads(value: Any, name: str = "--threads") -> int:
     field = Field(int, 1, max_threads(), hint=f" ({THREADS_PER_CORE} per usable core; this machine lets this "
                                                 f"process use {cores})")
     return field.checked(name, value)
+
+
+def thread_count(text: str) -> int:
+    """argparse type of a --threads flag: check_threads on the number given."""
+    try:
+        return check_threads(number(text), "the thread count")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from transformer.data.corpora.base import split_sizes
 from transformer.data.spec import CorpusSpec
 from transformer.runs import RunFiles, claim_run, read_status, release_claim, run_name_problem, write_launch
+from transformer.training.cli import check_command
 from ui.models import REPO, read_json
 
 ACTIVE = ("starting", "running")
@@ -261,6 +262,8 @@ def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | No
         raise ValueError(f"a run named {name!r} already exists: choose another name or resume it")
     if corpus_tsv is not None:
         check_tsv(corpus_tsv)
+    upload = ["--path", str(files.uploaded_corpus)] if corpus_tsv is not None else []
+    check_command([*args, *upload, "--out", str(root)])  # the flags' ranges, as the command checks them
     claim_run(root)  # of two starts of one name at once, the second stops here (RunTakenError, a ValueError)
     try:
         if corpus_tsv is not None:

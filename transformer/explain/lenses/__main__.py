@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from transformer import arguments
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.explain.alignment import AlignedExample
@@ -28,7 +29,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--json", help="write {lens: {best, layer_mean_aer, faithfulness, ...}} here")
     parser.add_argument("--lenses", nargs="+", choices=list(LENSES), default=list(LENSES))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--threads", type=arguments.thread_count, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--limit", type=int, default=0, help="score only the first N sentences (0: all)")
     return parser.parse_args(argv)
 

@@ -157,7 +157,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     if not args.init_from:  # the model's sizes before the run is made, not after its tokenizer is trained
         vocab = sections["tokenizer"].get("vocab_size", TokenizerSettings.vocab_size)
         ModelConfig(**sections["model"], src_vocab_size=vocab, tgt_vocab_size=vocab)
-    if args.init_from:
+    else:
         given = [flag for flag, (section, _) in OVERRIDES.items()
                  if section in ("model", "tokenizer") and getattr(args, flag) is not None]
         if given:

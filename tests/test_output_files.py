@@ -81,3 +81,17 @@ def test_evaluate_refuses_its_out_path_before_translating(tmp_path, monkeypatch,
         assert evaluate.main(["--checkpoint", str(tmp_path), "--out", str(out)]) == 2
         assert "error: --out" in capsys.readouterr().err
     assert kinds(tmp_path) == before
+
+
+def test_the_debian_corpus_builder_checks_its_folder_before_downloading(tmp_path, monkeypatch):
+    from transformer.data.corpora import debian
+    from transformer.data.corpora.base import CorpusError
+
+    monkeypatch.setattr(debian, "_collect", lambda *args: pytest.fail("downloaded before the output was checked"))
+    os.mkfifo(tmp_path / "pairs.tsv")
+    with pytest.raises(CorpusError, match="--out .*pairs.tsv is a FIFO"):
+        debian.build_debian_corpus(tmp_path)
+    (tmp_path / "file").write_text("in the way")
+    with pytest.raises(CorpusError, match="--out"):
+        debian.build_debian_corpus(tmp_path / "file" / "corpus")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pairs.tsv").st_mode)

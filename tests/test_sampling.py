@@ -1,7 +1,11 @@
 """Sampling with temperature, top-k and top-p: the distributions, the draws, the engine, sessions and the CLI."""
 
+import dataclasses
 import math
+from decimal import Decimal
+from fractions import Fraction
 
+import numpy as np
 import pytest
 import torch
 
@@ -9,6 +13,8 @@ from tests.conftest import random_batch, tiny_config
 from tests.test_translate import PAIRS, run_cli
 from transformer import Transformer
 from transformer.data.tokenizer import BOS_ID, PAD_ID, train_tokenizer
+from transformer.decoding import settings as settings_module
+from transformer.decoding import translate
 from transformer.decoding.sampling import draw, sampling_distribution, tempered
 from transformer.decoding.search import SearchSettings, greedy_decode, next_token_log_probs, sample
 from transformer.decoding.session import DecodingSession
@@ -171,13 +177,13 @@ def test_a_sampling_session_draws_what_the_one_shot_function_draws_and_back_repl
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(do_sample=True, temperature=0.0), "temperature must be a positive number"),
-    (dict(do_sample=True, temperature=math.nan), "temperature must be a positive number"),
-    (dict(do_sample=True, top_p=0.0), r"top_p must be in \(0, 1\]"),
-    (dict(do_sample=True, top_p=1.5), r"top_p must be in \(0, 1\]"),
+    (dict(do_sample=True, temperature=0.0), "temperature must be a number above 0, at most 100 .near 0: greedy."),
+    (dict(do_sample=True, temperature=math.nan), "temperature must be a number above 0"),
+    (dict(do_sample=True, top_p=0.0), r"top_p must be a number above 0, at most 1 \(1 keeps every token\)"),
+    (dict(do_sample=True, top_p=1.5), "top_p must be a number above 0, at most 1"),
     (dict(do_sample=True, top_k=-1), "top_k must be a whole number from 0 to 1,000"),
     (dict(do_sample=True, num_samples=0), "num_samples must be a whole number from 1 to 512"),
-    (dict(do_sample=True, seed=-1), "seed must be between 0 and"),
+    (dict(do_sample=True, seed=-1), "seed must be a whole number from 0 to"),
     (dict(do_sample=True, beam_size=3), "beam_size must be 1 with do_sample"),
     (dict(temperature=0.8, top_k=50), "temperature, top_k only apply when sampling"),
 ])
@@ -209,3 +215,80 @@ def test_translator_and_cli_sample_the_same_seeded_draws(checkpoint):
     assert [line.split("\t")[2] for line in lines] == [t.text] + [a.text for a in t.alternatives]
     done = run_cli("--checkpoint", str(checkpoint), "--temperature", "0.8", "a cat")
     assert done.returncode == 2 and "only apply when sampling" in done.stderr
+
+
+# ----------------------------------------------------------------------------- issue 41 items 4, 5 and 7
+
+
+@pytest.mark.parametrize("temperature", [1e-320, 1e-310, 5e-324, 1e-6])
+def test_a_vanishing_temperature_is_greedy_not_an_overflow(model, src, temperature):
+    """logits / T overflowed to -inf everywhere below about 1e-308, and the last piece was drawn every time."""
+    logp = first_step_log_probs(model, src[0])[None]  # (1, V)
+    one_hot = torch.zeros_like(logp, dtype=torch.float64).scatter(-1, logp.argmax(-1, keepdim=True), 1.0)
+    for probs in (sampling_distribution(logp, temperature), tempered(logp, temperature),
+                  sampling_distribution(logp, temperature, top_k=3, top_p=0.5)):
+        assert torch.equal(probs, one_hot)
+    greedy = greedy_decode(model, src)
+    for g, s in zip(greedy, sample(model, src, sampling(temperature=temperature, num_samples=2)), strict=True):
+        assert all(h.tokens == g.best.tokens for h in s.hypotheses)
+
+
+def test_the_cli_samples_greedily_at_a_vanishing_temperature(checkpoint, capsys):
+    greedy = Translator(checkpoint).translate("the house is big").text
+    assert translate.main(["--checkpoint", str(checkpoint), "--sample", "--temperature", "1e-320",
+                           "the house is big"]) == 0
+    assert capsys.readouterr().out.strip() == greedy
+
+
+def test_every_settings_field_has_its_check():
+    assert list(settings_module.FIELDS) == [f.name for f in dataclasses.fields(SearchSettings)]
+
+
+FIELDS = ("beam_size", "nbest", "alpha", "max_len_a", "max_len_b", "candidates", "temperature", "top_k", "top_p",
+          "seed", "num_samples")
+BAD_VALUES = ["1", None, 1j, Decimal("1"), Fraction(1, 2), True, False, math.inf, -math.inf, math.nan, 10**400,
+              [1], 2.5]
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_every_settings_field_refuses_other_types_and_values_with_one_error_naming_it(field):
+    for value in BAD_VALUES:
+        if value == 2.5 and field in ("alpha", "max_len_a", "temperature"):
+            continue  # a fine number there
+        with pytest.raises(ValueError, match=f"^{field} must be ") as caught:
+            SearchSettings(do_sample=field not in ("beam_size", "nbest", "alpha"), **{field: value})
+        assert type(caught.value) is ValueError and len(str(caught.value)) < 200
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(do_sample="yes"), "do_sample must be True or False"), (dict(record_steps=1), "record_steps must be True"),
+    (dict(length_penalty=None), "length_penalty must be one of"), (dict(length_penalty=["gnmt"]), "length_penalty"),
+    (dict(do_sample=True, temperature=10**400), "temperature must be a number above 0, at most 100"),
+    (dict(do_sample=True, temperature=101.0), "temperature must be a number above 0, at most 100"),
+    (dict(do_sample=True, seed=1.5), "seed must be a whole number from 0 to 4,294,967,295"),
+    (dict(do_sample=True, seed=2**32), "seed must be a whole number"),
+])
+def test_settings_messages_name_the_field_and_its_range(fields, message):
+    with pytest.raises(ValueError, match=message):
+        SearchSettings(**fields)
+
+
+def test_one_seed_value_draws_one_sample_whatever_its_type(model, src):
+    """seed=1, 1.0 and True once drew three different samples; True is refused now, the rest are the integer 1."""
+    seeds = [1, 1.0, torch.tensor(1).item(), np.int64(1), np.float32(1.0)]
+    settings = [sampling(temperature=1.5, seed=seed, num_samples=2) for seed in seeds]
+    assert all(type(s.seed) is int and s.seed == 1 for s in settings) and len(set(settings)) == 1
+    draws = [[[h.tokens for h in r.hypotheses] for r in sample(model, src, s)] for s in settings]
+    assert all(d == draws[0] for d in draws)
+    assert draws[0] != [[h.tokens for h in r.hypotheses] for r in sample(model, src, sampling(temperature=1.5, seed=2,
+                                                                                               num_samples=2))]
+    assert type(sampling(temperature=1).temperature) is float and type(SearchSettings(beam_size=4.0).beam_size) is int
+
+
+@pytest.mark.parametrize("flag, value", [("--temperature", "-inf"), ("--temperature", "-1e-3"), ("--top-p", "-inf"),
+                                         ("--temperature", "inf"), ("--temperature", "nan"), ("--seed", "-1")])
+def test_negative_and_infinite_numbers_reach_the_range_check(checkpoint, capsys, flag, value):
+    """argparse read "-inf" as an option ("expected one argument")."""
+    assert translate.main(["--checkpoint", str(checkpoint), "--sample", flag, value, "a cat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {flag[2:].replace('-', '_')} must be ") and "expected one argument" not in err

@@ -193,7 +193,7 @@ def test_search_and_device_flags_out_of_bounds_are_one_line_errors(checkpoint, c
 
 @pytest.mark.parametrize("fields, message", [
     (dict(beam_size=MAX_BEAM + 1), "beam_size must be a whole number from 1 to 64"),
-    (dict(beam_size=4.0), "beam_size must be a whole number"), (dict(beam_size=True), "beam_size"),
+    (dict(beam_size=4.5), "beam_size must be a whole number"), (dict(beam_size=True), "beam_size"),
     (dict(beam_size=100, nbest=100), "beam_size"), (dict(top_k=10**6), "top_k must be a whole number"),
     (dict(alpha=1e308), "alpha must be a number from 0 to 10"), (dict(alpha=math.nan), "alpha"),
     (dict(alpha=math.inf), "alpha"), (dict(max_len_a=math.inf), "max_len_a"), (dict(max_len_a=math.nan), "max_len_a"),

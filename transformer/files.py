@@ -88,6 +88,35 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False))
 
 
+def create_json(path: str | Path, data: Any) -> bool:
+    """Write JSON to path only when nothing is there yet: False, and nothing written, when path exists. Of two
+    writers at once exactly one creates it (a claim), and readers never see it half-written: a complete temporary
+    file is hard-linked to path, which fails when the name is taken (O_EXCL where links are not supported)."""
+    path = Path(path)
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links (FAT, some network ones): exclusive, though not atomic
+            try:
+                created = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                return False
+            with os.fdopen(created, "w", encoding="utf-8") as f:
+                f.write(text)
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def read_small_text(path: str | Path, max_bytes: int | None = None) -> str | None:
     """The text of a regular file of at most max_bytes, or None: missing, not a regular file (opening a FIFO would
     wait for a writer forever), larger than max_bytes, or unreadable. Undecodable bytes become U+FFFD."""

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from transformer import arguments
 from transformer.data.corpora.base import normalize_text
 from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
@@ -274,7 +275,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
-    return parser.parse_args(argv)
+    return arguments.parse_args(parser, argv)  # "--temperature -inf" reaches the range check
 
 
 def format_plain(translation: Translation, nbest: int) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from transformer import arguments
 from transformer.data.corpora.base import CorpusError, ParallelCorpus
 from transformer.data.corpora.teaching import TEACHING_SIZES
 from transformer.data.load import load_corpus
@@ -45,7 +46,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--json", help="write {lens: {best, layer_mean_aer, faithfulness, ...}} here")
     parser.add_argument("--lenses", nargs="+", choices=list(LENSES), default=list(LENSES))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--threads", type=arguments.thread_count, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--limit", type=at_least_one, help="score only the first N sentences (default: all)")
     args = parser.parse_args(argv)
     if args.json is not None:

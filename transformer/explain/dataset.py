@@ -151,7 +151,7 @@ def read_tsv(text: str) -> list[Pair]:
     """`source<TAB>reference` lines (a third column is ignored, blank lines skipped), normalised as every corpus
     loader does; DatasetError naming the first bad line."""
     pairs = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")

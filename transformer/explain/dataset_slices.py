@@ -31,7 +31,7 @@ from transformer.explain.dataset import (
     length_bucket,
     scored,
 )
-from transformer.explain.lenses.maps import LABELS
+from transformer.explain.lenses.maps import HEADLESS, LABELS
 from transformer.explain.statistics import STATISTICS, HeadStatistics
 
 SLICINGS = ("construction", "length", "word")
@@ -78,7 +78,7 @@ def slice_metrics(result: DatasetResult, groups: dict[str, np.ndarray]) -> pd.Da
             record["exact"] = 100.0 * rows["exact"].mean()
         for lens, (layer, head, value) in slice_lens_aer(result, mask).items():
             record[f"aer_{lens}"] = 100.0 * value
-            record[f"aer_{lens}_head"] = f"{layer}.{head}"
+            record[f"aer_{lens}_head"] = f"layer {layer}" + ("" if lens in HEADLESS else f" head {head}")
         out.append(record)
     return pd.DataFrame(out)
 

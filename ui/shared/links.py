@@ -22,7 +22,8 @@ PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING)}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING),
+               "dataset": ("model", "split", "limit")}
 
 Problems = list[str]
 

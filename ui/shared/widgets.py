@@ -32,7 +32,8 @@ PAGES = [("app.py", "Home", ":material/home:"),
          ("pages/2_Step_by_step.py", "Decode step by step", ":material/step:"),
          ("pages/3_Train.py", "Train", ":material/model_training:"), ("pages/4_Learn.py", "Learn", ":material/school:"),
          ("pages/5_Teaching_guide.py", "Teacher's guide", ":material/menu_book:"),
-         ("pages/6_Explain_heads.py", "Explain heads", ":material/psychology:")]
+         ("pages/6_Explain_heads.py", "Explain heads", ":material/psychology:"),
+         ("pages/7_Dataset.py", "Dataset", ":material/table_chart:")]
 MODEL_KEY = "model_path"  # session state: the checkpoint directory this user explores
 LINK_KEY = "_link"  # session state: the query parameters the page was opened with
 TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword pieces*: a rare word is cut into "

@@ -131,3 +131,21 @@ def test_the_cache_lives_outside_the_repository(monkeypatch, tmp_path):
     assert not cache_dir().resolve().is_relative_to(ROOT)
     monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c" / "datasets"
+
+
+def test_a_corpus_path_outside_the_data_folders_is_never_read(tmp_path, monkeypatch):
+    from tests.app_fixtures import make_checkpoint
+    from tests.test_hostile_app import with_metadata
+
+    with_metadata(make_checkpoint(tmp_path / "checkpoints" / "tiny"),
+                  corpus={"kind": "tsv", "src": "en", "tgt": "fr", "path": "/etc/passwd"})
+    for name, value in {"EXPLORER_CHECKPOINTS": tmp_path / "checkpoints", "EXPLORER_RUNS": tmp_path / "runs",
+                        "EXPLORER_DATA": tmp_path / "data", "EXPLORER_CACHE": tmp_path / "cache"}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.delenv("EXPLORER_ANY_TSV_PATH", raising=False)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(model="tiny")
+    at.switch_page("pages/7_Dataset.py").run()
+    assert not at.exception, at.exception
+    assert any("not one this server reads" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert "ds_job" not in at.session_state

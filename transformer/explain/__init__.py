@@ -15,6 +15,9 @@
 - `stream`: the residual stream run layer by layer from the token embeddings (what the three above run on)
 - `lenses`: other readings of attention (norm-weighted, Shift-Att, rollout, ALTI+, value zeroing), each scored on
   gold links and for faithfulness (`python -m transformer.explain.lenses`)
+- `dataset`: a whole split as a table (translation, chrF, BLEU, length ratio, mean probability, exact match, AER,
+  constructions), with `dataset_slices` (metrics, head statistics and lenses' AER per slice; the PCA projector)
+  and `dataset_cache` (its cache on disk)
 - `views`: the pictures of all these that display themselves (Jupyter, a browser, the app): the head view and
   model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree
 

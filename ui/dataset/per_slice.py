@@ -40,10 +40,17 @@ def choose_slices(result: DatasetResult) -> tuple[dict[str, np.ndarray], str]:
     return groups, shown
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def _metrics(_result: DatasetResult, _groups: dict[str, np.ndarray], key: tuple) -> pd.DataFrame:
+    """slice_metrics once per result and slicing (key: the result's identity, the slicing and its word)."""
+    return slice_metrics(_result, _groups)
+
+
 def slice_view(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
     if not groups:
         return
-    metrics = slice_metrics(result, groups)
+    by, word = st.session_state.get("ds_slice_by"), st.session_state.get("ds_slice_word", "")
+    metrics = _metrics(result, groups, (id(result), len(result.table), by, word if by == "word" else ""))
     names = {"slice": "slice", "sentences": "sentences", **{k: v for k, v in METRICS.items() if k in metrics}}
     lens_columns = {f"aer_{lens}": f"AER % ({LABELS[lens]}, best head)" for lens in result.lenses
                     if f"aer_{lens}" in metrics}

@@ -8,8 +8,10 @@ import json
 
 import streamlit as st
 
+from transformer.data.spec import LOCAL_KINDS
 from transformer.explain.dataset import DatasetError, Split, model_split, teaching_split, tsv_split
 from transformer.explain.lenses import LABELS
+from ui.shared.corpus_access import corpus_readable
 from ui.shared.teaching_model import is_teaching
 from ui.shared.training_jobs import MAX_TSV_BYTES
 from ui.shared.widgets import link, link_problems, share
@@ -73,7 +75,7 @@ def choose_split(metadata: dict) -> tuple[Split | None, tuple[str, ...]]:
         elif choice.startswith("teaching-"):
             split = _teaching_split(choice.removeprefix("teaching-"), limit)
         else:
-            split = _model_split(json.dumps(metadata.get("corpus")), choice, limit)
+            split = _model_split(_local_corpus(metadata), choice, limit)
     except DatasetError as e:
         st.warning(f"These sentences cannot be tabulated: {e}")
         return None, ()
@@ -86,6 +88,16 @@ def choose_split(metadata: dict) -> tuple[Split | None, tuple[str, ...]]:
                                       help="Raw weights come with the pass the table makes anyway; every other "
                                            "lens costs one more pass per sentence.")) or ("raw",)
     return split, lenses
+
+
+def _local_corpus(metadata: dict) -> str:
+    """The model's corpus as JSON when this server may read it (a local kind, its files where pages read corpora
+    from: ui.shared.corpus_access); DatasetError otherwise."""
+    corpus = metadata.get("corpus")
+    if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS or not corpus_readable(corpus):
+        raise DatasetError("the corpus this model was trained on is not one this server reads (a download, or a "
+                           "file outside its data folders); pick the teaching corpus or upload a TSV")
+    return json.dumps(corpus, sort_keys=True)
 
 
 def _uploaded(limit: int) -> Split | None:

@@ -193,3 +193,15 @@ def test_the_projector_places_every_token_by_pca(result):
     assert np.allclose(np.abs(xy[:, 0]), np.linalg.norm(line - line.mean(0), axis=1)) and np.allclose(xy[:, 1], 0)
     with pytest.raises(DatasetError, match="side must be one of encoder, decoder"):
         projector_points(result, "middle")
+
+
+def test_a_bible_test_split_scores_as_transformer_evaluate_and_has_no_teaching_columns():
+    path = "checkpoints/en-ar-bible"
+    translator = Translator(path, batch_size=64)
+    result = dataset_table(translator, model_split(translator.checkpoint.metadata, "test", limit=5))
+    evaluated = evaluate_checkpoint(path, "test", limit=5)
+    assert (result.corpus_scores["bleu"], result.corpus_scores["chrf"]) == (evaluated["bleu"], evaluated["chrf"])
+    assert "exact" not in result.table and "aer" not in result.table and "constructions" not in result.table
+    with pytest.raises(DatasetError, match="only the teaching corpus has constructions"):
+        slices(result, "construction")
+    assert sum(m.sum() for m in slices(result, "length").values()) == 5

@@ -149,3 +149,13 @@ def test_a_corpus_path_outside_the_data_folders_is_never_read(tmp_path, monkeypa
     assert not at.exception, at.exception
     assert any("not one this server reads" in w.value for w in at.warning), [w.value for w in at.warning]
     assert "ds_job" not in at.session_state
+
+
+@pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+def test_class_mode_draws_the_table_whole_and_arabic_reads_right_to_left(at):
+    dataset_page(at, model="en-ar-bible", split="test", limit="10", **{"class": "1"})
+    assert not at.dataframe  # class mode: st.table, every row on the page
+    sentences = at.table[1].value
+    assert len(sentences) == 10 and all(t.startswith(RLI) for t in sentences["translation"] if t)
+    assert "Translate" not in sentences  # no link column in a static table: the links are under it
+    assert any(m.value.startswith("[Translate](Translate?") and "class=1" in m.value for m in at.markdown)

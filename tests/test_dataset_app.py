@@ -159,3 +159,23 @@ def test_class_mode_draws_the_table_whole_and_arabic_reads_right_to_left(at):
     assert len(sentences) == 10 and all(t.startswith(RLI) for t in sentences["translation"] if t)
     assert "Translate" not in sentences  # no link column in a static table: the links are under it
     assert any(m.value.startswith("[Translate](Translate?") and "class=1" in m.value for m in at.markdown)
+
+
+@pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+def test_an_uploaded_tsv_is_tabulated_and_a_bad_one_is_said_line_by_line(at):
+    at.query_params.update(model="en-fr-teaching")
+    at.switch_page("pages/7_Dataset.py").run()
+    at.selectbox(key="ds_split").set_value("upload").run()
+    assert "split" not in at.query_params  # an upload is not part of a link
+    at.file_uploader(key="ds_upload").set_value(("bad.tsv", b"I see.\tJe vois.\njust one column\n",
+                                                 "text/tab-separated-values")).run()
+    warnings = [w.value for w in at.warning]
+    assert any("line 2 is not" in w for w in warnings), warnings
+    assert not at.dataframe  # nothing tabulated
+    at.file_uploader(key="ds_upload").set_value(("mine.tsv", "\ufeffThe man sees the dog.\tL'homme voit le chien.\n"
+                                                 "I see you.\tJe te vois.\n".encode(), "text/plain"))
+    dataset_page(at)
+    result = at.session_state["ds_job"].result
+    assert list(result.table["source"]) == ["The man sees the dog.", "I see you."]
+    assert result.split.description == "mine.tsv (uploaded)"
+    assert len(at.dataframe[1].value) == 2  # slices by length first, then the sentences

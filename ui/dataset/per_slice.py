@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.explain.dataset import DatasetError, DatasetResult
-from transformer.explain.dataset_slices import slice_metrics, slice_statistics, slices
+from transformer.explain.dataset_slices import best_lens, slice_metrics, slice_statistics, slices
 from transformer.explain.lenses import LABELS
 from transformer.explain.statistics import STATISTICS
 from ui.dataset.per_slice_figures import METRICS, slice_bars, slice_heads
@@ -57,11 +57,11 @@ def slice_view(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
     heads = {f"aer_{lens}_head": f"its head ({LABELS[lens]})" for lens in result.lenses if f"aer_{lens}" in metrics}
     class_mode.table(st, metrics[list(names) + [c for pair in zip(lens_columns, heads) for c in pair]]
                      .rename(columns=names | lens_columns | heads).round(2), key="ds_slice_table", hide_index=True)
-    if lens_columns:
-        best = metrics[list(lens_columns)].idxmin(axis=1)
-        st.caption("Best lens per slice: " + "; ".join(
-            f"{plain(name)}: {lens_columns[column].split(' (')[1].split(',')[0]}"
-            for name, column in zip(metrics["slice"], best) if isinstance(column, str)))
+    if len(lens_columns) > 1:
+        found = {name: best_lens(result, mask) for name, mask in groups.items()}
+        st.caption("Best lens per slice: " + "; ".join(f"{plain(name)}: {label} ({100 * value:.1f}%)"
+                                                        for name, (_, label, value) in
+                                                        ((n, f) for n, f in found.items() if f is not None)))
     options = {**{k: v for k, v in METRICS.items() if k in metrics}, **lens_columns}
     metric = st.selectbox("Chart", list(options), format_func=options.get, key="ds_slice_metric")
     chart(st, slice_bars(metrics, metric, options[metric]), key="ds_slice_chart", filename="slices")
@@ -75,8 +75,9 @@ def head_statistics_by_slice(result: DatasetResult, groups: dict[str, np.ndarray
     usable = [s for s in STATISTICS if s not in (("distance", "previous", "same", "next") if family == "cross"
                                                    else ("diagonal",))]
     statistic = c2.selectbox("Head statistic", usable, format_func=STATISTICS.get, key="ds_stat_name")
-    rows = [slice_statistics(result, mask).get(family, statistic).flatten().numpy() for mask in groups.values()]
-    n_layers, n_heads = slice_statistics(result, next(iter(groups.values()))).get(family, statistic).shape
+    per_slice = [slice_statistics(result, mask).get(family, statistic) for mask in groups.values()]  # (L, H) each
+    n_layers, n_heads = per_slice[0].shape
+    rows = [values.flatten().numpy() for values in per_slice]
     head_names = [f"{layer}.{head}" for layer in range(n_layers) for head in range(n_heads)]
     chart(st, slice_heads(np.stack(rows), list(groups), head_names, STATISTICS[statistic]), key="ds_heads_chart",
           filename="slice-heads")

@@ -132,7 +132,7 @@ def model_split(metadata: dict, split: str = "test", *, limit: int | None = None
         possible.update(part.possible_alignments)
     teaching = spec.kind == "teaching" or any(p.spec.kind == "teaching" for p in spec.parts)
     return _build(f"{split} split of {corpus.description}", f"model:{split}", pairs, links, possible, teaching,
-                  total, min(limit, total))
+                  total, len(pairs))  # a mix: the first `limit` of each part
 
 
 def teaching_split(split: str = "test", *, limit: int | None = None, grammar: int | None = None) -> Split:

@@ -32,6 +32,6 @@ def slice_heads(values: np.ndarray, slice_names: Sequence[str], head_names: Sequ
                                colorbar=dict(title=dict(text=label, side="right")),
                                hovertemplate="%{y}, head %{x}<br>" + label + ": %{z:.3f}<extra></extra>"))
     fig.update_layout(height=max(240, 28 * len(slice_names) + 120), margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="layer.head", yaxis_autorange="reversed")
+                      xaxis_title="layer.head", xaxis_type="category", yaxis_autorange="reversed")
     return fig
 

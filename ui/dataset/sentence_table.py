@@ -54,7 +54,8 @@ def sentence_table(result: DatasetResult, model_key: str | None, slice_rows: pd.
     table = result.table
     c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
     contains = c1.text_input("Only sentences containing", key="ds_contains", max_chars=100)
-    only_wrong = c2.checkbox("Only those not exactly right" if "exact" in table else "Only chrF below 100",
+    only_wrong = c2.checkbox("Wrong only", help="Sentences whose translation is not exactly the reference"
+                             if "exact" in table else "Sentences of chrF below 100",
                              key="ds_wrong")
     max_chrf = c3.slider("chrF at most", 0, 100, 100, key="ds_max_chrf")
     sort = c4.selectbox("Sort by", [s for s in SORTS if s in table], format_func=SORTS.get, key="ds_sort")

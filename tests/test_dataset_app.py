@@ -111,7 +111,7 @@ def test_the_figures_draw_one_bar_per_slice_one_row_per_slice_and_the_token_in_i
     assert plotly_array(bars["customdata"]).tolist() == [7, 3]
     heads = json.loads(slice_heads(np.array([[0.1, 0.2], [0.3, 0.4]]), ["a", "b"], ["0.0", "0.1"], "s").to_json())
     assert plotly_array(heads["data"][0]["z"]).tolist() == [[0.1, 0.2], [0.3, 0.4]]
-    assert heads["data"][0]["y"] == ["a", "b"]
+    assert heads["data"][0]["y"] == ["a", "b"] and heads["layout"]["xaxis"]["type"] == "category"
     points = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 0.5], "sentence": [0, 0, 1], "position": [0, 1, 0],
                            "token": ["▁The", "▁cat", "▁الكلب"], "context": ["[▁The] ▁cat", "▁The [▁cat]", "[▁الكلب]"],
                            "slice": ["plain", "plain", "negation"]})

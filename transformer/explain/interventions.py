@@ -30,7 +30,7 @@ from torch import Tensor
 from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import next_token_log_probs
 from transformer.decoding.translate import Translator
-from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask, target_padding_mask
 
 FAMILIES = ("enc_self", "dec_self", "cross")
 Head = tuple[str, int, int]  # (family, layer, head)
@@ -168,13 +168,13 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     else:
         enc = model.encode(src, return_attention=True)
         src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-        tgt_mask = padding_mask(tgt, model.config.pad_id)  # (1, 1, 1, T): every query sees every position
+        tgt_mask = target_padding_mask(tgt, model.config.pad_id)  # (1, 1, 1, T): every query sees every position
         x, dec_self, cross = model.tgt_embed(tgt), [], []
         for layer in model.decoder_layers:
             x, _, self_w, cross_w = layer(x, None, layer.cross_attn.project_kv(enc.memory), tgt_mask, src_mask, True)
             dec_self.append(self_w)
             cross.append(cross_w)
-        logits = model.generator(model.decoder_norm(x))  # (1, T, V)
+        logits = model.logits(model.decoder_norm(x))  # (1, T, V)
         enc_self = enc.attention
     logp = next_token_log_probs(logits[0])  # (T, V), the scores decoding gives
     target = torch.tensor(list(output_ids), device=device)

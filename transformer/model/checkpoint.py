@@ -34,7 +34,7 @@ from safetensors.torch import load_file, save_file
 
 from transformer.data.tokenizer import Tokenizer
 from transformer.devices import inference_device
-from transformer.model.config import ModelConfig
+from transformer.model.config import ADDED_KEYS, ModelConfig
 from transformer.model.layers import Transformer
 from transformer.model.metadata import metadata_problem
 
@@ -268,7 +268,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         config = ModelConfig.from_dict(config_data)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{config_file}: {e}") from e
-    missing_keys = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(config_data))
+    missing_keys = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(config_data) - set(ADDED_KEYS))
     if missing_keys:  # a default would silently stand in for what the weights were trained with
         raise CheckpointError(f"{config_file}: missing ModelConfig keys: {', '.join(missing_keys)}")
     tokenizer = None

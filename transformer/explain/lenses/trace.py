@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import BOS_ID
-from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, target_mask
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int])
     src = torch.tensor([list(src_ids)], device=device)  # (1, S)
     tgt = torch.tensor([[BOS_ID, *output_ids]], device=device)  # (1, T + 1)
     src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-    tgt_mask = padding_mask(tgt, model.config.pad_id) & subsequent_mask(tgt.size(1), device)  # (1, 1, T+1, T+1)
+    tgt_mask = target_mask(tgt, model.config.pad_id)  # (1, 1, T+1, T+1)
     x, enc_self = model.src_embed(src), []
     for layer in model.encoder_layers:
         h = layer.sublayers[0].input(x)
@@ -95,7 +95,7 @@ def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int])
         cross.append(SublayerTrace(x[0], memory[0], weights, out[0]))
         x = layer.sublayers[1](x, out)
         x = layer.sublayers[2](x, layer.feed_forward(layer.sublayers[2].input(x)))
-    logp = model.generator(model.decoder_norm(x[0, :-1])).float().log_softmax(-1)  # (T, V)
+    logp = model.logits(model.decoder_norm(x[0, :-1])).float().log_softmax(-1)  # (T, V)
     target = torch.tensor(list(output_ids), device=device)
     return Trace(tuple(src_ids), (BOS_ID, *output_ids), tuple(enc_self), tuple(dec_self), tuple(cross), memory[0],
                  logp.gather(1, target[:, None])[:, 0])

@@ -89,9 +89,9 @@ def random_model(config, seed: int = 0, std: float | None = 0.3):
 
 
 def train_briefly(model, tokenizer, steps: int, lr: float = 1e-2) -> None:
-    """A random model repeats one token forever; a hundred steps on EN -> FR make its outputs vary, end with </s>
-    and leave the beams something to choose between. The final logits bias stays random (a buffer)."""
-    batch = tokenizer(EN, text_target=FR, return_tensors="pt", padding=True)
+    """A random model repeats one token forever; forty steps on eight pairs make its outputs vary and end with
+    </s>, and leave the beams something to choose between. The final logits bias stays random (a buffer)."""
+    batch = tokenizer(EN[:8], text_target=FR[:8], return_tensors="pt", padding=True)
     batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100  # no loss on padding, as transformers' examples
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.eval()  # without dropout: fewer steps
@@ -130,6 +130,8 @@ def write_marian_folder(path: Path, seed: int = 0, vocab_size: int | None = None
     model = random_model(marian_config(len(vocab), **config_overrides), seed, None if train_steps else 0.3)
     if train_steps:
         train_briefly(model, tokenizer, train_steps)
+    with torch.no_grad():  # a trained Marian gives <pad> (never a target) no probability; nor does this one
+        model.final_logits_bias[0, len(vocab) - 1] = -30.0
     pad = len(vocab) - 1
     model.generation_config = GenerationConfig(decoder_start_token_id=pad, pad_token_id=pad, eos_token_id=0,
                                                bos_token_id=0, forced_eos_token_id=0, bad_words_ids=[[pad]],

@@ -36,7 +36,7 @@ GREEDY = SearchSettings(max_len_a=0, max_len_b=MAX_NEW)
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    return write_marian_folder(tmp_path_factory.mktemp("marian") / "opus-mt-en-fr", train_steps=60)
+    return write_marian_folder(tmp_path_factory.mktemp("marian") / "opus-mt-en-fr", train_steps=40)
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +120,16 @@ def test_the_checkpoint_keeps_the_tokenizer_exactly_in_json(imported, translator
 
 def test_greedy_ids_and_every_probability_equal_generate(translator, reference):
     model, tok = reference
-    out = generate(model, tok, SENTENCES, num_beams=1, do_sample=False, output_scores=True)
+    out = generate(model, tok, SENTENCES, num_beams=1, do_sample=False, output_scores=True, output_logits=True)
     ours = translator.translate_batch(SENTENCES, GREEDY)
     assert any(t.token_ids[-1] == 0 for t in ours) and any(len(t.token_ids) >= 6 for t in ours)  # not degenerate
     for i, translation in enumerate(ours):
         assert translation.token_ids == output_ids(out.sequences[i]), SENTENCES[i]
-        probs = [out.scores[t][i].softmax(-1)[token].item() for t, token in enumerate(translation.token_ids)]
-        assert translation.token_probs == pytest.approx(probs, abs=1e-4)
+        # generate's scores (<pad> banned, renormalised) and the model's own probabilities (ours: not renormalised;
+        # the two differ by <pad>'s probability, none in a trained Marian)
+        for scores in (out.scores, out.logits):
+            probs = [scores[t][i].softmax(-1)[token].item() for t, token in enumerate(translation.token_ids)]
+            assert translation.token_probs == pytest.approx(probs, abs=1e-4)
         assert translation.text == tok.decode(out.sequences[i], skip_special_tokens=True)
 
 
@@ -286,3 +289,28 @@ def test_separate_vocabularies_import_and_decode_as_transformers(tmp_path):
     for i, translation in enumerate(translator.translate_batch(SENTENCES[:4], GREEDY)):
         assert translation.token_ids == output_ids(out.sequences[i])
         assert translation.text == tok.decode(out.sequences[i], skip_special_tokens=True)
+
+
+# ----------------------------------------------------------------------------- fine-tuning (issue 36, item 8)
+
+
+def test_an_imported_model_fine_tunes_with_its_own_tokenizer_and_special_ids(imported, tmp_path):
+    from tests.marian_fixtures import FR
+    from transformer.runs import read_metrics
+    from transformer.training import cli as train
+
+    pairs = list(zip(EN, FR)) * 3  # 48 pairs: the default dev and test fractions (2%) leave one pair each; one batch
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"{en}\t{fr}\n" for en, fr in pairs), encoding="utf-8")
+    run = tmp_path / "run"
+    assert train.main(["--out", str(run), "--init-from", str(imported), "--corpus", "tsv", "--path", str(corpus),
+                       "--max-steps", "8", "--lr", "3e-3", "--warmup-steps", "1", "--max-tokens", "4000",
+                       "--log-every", "1", "--eval-every", "100", "--save-every", "100", "--eval-sentences", "2",
+                       "--threads", "1"]) == 0
+    losses = [r["train_loss"] for r in read_metrics(run / "metrics.jsonl") if "train_loss" in r]
+    assert len(losses) == 8 and sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.2, losses
+    assert (run / "tokenizer.json").read_text() == (imported / "tokenizer.json").read_text()  # none trained
+    tuned, original = load_checkpoint(run / "checkpoints" / "latest"), load_checkpoint(imported)
+    assert tuned.config == original.config and tuned.tokenizer.specials == original.tokenizer.specials
+    translation = Translator(tuned).translate(EN[0], GREEDY)
+    assert translation.token_ids and all(t != original.tokenizer.specials.pad for t in translation.token_ids)

@@ -29,6 +29,6 @@ def report_view(translator: Translator, translation: Translation, settings: Sear
                        lambda: report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
                            *attribution_views.report_sections(translator, translation, settings, picks),
                            *report.lens_sections(translation, *lenses.report_maps(translator.model, translation,
-                                                                                   chosen)))),
+                                                                                   chosen, translator.specials)))),
                        "attention-report.html", "text/html", key="ex_report", on_click="ignore",
                        icon=":material/download:")

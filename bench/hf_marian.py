@@ -9,7 +9,8 @@ with `transformer.model.hf`, and then, in one process, alternating the two in --
           (encoder self, decoder self and cross, every layer and head, one teacher-forced pass);
   theirs: `generate(num_beams=1, do_sample=False, output_attentions=True, return_dict_in_generate=True)` (eager
           attention: sdpa returns none), which records the decoder's maps step by step.
-Both translate the same 20-word sentence to at most --new-tokens tokens (the outputs are checked equal), and print the median wall and CPU seconds of the rounds and their ratio.
+Both translate the same 20-word sentence to at most --new-tokens tokens (the outputs are checked equal), and
+print the median wall and CPU seconds of the rounds and their ratio.
 Then, in a fresh process each: the resident memory a loaded model adds (Translator for ours, MarianMTModel for
 theirs) against the size of its float32 weights.
 """

@@ -26,7 +26,7 @@ from transformer.data.sentencepiece import SentencePieceTokenizer  # noqa: E402
 from transformer.data.tokenizer import load_tokenizer  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
-from transformer.model import hf  # noqa: E402
+from transformer.model import hf, hf_card  # noqa: E402
 from transformer.model.checkpoint import load_checkpoint  # noqa: E402
 
 SENTENCES = EN[:5] + ["The dog sat in the garden.", "Where is the cat?", "  Open   the  window ,please!  "]
@@ -274,8 +274,8 @@ def test_the_checkpoint_says_where_it_came_from(folder, imported):
     assert metadata["hf_generation"]["num_beams"] == 4
     card = (imported / "MODEL_CARD.md").read_text()
     assert str(folder) in card and "swish" in card and "en -> fr" in card
-    assert hf.licence_of("Helsinki-NLP/opus-mt-en-fr", folder, None) == "CC-BY-4.0"
-    assert hf.licence_of(str(folder), folder, "MIT") == "MIT"
+    assert hf_card.licence_of("Helsinki-NLP/opus-mt-en-fr", folder, None) == "CC-BY-4.0"
+    assert hf_card.licence_of(str(folder), folder, "MIT") == "MIT"
 
 
 def test_separate_vocabularies_import_and_decode_as_transformers(tmp_path):

@@ -29,7 +29,7 @@ from typing import Any
 
 import sentencepiece
 
-from transformer.data.tokenizer import SpecialIds, TokenizerError
+from transformer.data.vocabulary import SpecialIds, TokenizerError
 from transformer.files import write_text_atomic
 
 KIND = "sentencepiece"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import json
 import logging
 import re
@@ -34,43 +33,29 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from transformer.data.sentencepiece import (
-    SOURCE_SPM,
-    TARGET_SPM,
-    TARGET_VOCAB,
-    TOKENIZER_CONFIG,
-    VOCAB,
-    SentencePieceTokenizer,
-)
-from transformer.data.tokenizer import TokenizerError
+from transformer.data import sentencepiece as spm
+from transformer.data.vocabulary import TokenizerError
 from transformer.model.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, save_checkpoint, unique_state_dict
 from transformer.model.config import ModelConfig
 from transformer.model.embedding import sinusoidal_encoding
+from transformer.model.hf_card import CARD, MODEL_CARD, OPUS_MT_LICENCE, licence_of, metadata, model_card
 from transformer.model.layers import Transformer
 
 log = logging.getLogger(__name__)
 
 HF_CONFIG, HF_WEIGHTS = CONFIG_FILE, WEIGHTS_FILE  # transformers names them as we do
-GENERATION_CONFIG, PICKLED_WEIGHTS, CARD = "generation_config.json", "pytorch_model.bin", "README.md"
-MODEL_CARD = "MODEL_CARD.md"
-HUB_FILES = [HF_CONFIG, GENERATION_CONFIG, HF_WEIGHTS, SOURCE_SPM, TARGET_SPM, VOCAB, TARGET_VOCAB, TOKENIZER_CONFIG,
-             CARD]
+GENERATION_CONFIG, PICKLED_WEIGHTS = "generation_config.json", "pytorch_model.bin"
+HUB_FILES = [HF_CONFIG, GENERATION_CONFIG, HF_WEIGHTS, spm.SOURCE_SPM, spm.TARGET_SPM, spm.VOCAB, spm.TARGET_VOCAB,
+             spm.TOKENIZER_CONFIG, CARD]
 HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 ACTIVATIONS = {"swish": "swish", "silu": "swish", "relu": "relu", "gelu": "gelu"}  # transformers' name -> ours
 # Options of Marian's (and BART's) config that transformers' MarianMTModel does not compute, or we do not: the value
 # that is fine, and why another is refused.
-REFUSED = {
-    "normalize_before": (False, "pre-LN Marian (normalize_before) is not implemented"),
-    "add_bias_logits": (False, "add_bias_logits (a learned logits bias) is not implemented"),
-    "normalize_embedding": (False, "a LayerNorm on the embeddings (normalize_embedding) is not implemented"),
-    "layernorm_embedding": (False, "a LayerNorm on the embeddings (layernorm_embedding) is not implemented"),
-    "add_final_layer_norm": (False, "a final LayerNorm (add_final_layer_norm) is not implemented"),
-    "static_position_embeddings": (True, "learned position embeddings (static_position_embeddings false) are "
-                                         "not implemented"),
-}
-OPUS_MT_LICENCE = "CC-BY-4.0"
-OPUS_MT_CREDIT = "OPUS-MT (Tiedemann & Thottingal, EAMT 2020), Language Technology Research Group, University of " \
-                 "Helsinki"
+REFUSED = {"normalize_before": (False, "pre-LN Marian"), "add_bias_logits": (False, "a learned logits bias"),
+           "normalize_embedding": (False, "a LayerNorm on the embeddings"),
+           "layernorm_embedding": (False, "a LayerNorm on the embeddings"),
+           "add_final_layer_norm": (False, "a final LayerNorm"),
+           "static_position_embeddings": (True, "learned position embeddings")}
 
 
 class ImportFailed(ValueError):
@@ -107,7 +92,7 @@ def model_config(hf: dict[str, Any], where: str = HF_CONFIG) -> ModelConfig:
                            "only Marian translation models (MarianMTModel, e.g. Helsinki-NLP/opus-mt-*) are imported")
     for key, (fine, why) in REFUSED.items():
         if key in hf and hf[key] != fine:
-            raise ImportFailed(f"{where}: {key} = {json.dumps(hf[key])}: {why}")
+            raise ImportFailed(f"{where}: {key} = {json.dumps(hf[key])}: {why} is not implemented")
     activation = hf.get("activation_function", "gelu")
     if activation not in ACTIVATIONS:
         raise ImportFailed(f"{where}: activation_function {activation!r} is not implemented (swish, silu, relu or "
@@ -183,11 +168,11 @@ def _tensor(hf: dict[str, torch.Tensor], names: tuple[str, ...], stacked: bool) 
     return hf[name], name
 
 
-def state_dict(hf: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
-    """Our model's weights from transformers' tensors, each checked for its shape; every tensor must be used."""
-    expected = unique_state_dict(Transformer(config))
+def state_dict(hf: dict[str, torch.Tensor], model: Transformer) -> dict[str, torch.Tensor]:
+    """model's weights from transformers' tensors, each checked for its shape; every tensor must be used."""
+    config = model.config
     table, used, state = renames(config), set(), {}
-    for ours, target in expected.items():
+    for ours, target in unique_state_dict(model).items():
         if ours not in table:
             raise ImportFailed(f"our model's {ours} has no counterpart in a Marian checkpoint")
         names = table[ours]
@@ -249,20 +234,20 @@ def read_weights(folder: Path) -> dict[str, torch.Tensor]:
         raise ImportFailed(f"{file}: cannot be read as safetensors ({exc})") from exc
 
 
-# ----------------------------------------------------------------------------- the tokenizer and the metadata
+# ----------------------------------------------------------------------------- the tokenizer
 
 
 def tokenizer_for(folder: Path, hf: dict[str, Any], generation: dict[str, Any],
-                  config: ModelConfig) -> SentencePieceTokenizer:
+                  config: ModelConfig) -> spm.SentencePieceTokenizer:
     """The Marian tokenizer of folder, its special ids checked against the config's and the decoding rules'."""
     try:
-        tokenizer = SentencePieceTokenizer.from_marian_folder(folder)
+        tokenizer = spm.SentencePieceTokenizer.from_marian_folder(folder)
     except TokenizerError as exc:
         raise ImportFailed(str(exc)) from exc
     sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     if sizes != (config.src_vocab_size, config.tgt_vocab_size):
-        raise ImportFailed(f"{folder / VOCAB}: vocabularies of {sizes[0]:,} (source) and {sizes[1]:,} (target) pieces, "
-                           f"but {HF_CONFIG} has embeddings of {config.src_vocab_size:,} and "
+        raise ImportFailed(f"{folder / spm.VOCAB}: vocabularies of {sizes[0]:,} (source) and {sizes[1]:,} (target) "
+                           f"pieces, but {HF_CONFIG} has embeddings of {config.src_vocab_size:,} and "
                            f"{config.tgt_vocab_size:,} rows")
     specials = tokenizer.specials
     rules = {**hf, **generation}  # generation_config.json wins, as in transformers' generate
@@ -280,68 +265,6 @@ def tokenizer_for(folder: Path, hf: dict[str, Any], generation: dict[str, Any],
         return tokenizer.with_specials(dataclasses.replace(specials, start=start, never=never))
     except (TokenizerError, TypeError, ValueError) as exc:
         raise ImportFailed(f"{folder}: special ids {exc}") from exc
-
-
-def languages(folder: Path, name: str) -> dict[str, str]:
-    """The language pair: tokenizer_config's source_lang and target_lang, or the name's opus-mt-SRC-TGT."""
-    config = _read_json(folder / TOKENIZER_CONFIG, required=False)
-    found = re.search(r"opus-mt-(?:tc-(?:big-)?)?([A-Za-z_]+)-([A-Za-z_]+)", name)
-    src, tgt = config.get("source_lang"), config.get("target_lang")
-    return {"src": str(src or (found.group(1) if found else "?")),
-            "tgt": str(tgt or (found.group(2) if found else "?"))}
-
-
-def licence_of(name: str, folder: Path, given: str | None) -> str:
-    if given:
-        return given
-    card = folder / CARD
-    text = card.read_text(encoding="utf-8", errors="replace")[:4000] if card.is_file() else ""
-    if "opus-mt" in name.lower() or "OPUS-MT" in text:
-        return OPUS_MT_LICENCE
-    found = re.search(r"^license:\s*(\S+)", text, re.M)
-    return found.group(1) if found else "unknown: see the source model's card"
-
-
-def metadata(source: Source, hf: dict[str, Any], generation: dict[str, Any], model: Transformer, licence: str,
-             dtype: torch.dtype) -> dict[str, Any]:
-    langs = languages(source.folder, source.name)
-    return {
-        "description": f"{source.name} ({langs['src']} -> {langs['tgt']}), a Marian model imported from Hugging Face",
-        "source_model": source.name,
-        "languages": langs,
-        "licence": licence,
-        "credit": OPUS_MT_CREDIT if licence == OPUS_MT_LICENCE else source.name,
-        "imported": {"by": "transformer.model.hf", "date": dt.date.today().isoformat(), "dtype": str(dtype)[6:],
-                     "transformers_version": hf.get("transformers_version")},
-        "n_params": sum(p.numel() for p in model.parameters()),
-        "hf_generation": {k: v for k, v in {**hf, **generation}.items()
-                          if k in ("num_beams", "max_length", "length_penalty", "forced_eos_token_id", "early_stopping",
-                                   "no_repeat_ngram_size", "bad_words_ids", "renormalize_logits")},
-    }
-
-
-def model_card(meta: dict[str, Any], config: ModelConfig, tokenizer: SentencePieceTokenizer) -> str:
-    langs, s, gen = meta["languages"], tokenizer.specials, meta["hf_generation"]
-    return f"""# {meta['source_model']}, imported
-
-A Marian translation model ({langs['src']} -> {langs['tgt']}) from Hugging Face, converted on
-{meta['imported']['date']} by `python -m transformer.model.hf` into this project's own Transformer. The weights are
-the source's, renamed and checked for shape ({meta['n_params']:,} parameters, stored as {meta['imported']['dtype']});
-nothing was trained. Greedy search gives the same tokens and probabilities as transformers' `generate`.
-
-- Source: {meta['source_model']}
-- Licence: {meta['licence']}. Credit: {meta['credit']}.
-- Architecture: d_model {config.d_model}, {config.n_encoder_layers} + {config.n_decoder_layers} layers, {config.n_heads}
-  heads, d_ff {config.d_ff}, {config.src_vocab_size:,} source / {config.tgt_vocab_size:,} target pieces,
-  {config.activation}, post-LN (no final LayerNorm), sinusoids as sines then cosines, a fixed logits bias,
-  {'one embedding table for encoder, decoder and output' if config.share_embeddings else 'separate embeddings'}.
-- Tokenizer: Marian's SentencePiece models (source.spm, target.spm) and vocabulary, kept in tokenizer.json.
-- Special ids: the decoder starts with {s.start}, a sentence ends with {s.eos}, never emitted: {list(s.never)}.
-- The source's generation settings: {json.dumps(gen)}. Beam search here ranks finished hypotheses by our length
-  penalty; see docs/real-models.md for where it differs from transformers'.
-
-If you use it, cite the model's authors: {meta['credit']}.
-"""
 
 
 # ----------------------------------------------------------------------------- the import
@@ -377,10 +300,11 @@ def import_marian(src: str, out: str | Path, *, dtype: torch.dtype = torch.float
     generation = _read_json(source.folder / GENERATION_CONFIG, required=False)
     config = model_config(hf, str(source.folder / HF_CONFIG))
     tokenizer = tokenizer_for(source.folder, hf, generation, config)
-    state = state_dict(read_weights(source.folder), config)
     model = Transformer(config)
-    model.load_state_dict(state, strict=False)  # shared and tied tables are filled through their first name
-    meta = metadata(source, hf, generation, model, licence_of(source.name, source.folder, licence), dtype)
+    # shared and tied tables are filled through their first name
+    model.load_state_dict(state_dict(read_weights(source.folder), model), strict=False)
+    meta = metadata(source.name, source.folder, {**hf, **generation}, model,
+                    licence_of(source.name, source.folder, licence), dtype)
     card = model_card(meta, config, tokenizer)
     try:
         save_checkpoint(out, model, tokenizer=tokenizer, metadata=meta, dtype=dtype,

@@ -312,5 +312,7 @@ def test_an_imported_model_fine_tunes_with_its_own_tokenizer_and_special_ids(imp
     assert (run / "tokenizer.json").read_text() == (imported / "tokenizer.json").read_text()  # none trained
     tuned, original = load_checkpoint(run / "checkpoints" / "latest"), load_checkpoint(imported)
     assert tuned.config == original.config and tuned.tokenizer.specials == original.tokenizer.specials
+    assert {k: tuned.metadata[k] for k in ("source_model", "licence", "credit", "languages")} == \
+        {k: original.metadata[k] for k in ("source_model", "licence", "credit", "languages")}
     translation = Translator(tuned).translate(EN[0], GREEDY)
     assert translation.token_ids and all(t != original.tokenizer.specials.pad for t in translation.token_ids)

@@ -18,6 +18,7 @@ from transformer.files import read_json_object
 from transformer.model.config import ModelConfig
 from transformer.model.layers import Transformer
 
+PROVENANCE = ("source_model", "languages", "licence", "credit")  # what a fine-tuned checkpoint keeps of its origin
 CARD, MODEL_CARD = "README.md", "MODEL_CARD.md"  # the source's card (a Hub download has one), ours
 OPUS_MT_LICENCE = "CC-BY-4.0"
 OPUS_MT_CREDIT = "OPUS-MT (Tiedemann & Thottingal, EAMT 2020), Language Technology Research Group, University of " \
@@ -43,6 +44,12 @@ def licence_of(name: str, folder: Path, given: str | None) -> str:
         return OPUS_MT_LICENCE
     found = re.search(r"^license:\s*(\S+)", text, re.M)
     return found.group(1) if found else "unknown: see the source model's card"
+
+
+def provenance(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a checkpoint's metadata that say where its weights came from: a fine-tuned import keeps them
+    (CC-BY asks for the credit)."""
+    return {key: metadata[key] for key in PROVENANCE if key in metadata}
 
 
 def metadata(name: str, folder: Path, hf: dict[str, Any], model: Transformer, licence: str,

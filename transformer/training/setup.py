@@ -19,6 +19,7 @@ from transformer.data.tokenizer import TokenizerLike, load_tokenizer, train_toke
 from transformer.decoding.translate import Translator
 from transformer.model.checkpoint import TOKENIZER_FILE, Checkpoint, load_checkpoint, recover_interrupted_saves
 from transformer.model.config import ModelConfig
+from transformer.model.hf_card import provenance
 from transformer.model.layers import Transformer
 from transformer.model.loss import TokenLoss
 from transformer.runs import RunFiles
@@ -136,12 +137,14 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
     if latest is not None or spec.init_from:
         checkpoint = load_checkpoint(latest if latest is not None else spec.init_from, device)
         model, model_config = checkpoint.model, checkpoint.config
+        inherited = provenance(checkpoint.metadata)  # an imported model's source and licence stay with its weights
         if latest is None:
             log.info("starting from the weights of %s (%s)", spec.init_from,
                      checkpoint.metadata.get("description", "no description"))
     else:
         model_config = model_config_for(spec, tokenizer)
         model = Transformer(model_config).to(device)
+        inherited = {}
     train = encode_pairs(corpus.train, tokenizer, model_config.max_len)
     dev = encode_pairs(corpus.dev, tokenizer, model_config.max_len)
     for name, split, pairs in (("train", corpus.train, train), ("dev", corpus.dev, dev)):
@@ -161,6 +164,6 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
     translator = Translator(Checkpoint(files.root, model_config, model, tokenizer), batch_size=64)
     evaluator = DevEvaluator(corpus, dev, translator, loss_fn, max_tokens=c.max_tokens, n_sentences=c.eval_sentences)
     meta = {"corpus": spec.corpus.to_dict(), "description": corpus.description,
-            "n_params": sum(p.numel() for p in model.parameters())}
+            "n_params": sum(p.numel() for p in model.parameters()), **inherited}
     return Prepared(device, tokenizer, model, loss_fn, optimizer, train, state, evaluator, setup_decisions(c, device),
                     meta)

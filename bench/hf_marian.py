@@ -11,8 +11,8 @@ with `transformer.model.hf`, and then, in one process, alternating the two in --
           attention: sdpa returns none), which records the decoder's maps step by step.
 Both translate the same 20-word sentence to at most --new-tokens tokens (the outputs are checked equal), and
 print the median wall and CPU seconds of the rounds and their ratio.
-Then, in a fresh process each: the resident memory a loaded model adds (Translator for ours, MarianMTModel for
-theirs) against the size of its float32 weights.
+Then, in a fresh process each: the resident memory that loading a model and translating one short sentence add
+(Translator for ours, MarianMTModel and MarianTokenizer for theirs) against the size of its float32 weights.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.model.hf import import_marian  # noqa: E402
 
-SENTENCE = ("The children play football in the garden while my brother works at the hospital near the river "
-            "every evening.")  # 20 words
+SENTENCE = ("The children play football in the garden while my brother works at the hospital near the old river "
+            "every evening.")  # 20 words, 21 pieces as opus-mt-en-fr's tokenizer would cut them about
 FULL_SIZE = dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8, decoder_attention_heads=8,
                  encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512)
 VOCAB = 59_514
@@ -50,11 +50,16 @@ def rss():
 import transformers
 from transformer.decoding.translate import Translator
 before = rss()
+warnings.simplefilter("ignore")
 if {ours!r}:
-    model = Translator({path!r}).model
+    translator = Translator({path!r})
+    model = translator.model
+    translator.translate("The cat sat on the mat.")
 else:
-    warnings.simplefilter("ignore")
     model = transformers.MarianMTModel.from_pretrained({path!r}).eval()
+    tokenizer = transformers.MarianTokenizer.from_pretrained({path!r})
+    with torch.inference_mode():
+        model.generate(**tokenizer(["The cat sat on the mat."], return_tensors="pt"), max_new_tokens=8)
 weights = sum(p.numel() * p.element_size() for p in model.parameters())
 print(rss() - before, weights)
 """
@@ -84,7 +89,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:
-        folder = write_marian_folder(Path(work) / "opus-mt-random", vocab_size=VOCAB, **FULL_SIZE)
+        words = tuple(w.strip(".") for w in SENTENCE.split())
+        folder = write_marian_folder(Path(work) / "opus-mt-random", vocab_size=VOCAB, source_words=words, **FULL_SIZE)
         ours_path = import_marian(str(folder), Path(work) / "ours")
         model, tokenizer = load_marian(folder)
         translator = Translator(ours_path)
@@ -117,7 +123,8 @@ def main() -> None:
               f"{len(a.token_ids)} tokens out, the same ids: {same}")
         for name, path, is_ours in (("ours", ours_path, True), ("theirs", folder, False)):
             added, weights = resident(path, is_ours)
-            print(f"resident ({name}): {added / 2**20:.0f} MiB added by loading, weights {weights / 2**20:.0f} MiB: "
+            print(f"resident ({name}): {added / 2**20:.0f} MiB added by loading and translating, weights "
+                  f"{weights / 2**20:.0f} MiB: "
                   f"{added / weights:.2f} x")
 
 

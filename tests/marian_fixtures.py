@@ -30,14 +30,16 @@ FR = ["Le chat est assis sur le tapis.", "Un chien court dans le parc !", "Où e
       "Il boit du café sans sucre.", "Le musée ouvre à neuf heures.", "Notre professeur était content."]
 
 
-def train_spm(lines: list[str], vocab_size: int) -> bytes:
-    """A unigram SentencePiece model (what opus-mt ships) trained on lines, as the bytes of a .spm file."""
+def train_spm(lines: list[str], vocab_size: int, words: tuple[str, ...] = ()) -> bytes:
+    """A unigram SentencePiece model (what opus-mt ships) trained on lines, as the bytes of a .spm file; each of
+    words is a piece of its own (a few dozen sentences teach pieces of a few letters: opus-mt's are words)."""
     import sentencepiece
 
     out = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines * 3), model_writer=out,
-                                             vocab_size=vocab_size, model_type="unigram", character_coverage=1.0,
-                                             hard_vocab_limit=False, minloglevel=2, num_threads=1)
+                                             vocab_size=vocab_size + len(words), model_type="unigram",
+                                             character_coverage=1.0, hard_vocab_limit=False, minloglevel=2,
+                                             num_threads=1, user_defined_symbols=[f"▁{w}" for w in words])
     return out.getvalue()
 
 
@@ -103,15 +105,16 @@ def train_briefly(model, tokenizer, steps: int, lr: float = 1e-2) -> None:
 
 
 def write_marian_folder(path: Path, seed: int = 0, vocab_size: int | None = None, separate: bool = False,
-                        train_steps: int = 0, **config_overrides) -> Path:
+                        train_steps: int = 0, source_words: tuple[str, ...] = (), **config_overrides) -> Path:
     """save_pretrained's folder for a random model (trained for train_steps on EN -> FR) and its tokenizer;
-    vocab_size pads the vocabulary with pieces no text makes (opus-mt's full size)."""
+    vocab_size pads the vocabulary with pieces no text makes (opus-mt's full size); source_words are whole pieces
+    of the source model."""
     from transformers import GenerationConfig, MarianTokenizer
 
     path.mkdir(parents=True, exist_ok=True)
     spm = path / "spm"
     spm.mkdir(exist_ok=True)
-    source, target = train_spm(EN, 60), train_spm(FR, 60)
+    source, target = train_spm(EN, 60, source_words), train_spm(FR, 60)
     (spm / "source.spm").write_bytes(source)
     (spm / "target.spm").write_bytes(target)
     vocab = marian_vocab(source, target, size=vocab_size)

@@ -37,9 +37,9 @@ def train_spm(lines: list[str], vocab_size: int, words: tuple[str, ...] = ()) ->
 
     out = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines * 3), model_writer=out,
-                                             vocab_size=vocab_size + len(words), model_type="unigram",
+                                             vocab_size=vocab_size + len(set(words)), model_type="unigram",
                                              character_coverage=1.0, hard_vocab_limit=False, minloglevel=2,
-                                             num_threads=1, user_defined_symbols=[f"▁{w}" for w in words])
+                                             num_threads=1, user_defined_symbols=[f"▁{w}" for w in sorted(set(words))])
     return out.getvalue()
 
 

@@ -82,6 +82,7 @@ def test_the_pieces_and_ids_are_marian_tokenizers(translator, reference):
         assert ours.encode_target(text) == [tok.pad_token_id] + tok(text_target=text)["input_ids"], text
     for text in SENTENCES:
         assert translator.prepare(text).pieces == tok.convert_ids_to_tokens(tok(" ".join(text.split()))["input_ids"])
+        assert ours.normalize(text) == ours.decode_source(ours.encode_source(text)) == " ".join(text.split())
 
 
 def test_decoding_gives_the_text_back_as_marian_tokenizer_does(translator, reference):
@@ -316,3 +317,24 @@ def test_an_imported_model_fine_tunes_with_its_own_tokenizer_and_special_ids(imp
         {k: original.metadata[k] for k in ("source_model", "licence", "credit", "languages")}
     translation = Translator(tuned).translate(EN[0], GREEDY)
     assert translation.token_ids and all(t != original.tokenizer.specials.pad for t in translation.token_ids)
+
+
+def test_a_hub_name_is_downloaded_and_recorded_with_opus_mt_licence(folder, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    asked = []
+
+    def snapshot(name, allow_patterns):  # the Hub, offline: the folder a download would have written
+        asked.append((name, allow_patterns))
+        return str(copy_of(folder, tmp_path / name.replace("/", "--")))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    out = hf.import_marian("Helsinki-NLP/opus-mt-en-fr", tmp_path / "ours")
+    assert asked[0][0] == "Helsinki-NLP/opus-mt-en-fr" and "pytorch_model.bin" not in asked[0][1]
+    metadata = json.loads((out / "metadata.json").read_text())
+    assert metadata["source_model"] == "Helsinki-NLP/opus-mt-en-fr" and metadata["licence"] == "CC-BY-4.0"
+    assert "Tiedemann & Thottingal" in metadata["credit"] and "CC-BY-4.0" in (out / "MODEL_CARD.md").read_text()
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda name, allow_patterns: str(copy_of(folder, tmp_path / "it", drop="model.safetensors")))
+    with pytest.raises(hf.ImportFailed, match="has no model.safetensors on the Hub"):
+        hf.import_marian("Helsinki-NLP/opus-mt-en-it", tmp_path / "it-ours")

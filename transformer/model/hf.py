@@ -280,13 +280,18 @@ def resolve(src: str) -> Source:
     try:
         from huggingface_hub import snapshot_download
 
-        return Source(Path(snapshot_download(src, allow_patterns=HUB_FILES)), src)
+        folder = Path(snapshot_download(src, allow_patterns=HUB_FILES))
     except Exception as exc:  # offline, unknown repository, refused: one line, whatever huggingface_hub raised
         if type(exc).__name__ in ("RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"):
             raise ImportFailed(f"{src}: not found on the Hugging Face Hub ({type(exc).__name__})") from exc
         raise ImportFailed(f"{src}: cannot download it (offline? {type(exc).__name__}). On a machine that is online, "
                            f"run `hf download {src} --local-dir DIR`, copy DIR here and pass it: "
                            f"python -m transformer.model.hf DIR --out OUT") from exc
+    if not (folder / HF_WEIGHTS).is_file():  # only pytorch_model.bin there, which is not even downloaded
+        raise ImportFailed(f"{src}: has no {HF_WEIGHTS} on the Hub (pickled weights only?). Convert them once where "
+                           f"you trust them: python -c \"from transformers import MarianMTModel as M; "
+                           f"M.from_pretrained('{src}').save_pretrained('DIR')\", then pass DIR")
+    return Source(folder, src)
 
 
 def import_marian(src: str, out: str | Path, *, dtype: torch.dtype = torch.float32, force: bool = False,

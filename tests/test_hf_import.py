@@ -116,6 +116,21 @@ def test_the_checkpoint_keeps_the_tokenizer_exactly_in_json(imported, translator
     assert (s.pad, s.start, s.eos, s.unk, s.never) == (tok.pad_token_id, tok.pad_token_id, 0, 1, (tok.pad_token_id,))
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d | {"source_spm": "not base64!"}, "not a valid SentencePiece tokenizer"),
+    (lambda d: d | {"target_spm": "AAAA"}, "target.spm: not a SentencePiece model"),
+    (lambda d: d | {"vocab": {"a": 0, "b": 2}}, "are not 0..1 each once"),
+    (lambda d: d | {"specials": d["specials"] | {"never": [10_000]}}, "outside the target vocabulary"),
+    (lambda d: d | {"shared": False}, "shared must be true exactly when there is no target_vocab"),
+])
+def test_a_damaged_tokenizer_json_is_one_clear_error(translator, edit, message):
+    from transformer.data.vocabulary import TokenizerError
+
+    damaged = json.dumps(edit(json.loads(translator.tokenizer.to_json())))
+    with pytest.raises(TokenizerError, match=f"^tok.json: .*{message}"):
+        SentencePieceTokenizer.from_json(damaged, "tok.json")
+
+
 # ----------------------------------------------------------------------------- the model against transformers
 
 

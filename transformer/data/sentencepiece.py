@@ -98,6 +98,8 @@ class SentencePieceTokenizer:
         for name in ("pad", "start", "eos", "unk"):
             if not 0 <= getattr(self.specials, name) < min(len(self._vocab), len(tgt)):
                 raise TokenizerError(f"special id {name}={getattr(self.specials, name)} is outside the vocabularies")
+        if any(i >= len(tgt) for i in self.specials.never):
+            raise TokenizerError(f"never {self.specials.never} holds ids outside the target vocabulary")
         self.clean_up_spaces = clean_up_spaces  # tokenizer_config's clean_up_tokenization_spaces
         self._src_pieces = {i: piece for piece, i in self._vocab.items()}
         self._tgt_pieces = {i: piece for piece, i in tgt.items()}

@@ -68,9 +68,15 @@ def text_width(label: str, font_px: float) -> float:
     return font_px * (0.62 * len(label) + 0.3 * wide)
 
 
+# Characters that HTML reads inside a <script> element ("</script>", "<!--", "<script" change where it ends) or
+# that old JavaScript parsers take for line ends: written as JSON escapes, which mean the same characters.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
+
+
 def data_json(value: object) -> str:
-    """JSON safe inside a <script> element."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside a <script> element: the one way data enters a view's (or the app's) inline script."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE)
 
 
 @dataclass(frozen=True)

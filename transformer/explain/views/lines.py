@@ -17,6 +17,7 @@ import numpy as np
 from transformer.explain.views.svg import (
     BASE_CSS,
     HEAD_COLOURS,
+    LABEL_CHARS,
     View,
     anchored,
     column_is_rtl,
@@ -30,7 +31,6 @@ from transformer.explain.views.svg import (
 MIN_WEIGHT = 0.005  # lines fainter than this are invisible at opacity = weight, and left out
 ROW = 20  # px per token
 GAP = 240  # px between the two columns, where the lines run
-LABEL_CHARS = 24  # longer labels are shortened (the full piece is in its title)
 THUMB_W, THUMB_H = 96, 140  # px of a model view drawing
 HIDDEN = ' style="display:none"'
 

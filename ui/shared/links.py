@@ -7,6 +7,7 @@ raises, and a model is only ever looked up among the models the app lists, never
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 
 MAX_TEXT = 1000  # characters of a sentence taken from a link
@@ -33,6 +34,19 @@ def _int(value: str, lo: int, hi: int) -> int | None:
     except ValueError:
         return None
     return number if lo <= number <= hi else None
+
+
+def as_param(value: object) -> str:
+    """A value as a link writes it: a whole number as digits (seed 1234567, never "1.23457e+06", which reads back
+    as no seed at all), a float in the fewest digits that read back as the same float, text as it is."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+    return str(value)
 
 
 def linkable(text: str) -> str | None:

@@ -82,14 +82,15 @@ def link_problems(problems: Sequence[str]) -> None:
         st.warning(plain(problem), icon=":material/link_off:")  # they quote the link, which anyone can write
 
 
-def share(**params: str | None) -> None:
-    """Write params into the address bar (None removes one); only changed ones, each change is a message."""
+def share(**params: object) -> None:
+    """Write params into the address bar (None removes one; numbers as `links.as_param` writes them); only changed
+    ones, each change is a message."""
     for name, value in params.items():
         if value is None:
             if name in st.query_params:
                 del st.query_params[name]
-        elif st.query_params.get(name) != value:
-            st.query_params[name] = value
+        elif st.query_params.get(name) != links.as_param(value):
+            st.query_params[name] = links.as_param(value)
 
 
 def model_picker() -> None:

@@ -327,10 +327,15 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
         return
     choices = {c.path: c.label for c in offered}
     by_key = {c.key: c for c in offered}
-    key, problems = links.read_model({"model": link()["partner"]} if "partner" in link() else {}, list(by_key))
-    link_problems(problems)
-    if key is not None:
-        st.session_state["ex_other"] = by_key[key].path
+    asked = link().get("partner")
+    current = next((c.key for c in models if c.path == str(translator.checkpoint.path)), None)
+    if asked is not None and asked == current:
+        st.info("The link compares this model with itself: pick another model below.")
+    else:
+        key, problems = links.read_model({} if asked is None else {"model": asked}, list(by_key))
+        link_problems(problems)
+        if key is not None:
+            st.session_state["ex_other"] = by_key[key].path
     path = st.selectbox("Compare with", list(choices), format_func=choices.get, key="ex_other",
                         help="Models with this model's language pair come first: their maps can be subtracted.")
     partner = next(c for c in offered if c.path == path)

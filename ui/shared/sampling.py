@@ -13,7 +13,7 @@ import streamlit as st
 
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.settings import MAX_SEED
-from ui.shared.links import as_param
+from ui.shared.links import as_param, quoted
 
 PARAMS = ("temperature", "top_k", "top_p", "seed")
 TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE = (0.05, 3.0), (0, 200), (0.05, 1.0)
@@ -38,7 +38,7 @@ def read_sampling(params: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]
         except ValueError:
             value = None
         if value is None or not lo <= value <= hi:
-            problems.append(f"{name} {params[name]!r} in the link is not between {lo} and {hi}.")
+            problems.append(f"{name} {quoted(params[name])} in the link is not between {lo} and {hi}.")
         else:
             values[name] = round(value, 2) if kind is float else value
     return values, problems

@@ -60,8 +60,10 @@ def page_setup(page: str) -> None:
     opened = st.session_state.setdefault("_opened_pages", set())
     st.session_state[LINK_KEY] = {} if page in opened else {k: st.query_params[k] for k in st.query_params}
     opened.add(page)
-    for name in [k for k in st.query_params if k not in (*links.PAGE_PARAMS[page], class_mode.PARAM)]:
-        del st.query_params[name]  # another page's state, or a parameter nobody reads
+    kept = (*links.PAGE_PARAMS[page], class_mode.PARAM)
+    if any(name not in kept for name in st.query_params):  # another page's state, or a parameter nobody reads:
+        # dropped in one message (one per parameter, a thousand of them held the browser for half a minute)
+        st.query_params.from_dict({name: st.query_params.get_all(name) for name in st.query_params if name in kept})
     for path, label, icon in PAGES:
         st.sidebar.page_link(path, label=label, icon=icon)
     st.sidebar.divider()

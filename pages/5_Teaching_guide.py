@@ -6,7 +6,7 @@ import streamlit as st
 from ui.shared.links import quoted
 from ui.shared.text import plain
 from ui.shared.widgets import link, page_setup, share
-from ui.teaching.guide_documents import GUIDE, documents, in_app_links
+from ui.teaching.guide_documents import GUIDE, documents, in_app_links, without_images
 
 
 def main() -> None:
@@ -25,7 +25,7 @@ def main() -> None:
         st.error("The guide cannot be read: docs/teaching-guide.md is missing.")
         return
     try:
-        st.markdown(in_app_links(docs[key].path.read_text(encoding="utf-8"), docs[key], docs))
+        st.markdown(without_images(in_app_links(docs[key].path.read_text(encoding="utf-8"), docs[key], docs)))
     except OSError as e:
         st.error(f"The guide cannot be read: {e}")
 

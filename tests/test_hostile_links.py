@@ -91,3 +91,20 @@ def test_the_longest_link_the_app_writes_stays_far_below_what_the_server_accepts
     assert links.linkable(longest) == longest and links.linkable(longest + "a") is None
     every_text = {name: links.linkable(longest) for name in ("text", "ref", "clean", "other")}
     assert len(urlencode(every_text)) < 64 * 1024  # the server answers 400 past about 100 KB, before the app runs
+
+
+# ----------------------------------------------------------------------------- 3. model cards draw no image
+
+
+def test_a_documents_images_become_placeholders_that_name_their_address():
+    from ui.teaching.guide_documents import without_images
+
+    card = ('![t](http://host/track.png) ![a [b] c](https://x.example/z.png "title") ![](//cdn/p.gif)\n'
+            "![ref][logo] ![logo] ![x][]\n\n[logo]: http://evil/logo.png\n[x]: <https://e/x.png> \"t\"\n"
+            "a [link](http://ok.example) stays")
+    shown = without_images(card)
+    assert "![" not in shown and "[link](http://ok.example)" in shown
+    for text, address in (("t", "http://host/track.png"), ("a [b] c", "https://x.example/z.png"),
+                          ("ref", "http://evil/logo.png"), ("logo", "http://evil/logo.png"), ("x", "https://e/x.png")):
+        assert f"*[image {text}: `{address}`]*" in shown
+    assert "*[image: `//cdn/p.gif`]*" in shown

@@ -31,7 +31,7 @@ from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
 from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
 from ui.shared.attention_maps import FAMILIES
-from ui.shared.models import checkpoint_stamp, find_models
+from ui.shared.models import checkpoint_stamp, find_model, find_models
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import decode_slot, reference_ids, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
@@ -321,13 +321,15 @@ def _other_model(path: str, stamp: float) -> Translator:
 
 def compare_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
     models = find_models()
+    asked = link().get("partner")
+    if asked is not None and asked not in {c.key for c in models}:  # a link's partner, wherever it is listed
+        models += [c for c in [find_model(asked)] if c is not None]
     offered = model_comparison.partners(models, str(translator.checkpoint.path))
     if not offered:
         st.info("Only one model is available: train another (Train page) or pick a checkpoint of a run.")
         return
     choices = {c.path: c.label for c in offered}
     by_key = {c.key: c for c in offered}
-    asked = link().get("partner")
     current = next((c.key for c in models if c.path == str(translator.checkpoint.path)), None)
     if asked is not None and asked == current:
         st.info("The link compares this model with itself: pick another model below.")

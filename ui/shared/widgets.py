@@ -20,7 +20,15 @@ from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
 from ui.shared import class_mode, heatmaps, links, sampling, sentences
-from ui.shared.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
+from ui.shared.models import (
+    PAGE_SIZE,
+    checkpoint_stamp,
+    checkpoints_dir,
+    find_model,
+    find_models,
+    is_model_path,
+    runs_dir,
+)
 from ui.shared.offline_examples import offline_examples
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import DECODE_THREADS, OnWait
@@ -35,6 +43,7 @@ PAGES = [("app.py", "Home", ":material/home:"),
          ("pages/6_Explain_heads.py", "Explain heads", ":material/psychology:")]
 MODEL_KEY = "model_path"  # session state: the checkpoint directory this user explores
 LINK_KEY = "_link"  # session state: the query parameters the page was opened with
+SHOWN_MODELS = "_models_shown"  # session state: how many models the picker lists
 TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword pieces*: a rare word is cut into "
                "pieces it knows (`▁congreg` `ation`). `▁` marks a piece that starts a new word (it stands for the "
                "space before it); a piece without it continues the word before. `<s>` starts the output (the "
@@ -96,8 +105,14 @@ def share(**params: object) -> None:
 
 
 def model_picker() -> None:
-    """Sidebar select box over shipped checkpoints and run checkpoints; the choice lives in session state."""
-    choices = find_models()
+    """Sidebar select box over shipped checkpoints and run checkpoints, a page of them at a time (and the link's, found
+    by its key); the choice lives in session state."""
+    shown = st.session_state.setdefault(SHOWN_MODELS, PAGE_SIZE)
+    choices = find_models(shown + 1)  # one more than shown: whether there are more
+    more, choices = len(choices) > shown, choices[:shown]
+    asked = link().get("model")
+    if asked is not None and asked not in {c.key for c in choices}:
+        choices += [c for c in [find_model(asked)] if c is not None]
     if not choices:
         st.sidebar.info("No model yet.")
         return
@@ -118,12 +133,19 @@ def model_picker() -> None:
     st.sidebar.selectbox("Model", paths, index=paths.index(current), format_func=lambda p: labels.get(p, p),
                          key="_model_select", on_change=_picked)
     st.session_state[MODEL_KEY] = current
+    if more:
+        st.sidebar.button(f"Show {PAGE_SIZE} more models", key="_more_models", on_click=_more_models,
+                          help="Runs are listed newest first, a page at a time.")
     summaries = {c.path: c.summary for c in choices}
     if summaries.get(current):
         st.sidebar.caption(plain(summaries[current]))  # words from a metadata file: text, never Markdown
     keys = {c.path: c.key for c in choices}
     if current in keys:
         share(model=keys[current])
+
+
+def _more_models() -> None:
+    st.session_state[SHOWN_MODELS] += PAGE_SIZE
 
 
 def _picked() -> None:

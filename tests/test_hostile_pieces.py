@@ -139,3 +139,11 @@ def test_the_logit_lens_table_shortens_a_long_piece(translator):
     assert max(map(len, cells + fig["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
     assert fig["layout"]["margin"]["l"] < 400
     assert len(json.dumps(fig)) < 100_000  # the hovers hold at most HOVER_CHARS of it, once per cell
+
+
+def test_output_pieces_written_as_text_are_shortened_too():
+    from ui.explain import attribution, one_sentence
+
+    for marked in (one_sentence.marked, attribution._marked):
+        shown = marked([LONG, "▁a"], [True, False])
+        assert len(shown) < 100 and shown.endswith("▁a") and "…" in shown

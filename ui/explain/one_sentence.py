@@ -27,6 +27,7 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.explain.lenses import LABELS as LENS_LABELS
+from transformer.explain.views.svg import shorten
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
 from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
@@ -61,7 +62,8 @@ def _changed(translator: Translator, intervention: Intervention) -> Translator:
 
 def marked(pieces: list[str], marks: list[bool]) -> str:
     """Pieces as Markdown, the changed ones on an orange background."""
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
+    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
 
 
 def as_attention(translator: Translator, source_ids: list[int], output_ids: list[int],

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from tests.app_fixtures import make_checkpoint
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
@@ -37,7 +36,8 @@ def hostile_views(translator: Translator, piece: str) -> dict[str, views.View]:
     crafted = type(att)(**{**att.__dict__, "source_pieces": [piece] * len(att.source_pieces),
                            "target_pieces": [piece] * len(att.target_pieces),
                            "target_input_pieces": [piece] * len(att.target_input_pieces)})
-    cell = cell_arithmetic(translator.model, t.source_ids, [BOS_ID, *t.token_ids[:-1]], "cross", 0, 1, 1)
+    start = translator.specials.start
+    cell = cell_arithmetic(translator.model, t.source_ids, [start, *t.token_ids[:-1]], "cross", 0, 1, 1)
     session = translator.session("the cat sleeps .", SearchSettings(beam_size=3, max_len_a=0, max_len_b=4))
     session.run_to_end()
     return {"cell_flow": views.cell_flow(cell, piece, [piece] * len(t.source_ids)),
@@ -133,7 +133,7 @@ def test_the_logit_lens_table_shortens_a_long_piece(translator):
     from ui.explain.attribution_figures import lens_table
 
     t = translator.translate("the cat sleeps .", attention=False)
-    lens = logit_lens(translator.model, t.source_ids, t.token_ids)
+    lens = logit_lens(translator.model, t.source_ids, t.token_ids, specials=translator.specials)
     fig = lens_table(lens, [LONG] * len(t.token_ids), lambda _: LONG).to_dict()
     cells = [c.removeprefix("<b>").removesuffix("</b>") for row in fig["data"][0]["text"] for c in row]
     assert max(map(len, cells + fig["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS

@@ -2,17 +2,21 @@
 or a file or a link already has its name."""
 
 import errno
+import json
 import os
+import threading
+import time
 
 import pytest
 
 from tests.fuzz_inputs import RUN_NAMES
 from tests.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
 from transformer import files as atomic_files
+from transformer.files import read_json_object
 from transformer.model import checkpoint
-from transformer.runs import RunFiles, read_status, run_name_problem, write_status
+from transformer.runs import RunFiles, RunTakenError, claim_run, read_status, run_name_problem, write_status
 from transformer.training.loop import Trainer
-from transformer.training.run import TrainingError, create_run
+from transformer.training.run import RunSpec, TrainingError, create_run
 from ui.shared import training_jobs
 
 
@@ -98,3 +102,76 @@ def test_a_file_or_link_with_the_runs_name_is_a_clear_error_and_nothing_is_writt
     with pytest.raises(TrainingError, match="a file or link of that name is in the way"):
         create_run(runs / "taken", tiny_spec(tmp_path / "c.tsv"))
     assert list(outside.iterdir()) == [] and not (tmp_path / "nowhere").exists()
+
+
+class SlowPopen:
+    """A started process as slow to start as a real one (about 0.2 s), without starting anything."""
+
+    def __init__(self, command, **kwargs):
+        time.sleep(0.2)
+        self.pid = os.getpid()  # launch.json records it; tests keep it out of training_jobs._PROCESSES
+
+    def poll(self):
+        return None
+
+
+def race(starters: list) -> list[object]:
+    """Run the callables at once (a barrier releases them together); each one's result or exception."""
+    barrier = threading.Barrier(len(starters))
+    results: list[object] = [None] * len(starters)
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = starters[i]()
+        except Exception as e:  # noqa: BLE001 (the test looks at which one lost)
+            results[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(starters))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_two_starts_of_one_run_name_at_once_start_one_run_and_tell_the_other(tmp_path, monkeypatch):
+    """Issue 41 item 19: both used to return "started" (the second trainer then quit unseen)."""
+    monkeypatch.setattr(training_jobs.subprocess, "Popen", SlowPopen)
+    monkeypatch.setattr(training_jobs, "_PROCESSES", {})  # the fakes never reach other tests' clean-up
+    runs = tmp_path / "runs"
+    for attempt in range(3):
+        name = f"same-{attempt}"
+        results = race([lambda name=name: training_jobs.start_run(runs, name, ["--corpus", "teaching"])] * 2)
+        started = [r for r in results if isinstance(r, training_jobs.RunInfo)]
+        refused = [r for r in results if isinstance(r, ValueError)]
+        assert len(started) == 1 and len(refused) == 1, results
+        assert f"a run named {name!r} already exists" in str(refused[0])
+        assert read_json_object(runs / name / "launch.json")["pid"] == os.getpid()
+        assert started[0].state == "starting"
+
+
+def test_two_cli_runs_into_one_folder_at_once_create_one_run(tmp_path, corpus_file, monkeypatch):  # noqa: F811
+    to_dict = RunSpec.to_dict
+    monkeypatch.setattr(RunSpec, "to_dict", lambda self: time.sleep(0.2) or to_dict(self))  # both pass the checks
+    specs = [tiny_spec(corpus_file, seed=0), tiny_spec(corpus_file, seed=1)]
+    results = race([lambda spec=spec: create_run(tmp_path / "same", spec) for spec in specs])
+    assert sorted(type(r).__name__ for r in results) == ["PosixPath", "TrainingError"]
+    assert "already holds a run" in str(next(r for r in results if isinstance(r, TrainingError)))
+    seed = json.loads((tmp_path / "same" / "run.json").read_text())["train"]["seed"]
+    assert seed == [i for i, r in enumerate(results) if not isinstance(r, TrainingError)][0]
+
+
+def test_claim_run_is_given_back_when_the_process_cannot_start(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("no such interpreter")
+
+    monkeypatch.setattr(training_jobs.subprocess, "Popen", broken)
+    monkeypatch.setattr(training_jobs, "_PROCESSES", {})  # the fake below never reaches other tests' clean-up
+    with pytest.raises(OSError):
+        training_jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"])
+    assert not (tmp_path / "runs" / "again" / "launch.json").exists()
+    monkeypatch.setattr(training_jobs.subprocess, "Popen", SlowPopen)
+    assert training_jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"]).state == "starting"
+    with pytest.raises(RunTakenError):
+        claim_run(tmp_path / "runs" / "again")

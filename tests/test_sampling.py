@@ -1,14 +1,20 @@
 """Sampling with temperature, top-k and top-p: the distributions, the draws, the engine, sessions and the CLI."""
 
+import dataclasses
 import math
+from decimal import Decimal
+from fractions import Fraction
 
+import numpy as np
 import pytest
 import torch
 
-from tests.conftest import random_batch, tiny_config
+from tests.conftest import SPECIALS, random_batch, tiny_config
 from tests.test_translate import PAIRS, run_cli
 from transformer import Transformer
-from transformer.data.tokenizer import BOS_ID, PAD_ID, train_tokenizer
+from transformer.data.tokenizer import train_tokenizer
+from transformer.decoding import settings as settings_module
+from transformer.decoding import translate
 from transformer.decoding.sampling import draw, sampling_distribution, tempered
 from transformer.decoding.search import SearchSettings, greedy_decode, next_token_log_probs, sample
 from transformer.decoding.session import DecodingSession
@@ -33,9 +39,9 @@ def sampling(**fields) -> SearchSettings:
 
 def first_step_log_probs(model, src_row: torch.Tensor) -> torch.Tensor:
     """The model's (V,) next-token log-probabilities after <s>, as the search sees them (<pad>, <s> ruled out)."""
-    src = src_row[src_row != PAD_ID][None]  # (1, S)
+    src = src_row[src_row != SPECIALS.pad][None]  # (1, S)
     with torch.no_grad():
-        return next_token_log_probs(model(src, torch.tensor([[BOS_ID]])).logits[:, -1])[0]
+        return next_token_log_probs(model(src, torch.tensor([[SPECIALS.start]])).logits[:, -1], SPECIALS)[0]
 
 
 # ----------------------------------------------------------------------------- the distributions, on known cases
@@ -92,32 +98,32 @@ def test_empirical_frequencies_match_the_renormalised_distribution():
 
 
 def test_temperature_near_zero_and_top_k_one_equal_greedy(model, src):
-    greedy = greedy_decode(model, src)
+    greedy = greedy_decode(model, src, specials=SPECIALS)
     for settings in (sampling(temperature=1e-6, seed=4), sampling(top_k=1, seed=9, num_samples=2)):
-        for g, s in zip(greedy, sample(model, src, settings), strict=True):
+        for g, s in zip(greedy, sample(model, src, settings, specials=SPECIALS), strict=True):
             for h in s.hypotheses:
                 assert h.tokens == g.best.tokens and h.log_probs == pytest.approx(g.best.log_probs, abs=1e-6)
 
 
 def test_a_seed_reproduces_a_draw_whatever_else_is_in_the_batch(model, src):
     settings = sampling(temperature=1.5, seed=7, num_samples=3)
-    first = [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings)]
-    assert first == [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings)]
-    alone = sample(model, src[2:, :5], settings)[0]  # the third sentence (5 tokens), without the others
+    first = [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings, specials=SPECIALS)]
+    assert first == [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings, specials=SPECIALS)]
+    alone = sample(model, src[2:, :5], settings, specials=SPECIALS)[0]  # the third sentence (5 tokens), alone
     assert [h.tokens for h in alone.hypotheses] == first[2]
     other = [[h.tokens for h in r.hypotheses] for r in sample(model, src, sampling(temperature=1.5, seed=8,
-                                                                                    num_samples=3))]
+                                                                                    num_samples=3), specials=SPECIALS)]
     assert other != first
     assert len({tuple(t) for r in first for t in r}) > 3  # the samples differ from each other
-    uncached = sample(model, src, settings, use_cache=False)
+    uncached = sample(model, src, settings, use_cache=False, specials=SPECIALS)
     assert [[h.tokens for h in r.hypotheses] for r in uncached] == first
 
 
 def teacher_forced_log_probs(model, src_row: torch.Tensor, tokens: list[int]) -> torch.Tensor:
     """(len(tokens), V) next-token log-probabilities along tokens, as the search saw them."""
-    src = src_row[src_row != PAD_ID][None]  # (1, S)
+    src = src_row[src_row != SPECIALS.pad][None]  # (1, S)
     with torch.no_grad():
-        return next_token_log_probs(model(src, torch.tensor([[BOS_ID] + tokens[:-1]])).logits[0])
+        return next_token_log_probs(model(src, torch.tensor([[SPECIALS.start] + tokens[:-1]])).logits[0], SPECIALS)
 
 
 @pytest.mark.parametrize("top_k, top_p", [(3, 1.0), (0, 0.6), (4, 0.7)])
@@ -125,7 +131,7 @@ def test_drawn_tokens_stay_inside_the_top_k_and_top_p_set(model, src, top_k, top
     """Every token of every sample, against the top-k / nucleus set recomputed from a teacher-forced pass."""
     settings = sampling(temperature=1.3, top_k=top_k, top_p=top_p, seed=2, num_samples=4, record_steps=True)
     n_tokens = 0
-    for b, result in enumerate(sample(model, src, settings)):
+    for b, result in enumerate(sample(model, src, settings, specials=SPECIALS)):
         for h in result.hypotheses:
             logp = teacher_forced_log_probs(model, src[b], h.tokens)  # (T, V)
             allowed = sampling_distribution(logp, 1.3, top_k, top_p) > 0  # (T, V)
@@ -147,7 +153,7 @@ def test_first_tokens_drawn_by_the_engine_follow_the_distribution(model, src):
     standard errors of its probability under temperature 1.2 and top-k 6."""
     n = 400
     settings = sampling(temperature=1.2, top_k=6, seed=0, num_samples=n, max_len_a=0.0, max_len_b=1)
-    (result,) = sample(model, src[:1], settings)
+    (result,) = sample(model, src[:1], settings, specials=SPECIALS)
     firsts = torch.tensor([h.tokens[0] for h in result.hypotheses])
     p = sampling_distribution(first_step_log_probs(model, src[0])[None], 1.2, 6)[0]
     freq = torch.bincount(firsts, minlength=p.numel()).double() / n
@@ -157,8 +163,8 @@ def test_first_tokens_drawn_by_the_engine_follow_the_distribution(model, src):
 
 def test_a_sampling_session_draws_what_the_one_shot_function_draws_and_back_replays_it(model, src):
     settings = sampling(temperature=1.4, seed=3, num_samples=2)
-    one_shot = sample(model, src[:1], settings)[0]
-    session = DecodingSession(model, src[0].tolist(), settings)
+    one_shot = sample(model, src[:1], settings, specials=SPECIALS)[0]
+    session = DecodingSession(model, src[0].tolist(), settings, specials=SPECIALS)
     session.step()
     session.step()
     before = [n.token for n in session.current.nodes]
@@ -171,13 +177,13 @@ def test_a_sampling_session_draws_what_the_one_shot_function_draws_and_back_repl
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(do_sample=True, temperature=0.0), "temperature must be a positive number"),
-    (dict(do_sample=True, temperature=math.nan), "temperature must be a positive number"),
-    (dict(do_sample=True, top_p=0.0), r"top_p must be in \(0, 1\]"),
-    (dict(do_sample=True, top_p=1.5), r"top_p must be in \(0, 1\]"),
+    (dict(do_sample=True, temperature=0.0), "temperature must be a number above 0, at most 100 .near 0: greedy."),
+    (dict(do_sample=True, temperature=math.nan), "temperature must be a number above 0"),
+    (dict(do_sample=True, top_p=0.0), r"top_p must be a number above 0, at most 1 \(1 keeps every token\)"),
+    (dict(do_sample=True, top_p=1.5), "top_p must be a number above 0, at most 1"),
     (dict(do_sample=True, top_k=-1), "top_k must be a whole number from 0 to 1,000"),
     (dict(do_sample=True, num_samples=0), "num_samples must be a whole number from 1 to 512"),
-    (dict(do_sample=True, seed=-1), "seed must be between 0 and"),
+    (dict(do_sample=True, seed=-1), "seed must be a whole number from 0 to"),
     (dict(do_sample=True, beam_size=3), "beam_size must be 1 with do_sample"),
     (dict(temperature=0.8, top_k=50), "temperature, top_k only apply when sampling"),
 ])
@@ -209,3 +215,81 @@ def test_translator_and_cli_sample_the_same_seeded_draws(checkpoint):
     assert [line.split("\t")[2] for line in lines] == [t.text] + [a.text for a in t.alternatives]
     done = run_cli("--checkpoint", str(checkpoint), "--temperature", "0.8", "a cat")
     assert done.returncode == 2 and "only apply when sampling" in done.stderr
+
+
+# ----------------------------------------------------------------------------- issue 41 items 4, 5 and 7
+
+
+@pytest.mark.parametrize("temperature", [1e-320, 1e-310, 5e-324, 1e-6])
+def test_a_vanishing_temperature_is_greedy_not_an_overflow(model, src, temperature):
+    """logits / T overflowed to -inf everywhere below about 1e-308, and the last piece was drawn every time."""
+    logp = first_step_log_probs(model, src[0])[None]  # (1, V)
+    one_hot = torch.zeros_like(logp, dtype=torch.float64).scatter(-1, logp.argmax(-1, keepdim=True), 1.0)
+    for probs in (sampling_distribution(logp, temperature), tempered(logp, temperature),
+                  sampling_distribution(logp, temperature, top_k=3, top_p=0.5)):
+        assert torch.equal(probs, one_hot)
+    greedy = greedy_decode(model, src, specials=SPECIALS)
+    drawn = sample(model, src, sampling(temperature=temperature, num_samples=2), specials=SPECIALS)
+    for g, s in zip(greedy, drawn, strict=True):
+        assert all(h.tokens == g.best.tokens for h in s.hypotheses)
+
+
+def test_the_cli_samples_greedily_at_a_vanishing_temperature(checkpoint, capsys):
+    greedy = Translator(checkpoint).translate("the house is big").text
+    assert translate.main(["--checkpoint", str(checkpoint), "--sample", "--temperature", "1e-320",
+                           "the house is big"]) == 0
+    assert capsys.readouterr().out.strip() == greedy
+
+
+def test_every_settings_field_has_its_check():
+    assert list(settings_module.FIELDS) == [f.name for f in dataclasses.fields(SearchSettings)]
+
+
+FIELDS = ("beam_size", "nbest", "alpha", "max_len_a", "max_len_b", "candidates", "temperature", "top_k", "top_p",
+          "seed", "num_samples")
+BAD_VALUES = ["1", None, 1j, Decimal("1"), Fraction(1, 2), True, False, math.inf, -math.inf, math.nan, 10**400,
+              [1], 2.5]
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_every_settings_field_refuses_other_types_and_values_with_one_error_naming_it(field):
+    for value in BAD_VALUES:
+        if value == 2.5 and field in ("alpha", "max_len_a", "temperature"):
+            continue  # a fine number there
+        with pytest.raises(ValueError, match=f"^{field} must be ") as caught:
+            SearchSettings(do_sample=field not in ("beam_size", "nbest", "alpha"), **{field: value})
+        assert type(caught.value) is ValueError and len(str(caught.value)) < 200
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(do_sample="yes"), "do_sample must be True or False"), (dict(record_steps=1), "record_steps must be True"),
+    (dict(length_penalty=None), "length_penalty must be one of"), (dict(length_penalty=["gnmt"]), "length_penalty"),
+    (dict(do_sample=True, temperature=10**400), "temperature must be a number above 0, at most 100"),
+    (dict(do_sample=True, temperature=101.0), "temperature must be a number above 0, at most 100"),
+    (dict(do_sample=True, seed=1.5), "seed must be a whole number from 0 to 4,294,967,295"),
+    (dict(do_sample=True, seed=2**32), "seed must be a whole number"),
+])
+def test_settings_messages_name_the_field_and_its_range(fields, message):
+    with pytest.raises(ValueError, match=message):
+        SearchSettings(**fields)
+
+
+def test_one_seed_value_draws_one_sample_whatever_its_type(model, src):
+    """seed=1, 1.0 and True once drew three different samples; True is refused now, the rest are the integer 1."""
+    seeds = [1, 1.0, torch.tensor(1).item(), np.int64(1), np.float32(1.0)]
+    settings = [sampling(temperature=1.5, seed=seed, num_samples=2) for seed in seeds]
+    assert all(type(s.seed) is int and s.seed == 1 for s in settings) and len(set(settings)) == 1
+    draws = [[[h.tokens for h in r.hypotheses] for r in sample(model, src, s, specials=SPECIALS)] for s in settings]
+    assert all(d == draws[0] for d in draws)
+    other = sample(model, src, sampling(temperature=1.5, seed=2, num_samples=2), specials=SPECIALS)
+    assert draws[0] != [[h.tokens for h in r.hypotheses] for r in other]
+    assert type(sampling(temperature=1).temperature) is float and type(SearchSettings(beam_size=4.0).beam_size) is int
+
+
+@pytest.mark.parametrize("flag, value", [("--temperature", "-inf"), ("--temperature", "-1e-3"), ("--top-p", "-inf"),
+                                         ("--temperature", "inf"), ("--temperature", "nan"), ("--seed", "-1")])
+def test_negative_and_infinite_numbers_reach_the_range_check(checkpoint, capsys, flag, value):
+    """argparse read "-inf" as an option ("expected one argument")."""
+    assert translate.main(["--checkpoint", str(checkpoint), "--sample", flag, value, "a cat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {flag[2:].replace('-', '_')} must be ") and "expected one argument" not in err

@@ -31,7 +31,13 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.files import read_json_object, read_small_text, write_json_atomic, write_text_atomic
+from transformer.files import (
+    create_json,
+    read_json_object,
+    read_small_text,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 PROBE_FAMILIES = ("enc_self", "dec_self", "cross")
 
@@ -183,6 +189,34 @@ def read_status(path: str | Path) -> dict[str, Any]:
     if path.is_dir():
         path = RunFiles(path).status
     return read_json_object(path)
+
+
+# ----------------------------------------------------------------------------- claiming a new run
+
+class RunTakenError(ValueError):
+    """The run folder holds a run already, or another starter claimed it first."""
+
+
+def claim_run(root: str | Path) -> RunFiles:
+    """A new run folder claimed for this process, before anything starts in it: launch.json is created holding
+    this process's pid, exclusively, so that of two starters at once exactly one gets the folder and the other a
+    RunTakenError. The starter then rewrites launch.json with its training process (write_launch), or gives the
+    claim back (release_claim) when that process could not start."""
+    files = _files(root)
+    files.root.mkdir(parents=True, exist_ok=True)
+    if files.run_json.exists() or not create_json(files.launch, {"pid": os.getpid(), "started": time.time()}):
+        raise RunTakenError(f"a run named {files.root.name!r} already exists or is being started: choose another "
+                            "name, or resume it")
+    return files
+
+
+def write_launch(files: RunFiles, pid: int, command: list[str]) -> None:
+    """launch.json: what the starter started in a claimed run folder."""
+    write_json_atomic(files.launch, {"pid": pid, "started": time.time(), "command": command})
+
+
+def release_claim(files: RunFiles) -> None:
+    files.launch.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------------------- run folder names

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import logging
 import sys
 import time
@@ -27,6 +26,7 @@ from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
+from transformer.files import check_output_file, write_json_atomic
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
 from transformer.progress import Counter
 
@@ -101,21 +101,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
+        # before translating: a path that cannot take the scores would lose them (the default's folder is checked
+        # through the name it gets without --part; a missing checkpoint is evaluate_checkpoint's error)
+        out = Path(args.checkpoint) / f"eval-{args.split}-beam{args.beam}.json" if args.out is None else args.out
+        if args.out is not None or out.parent.is_dir():
+            out = check_output_file(out, "--out")
         with Counter(f"translating {args.split}", log) as counter:  # a bar on a terminal, else log lines
             result = evaluate_checkpoint(args.checkpoint, args.split, part=args.part, beam_size=args.beam,
                                          limit=args.limit, device=args.device, progress=counter)
     except (CheckpointError, CorpusError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    name = f"eval-{args.split}{'' if 'part' not in result else '-part' + str(result['part'])}-beam{args.beam}.json"
-    out = Path(args.out) if args.out else Path(args.checkpoint) / name
-    out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.out is None and "part" in result:
+        out = out.with_name(f"eval-{args.split}-part{result['part']}-beam{args.beam}.json")
     print(f"{result['description']}\n{args.split} ({result['sentences']} sentences, beam {args.beam}): "
           f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  [{result['seconds']} s]")
     for part in result.get("parts", []):
         print(f"  part {part['part']} ({part['sentences']} sentences): BLEU {part['bleu']:.2f}  "
               f"chrF {part['chrf']:.2f}  {part['description']}")
     print(f"  {result['bleu_signature']}\n  {result['chrf_signature']}")
+    try:
+        write_json_atomic(out, result)
+    except (OSError, ValueError) as e:  # the part's own name is in the way, or the disk filled up meanwhile
+        print(f"error: the scores above were not written: {e}", file=sys.stderr)
+        return 1
     print(f"  written to {out}")
     return 0
 

@@ -25,9 +25,17 @@ import torch
 from torch import Tensor
 
 
+def _scaled(logp: Tensor, temperature: float) -> Tensor:
+    """logp (A, V) -> (A, V) float64 (logp - max) / temperature: softmax's input, measured from each row's best token
+    so that no temperature overflows it (logp / 1e-320 is -inf for every token, and softmax then NaN); as the
+    temperature goes to 0 every other token goes to -inf, which is greedy search."""
+    logp = logp.double()
+    return (logp - logp.max(-1, keepdim=True).values) / temperature
+
+
 def tempered(logp: Tensor, temperature: float) -> Tensor:
     """logp (A, V) log-probabilities -> (A, V) float64 probabilities softmax(logp / temperature)."""
-    return (logp.double() / temperature).softmax(-1)
+    return _scaled(logp, temperature).softmax(-1)
 
 
 def sampling_distribution(logp: Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> Tensor:
@@ -35,7 +43,7 @@ def sampling_distribution(logp: Tensor, temperature: float = 1.0, top_k: int = 0
 
     Tokens ruled out in logp (-inf: <pad>, <s>) stay at probability 0.
     """
-    scores = logp.double() / temperature  # (A, V)
+    scores = _scaled(logp, temperature)  # (A, V)
     if 0 < top_k < scores.size(-1):
         kth = scores.topk(top_k, dim=-1).values[:, -1:]  # (A, 1)
         scores = scores.masked_fill(scores < kth, -math.inf)

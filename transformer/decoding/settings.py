@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from transformer.decoding.bounds import check_bounds
+from transformer.arguments import Field
+from transformer.decoding import bounds
+from transformer.decoding.bounds import MAX_SEED  # the seed's bound, imported from here by the app
 
 LENGTH_PENALTIES = ("gnmt", "length")
-MAX_SEED = 2**32  # seeds are 0 <= seed < MAX_SEED; each sample's generator is seeded from (seed, sample index)
 
 
 @dataclass(frozen=True)
@@ -33,23 +34,12 @@ class SearchSettings:
     num_samples: int = 1  # sampling: independent samples per sentence, drawn side by side through one cache
 
     def __post_init__(self) -> None:
-        check_bounds(self)  # types and ranges first: a float beam or a NaN alpha gets past a comparison
-        if not 1 <= self.nbest <= self.beam_size:
+        for name, field in FIELDS.items():  # types and ranges first: a float beam or a NaN alpha gets past a comparison
+            object.__setattr__(self, name, field.checked(name, getattr(self, name)))
+        if self.nbest > self.beam_size:
             raise ValueError(f"nbest must be between 1 and beam_size ({self.beam_size}), got {self.nbest}")
-        if self.length_penalty not in LENGTH_PENALTIES:
-            raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}, got {self.length_penalty!r}")
-        if self.alpha < 0 or self.max_len_a < 0 or self.max_len_b < 0 or self.max_len_a + self.max_len_b == 0:
-            raise ValueError("alpha, max_len_a and max_len_b must be >= 0, and max_len_a + max_len_b > 0")
-        self._check_sampling()
-
-    def _check_sampling(self) -> None:
-        if not (math.isfinite(self.temperature) and self.temperature > 0):
-            raise ValueError(f"temperature must be a positive number, got {self.temperature} (for the most probable "
-                             "token every time, use greedy search: do_sample=False)")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1] (1 keeps every token), got {self.top_p}")
-        if not 0 <= self.seed < MAX_SEED:
-            raise ValueError(f"seed must be between 0 and {MAX_SEED - 1}, got {self.seed}")
+        if self.max_len_a + self.max_len_b == 0:
+            raise ValueError("max_len_a + max_len_b must be above 0: the output needs room for at least one token")
         if self.do_sample and self.beam_size > 1:
             raise ValueError(f"sampling draws one token at a time: beam_size must be 1 with do_sample, got "
                              f"{self.beam_size}")
@@ -61,6 +51,26 @@ class SearchSettings:
     def method(self) -> str:
         """"greedy", "beam" or "sample"."""
         return "sample" if self.do_sample else "beam" if self.beam_size > 1 else "greedy"
+
+
+# Every field's type and range, checked in this order. A temperature however close to 0 is fine: sampling divides
+# log-probabilities measured from the best token's, so that its limit is greedy search (transformer.decoding.sampling).
+FIELDS: dict[str, Field] = {
+    "beam_size": Field(int, 1, bounds.MAX_BEAM),
+    "nbest": Field(int, 1, bounds.MAX_BEAM),
+    "length_penalty": Field(str, choices=LENGTH_PENALTIES),
+    "alpha": Field(float, 0, bounds.MAX_ALPHA),
+    "max_len_a": Field(float, 0, bounds.MAX_LEN_A),
+    "max_len_b": Field(int, 0, bounds.MAX_LEN_B),
+    "candidates": Field(int, 1, bounds.MAX_TOP_K),
+    "record_steps": Field(bool),
+    "do_sample": Field(bool),
+    "temperature": Field(float, 0, bounds.MAX_TEMPERATURE, above_low=True, hint=" (near 0: greedy)"),
+    "top_k": Field(int, 0, bounds.MAX_TOP_K, hint=" (0 keeps every token)"),
+    "top_p": Field(float, 0, 1, above_low=True, hint=" (1 keeps every token)"),
+    "seed": Field(int, 0, MAX_SEED - 1),
+    "num_samples": Field(int, 1, bounds.MAX_SAMPLES),
+}
 
 
 SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "num_samples": 1}  # seed may stay set

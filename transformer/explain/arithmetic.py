@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from transformer.explain import checks
 from transformer.explain.interventions import FAMILIES, attention_module
-from transformer.model.layers import Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import Transformer, padding_mask, target_mask
 
 
 @dataclass
@@ -54,7 +55,7 @@ def _inputs(model: Transformer, src: Tensor, tgt: Tensor | None, family: str, la
         h = enc_layer.sublayers[0].input(x)
         return h, h, src_mask[0, 0].expand(src.size(1), -1), reference[0]
     memory = model.encode(src).memory  # (1, S, D)
-    tgt_mask = padding_mask(tgt, model.config.pad_id) & subsequent_mask(tgt.size(1), tgt.device)  # (1, 1, T, T)
+    tgt_mask = target_mask(tgt, model.config.pad_id)  # (1, 1, T, T)
     x = model.tgt_embed(tgt)  # (1, T, D)
     for earlier in model.decoder_layers[:layer]:
         x, *_ = earlier(x, None, earlier.cross_attn.project_kv(memory), tgt_mask, src_mask, False)
@@ -80,12 +81,17 @@ def cell_arithmetic(model: Transformer, source_ids: Sequence[int], decoder_input
         raise ValueError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
     if family != "enc_self" and not decoder_input_ids:
         raise ValueError(f"{family} needs the decoder's input tokens")
+    source_ids = checks.source_ids(model, source_ids)
+    if decoder_input_ids:
+        decoder_input_ids = checks.target_ids(model, decoder_input_ids, "decoder_input_ids")
+    n_layers = model.config.n_encoder_layers if family == "enc_self" else model.config.n_decoder_layers
+    layer = checks.layer_index(layer, "layer", n_layers)
+    head = checks.integer(head, "head", 0, model.config.n_heads - 1)
+    query = checks.position(query, "query", len(source_ids if family == "enc_self" else decoder_input_ids))
     device = next(model.parameters()).device
     src = torch.tensor([list(source_ids)], device=device)  # (1, S)
     tgt = torch.tensor([list(decoder_input_ids)], device=device) if decoder_input_ids else None  # (1, T)
     query_input, key_input, mask, reference = _inputs(model, src, tgt, family, layer)
-    if not 0 <= query < query_input.size(1):
-        raise ValueError(f"query {query} is not a position of the {query_input.size(1)} queries")
     attn = attention_module(model, family, layer)
     q = attn.project_q(query_input)[0, head, query]  # (Dh,)
     k, v = (t[0, head] for t in attn.project_kv(key_input))  # (L_k, Dh) each

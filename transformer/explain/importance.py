@@ -20,6 +20,7 @@ from torch import Tensor
 from transformer.data.tokenizer import Tokenizer
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translator
+from transformer.explain import checks
 from transformer.explain.interventions import (
     FAMILIES,
     NO_CHANGE,
@@ -125,6 +126,7 @@ def _log_likelihood(model: Transformer, batches: Sequence[Batch]) -> float:
 def dev_log_likelihood(model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]],
                        batch_size: int = 32) -> float:
     """Mean log-probability per target token of the references of pairs (higher is better)."""
+    batch_size = checks.integer(batch_size, "batch_size", 1)
     device = next(model.parameters()).device
     return _log_likelihood(model, _encode(tokenizer, pairs, model.config.max_len, model.config.pad_id, batch_size,
                                           device))
@@ -161,6 +163,7 @@ def head_importance(model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tu
                     batch_size: int = 32, progress: Progress | None = None) -> HeadImportance:
     """Switch off each head alone (on top of base) and measure the drop in log-likelihood over pairs and, when
     bleu_pairs are given, in greedy BLEU over them. progress(done, total, head) is called after each head."""
+    batch_size = checks.integer(batch_size, "batch_size", 1)
     work = intervened(model, base)
     if work is model:
         work = copy.deepcopy(model).eval()  # private: its heads are switched off in place

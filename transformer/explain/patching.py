@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from transformer.explain import checks
 from transformer.explain.interventions import FAMILIES, attention_module
 from transformer.explain.stream import Inputs, decoder_states, encoder_states, memory_of, next_token_logits, replaced
 from transformer.model.layers import Transformer
@@ -154,7 +155,12 @@ def _head_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, tar
 def activation_patching(model: Transformer, clean_ids: Sequence[int], counterfactual_ids: Sequence[int],
                         decoder_input: Sequence[int], target: int) -> PatchingMap:
     """Patch the clean run into the counterfactual one, every encoder layer x source position and every head,
-    and measure log p(target | source, decoder_input) (decoder_input is <s> + the output prefix)."""
+    and measure log p(target | source, decoder_input) (decoder_input is <s> + the output prefix). The inputs are
+    bounded as one app request is (`checks.MAX_SOURCE_TOKENS`, `checks.MAX_OUTPUT_TOKENS`)."""
+    clean_ids = checks.source_ids(model, clean_ids, "clean_ids", checks.MAX_SOURCE_TOKENS)
+    counterfactual_ids = checks.source_ids(model, counterfactual_ids, "counterfactual_ids", checks.MAX_SOURCE_TOKENS)
+    decoder_input = checks.target_ids(model, decoder_input, "decoder_input", checks.MAX_OUTPUT_TOKENS)
+    target = checks.target_token(model, target, "target")
     check_pair(clean_ids, counterfactual_ids)
     was_training = model.training
     model.eval()

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import BOS, EOS, Tokenizer
+from transformer.explain import checks
 from transformer.model.layers import Transformer
 
 STATISTICS = {
@@ -144,6 +145,7 @@ class StatisticsAccumulator:
 def head_statistics(model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]],
                     batch_size: int = 32) -> HeadStatistics:
     """Statistics of every head over pairs, each target teacher-forced (its maps as in training)."""
+    batch_size = checks.integer(batch_size, "batch_size", 1)
     config, device = model.config, next(model.parameters()).device
     accumulator = StatisticsAccumulator()
     encoded = []

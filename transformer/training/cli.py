@@ -16,26 +16,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
+from transformer import arguments
 from transformer.data.corpora.base import CorpusError
 from transformer.data.corpora.mix import MixArg, parse_mix_arg, split_bible_value
 from transformer.data.spec import CorpusSpec, MixPart
 from transformer.data.tokenizer import TokenizerError
 from transformer.model.checkpoint import CONFIG_FILE, CheckpointError
+from transformer.model.config import ModelConfig
 from transformer.progress import PROGRESS, BarSafeHandler, is_terminal
 from transformer.runs import RunFiles
 from transformer.training import cores
 from transformer.training.cores import PLAN_REASON, WAIT_POLICY, CorePlan
 from transformer.training.distributed import COLLECTIVE_TIMEOUT, START_TIMEOUT
+from transformer.training.flags import RANGES, check_args
 from transformer.training.loop import Trainer
 from transformer.training.recipe import PRESETS, TokenizerSettings, TrainConfig
 from transformer.training.run import RunSpec, TrainingError, create_run
@@ -93,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     model = p.add_argument_group("model and tokenizer (override the preset)")
     for name, kind in (("d_model", int), ("n_heads", int), ("layers", int), ("d_ff", int), ("dropout", float),
                        ("max_len", int), ("vocab_size", int)):
-        model.add_argument("--" + name.replace("_", "-"), type=kind)
+        model.add_argument("--" + name.replace("_", "-"), type=arguments.number if name in RANGES else kind)
     model.add_argument("--activation", choices=["relu", "gelu"])
     model.add_argument("--post-ln", action="store_const", const=False, help="the paper's post-LN (default pre-LN)")
     model.add_argument("--tokenizer", choices=["bpe", "wordlevel"])
@@ -104,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("clip_grad_norm", float), ("weight_decay", float), ("eval_every", int),
                        ("save_every", int), ("log_every", int), ("keep_last", int), ("eval_sentences", int),
                        ("seed", int), ("threads", int)):
-        train.add_argument("--" + name.replace("_", "-"), type=kind)
+        # the ranges' numbers as given (1e20, -inf, 2.5), so that flags.check_args names the flag and its range
+        train.add_argument("--" + name.replace("_", "-"), type=arguments.number if name in RANGES else kind)
     train.add_argument("--optimizer", choices=["adam", "adamw"])
     train.add_argument("--schedule", choices=["noam", "cosine"])
     train.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"])
@@ -113,15 +119,29 @@ def build_parser() -> argparse.ArgumentParser:
                             "else fp32; the log and status.json say which and why")
     train.add_argument("--compile", action=argparse.BooleanOptionalAction,
                        help="torch.compile the training step (off by default: slow to compile on a CPU)")
-    p.add_argument("--nice", type=int, default=0, metavar="N",
+    p.add_argument("--nice", type=arguments.number, default=0, metavar="N",
                    help="lower this process's CPU priority by N (Unix nice), so that programs beside it, such as "
                         "the app's translations, get the cores first; the Train page starts runs at 10")
     ddp = p.add_argument_group("distributed (torchrun)")
-    ddp.add_argument("--start-timeout", type=float, default=START_TIMEOUT, metavar="SECONDS",
+    ddp.add_argument("--start-timeout", type=arguments.number, default=START_TIMEOUT, metavar="SECONDS",
                      help="fail, naming the missing ranks, when not all ranks have joined after this long")
-    ddp.add_argument("--collective-timeout", type=float, default=COLLECTIVE_TIMEOUT, metavar="SECONDS",
+    ddp.add_argument("--collective-timeout", type=arguments.number, default=COLLECTIVE_TIMEOUT, metavar="SECONDS",
                      help="fail when a rank waits this long for the others in a barrier (rank 0 evaluates alone)")
     return p
+
+
+def check_command(argv: Sequence[str]) -> None:
+    """What main checks before it writes anything, for a command another program builds (the Train page): every
+    flag's range (flags.RANGES) and, for a new run, its spec. ValueError (CorpusError is one) with main's message."""
+    parser, problem = build_parser(), io.StringIO()
+    try:
+        with contextlib.redirect_stderr(problem):
+            args = arguments.parse_args(parser, argv)
+    except SystemExit:
+        raise ValueError(problem.getvalue().strip().splitlines()[-1]) from None
+    check_args(args)
+    if args.out:
+        spec_from_args(args)
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
@@ -134,7 +154,10 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     layers = sections["model"].pop("layers", None)
     if layers is not None:
         sections["model"] |= {"n_encoder_layers": layers, "n_decoder_layers": layers}
-    if args.init_from:
+    if not args.init_from:  # the model's sizes before the run is made, not after its tokenizer is trained
+        vocab = sections["tokenizer"].get("vocab_size", TokenizerSettings.vocab_size)
+        ModelConfig(**sections["model"], src_vocab_size=vocab, tgt_vocab_size=vocab)
+    else:
         given = [flag for flag, (section, _) in OVERRIDES.items()
                  if section in ("model", "tokenizer") and getattr(args, flag) is not None]
         if given:
@@ -268,7 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     """The command line. Called with argv None (a real command line, not a test in this process) it also applies
     the core plan: it starts the process again with the plan's OMP_WAIT_POLICY, which OpenMP reads only when
     torch loads, and sets torch's threads."""
-    args = build_parser().parse_args(argv)
+    args = arguments.parse_args(build_parser(), argv)  # "--lr -inf" reaches the range check
+    try:  # every flag's range, before anything is planned or written
+        check_args(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     plan = core_plan(args.threads, args.nice)
     if argv is None and cores.wants_restart(plan):  # before lower_priority: a restarted process keeps its nice value
         os.execve(sys.executable, [sys.executable, "-m", "transformer.training.cli", *sys.argv[1:]],
@@ -321,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if bar is not None:
             bar.close()
-    log.info("done: %s", root)
+    log.info("done: %s%s", root, f" ({trainer.ended_by})" if trainer.ended_by else "")
     return 0
 
 

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformer.arguments import usable_cores  # noqa: F401 (the training command's and the benches' name for it)
+
 WAIT_POLICY = "OMP_WAIT_POLICY"
 PLAN_REASON = "TRANSFORMER_CORE_PLAN"  # the plan's reason, carried across the restart that applies its wait policy
 BUSY_SAMPLE_S = 0.25  # how long the other work on our cores is watched before the run starts
@@ -35,13 +37,6 @@ class CorePlan:
     def describe(self) -> str:
         wait = f"{WAIT_POLICY}={self.policy}" if self.policy else "OpenMP's default wait (spin, then sleep)"
         return f"cores: {self.threads} thread{'s' * (self.threads != 1)}, {wait} ({self.reason})"
-
-
-def usable_cores() -> int:
-    """The cores this process may run on: its CPU affinity (taskset, cgroups' cpusets), not the machine's count."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def _cpu_times(cpus: set[int]) -> tuple[float, float] | None:

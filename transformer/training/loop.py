@@ -48,7 +48,7 @@ from transformer.training.batching import collate, make_batches
 from transformer.training.dev_eval import Pairs, on_device
 from transformer.training.distributed import COLLECTIVE_TIMEOUT, START_TIMEOUT, DistributedStartError
 from transformer.training.precision import autocast
-from transformer.training.recipe import TrainState, learning_rate
+from transformer.training.recipe import TrainConfig, TrainState, learning_rate
 from transformer.training.run import RunCheckpoints, TrainingError, load_run_spec, writing
 from transformer.training.setup import Prepared, prepare_run
 from transformer.training.tensorboard_log import RunBoard
@@ -89,6 +89,7 @@ class Trainer:
             raise
         self.config = self.spec.train
         self.stop_requested = False
+        self.ended_by = ""  # which limit ended the run, once fit has finished it
 
     def _write_status(self, state: str, **fields: Any) -> None:
         """status.json, with the run's setup decisions (precision and the rest, each with its reason) once known."""
@@ -137,6 +138,7 @@ class Trainer:
     def _prepare(self, run: Prepared):
         """Take over a prepared run; drop what a killed run logged after its checkpoint; the step to train with."""
         self.device, self.model, self.loss_fn, self.evaluator = run.device, run.model, run.loss_fn, run.evaluator
+        self.pad_id = run.tokenizer.specials.pad  # what the batches are padded with
         self.checkpoints = RunCheckpoints(self.files, run.model, run.tokenizer, run.meta, self.config.keep_last)
         if self.is_main:  # what a killed run logged after its latest checkpoint is logged again from here
             with writing(self.files, self.files.metrics):
@@ -168,8 +170,11 @@ class Trainer:
             batches = make_batches(lengths, c.max_tokens, shuffle=True, seed=c.seed + state.epoch)
             per_rank = len(batches) // self.world_size  # equal counts, so no rank waits forever in DDP
             batches = batches[self.rank : per_rank * self.world_size : self.world_size]
+            if not batches:  # or the epochs would turn forever without a step
+                raise TrainingError(f"the training split makes no batch (of --max-tokens {c.max_tokens}) for each of "
+                                    f"{self.world_size} process(es)")
             while state.batch < len(batches) and state.step < c.max_steps:
-                group = [collate([train[i] for i in batches[b]]) for b in
+                group = [collate([train[i] for i in batches[b]], self.pad_id) for b in
                          range(state.batch, min(state.batch + c.accumulation, len(batches)))]
                 state.batch += len(group)
                 model.train()
@@ -195,7 +200,10 @@ class Trainer:
                 state.step += 1
                 interval.add(loss_sum, n_tokens, float(grad_norm))
                 state.elapsed = elapsed_before + time.perf_counter() - started
-                last = state.step >= c.max_steps
+                # the run's last step, whichever limit ends it: it evaluates and saves, so that a finished run always
+                # leaves its checkpoints (--max-epochs once ended a run after 3 steps with none)
+                last = state.step >= c.max_steps or (c.max_epochs is not None and state.batch >= len(batches)
+                                                     and state.epoch + 1 >= c.max_epochs)
                 if state.step % c.log_every == 0 or last or self.stop_requested:
                     yield self._log_record(state, interval, lr)
                     interval = Interval()
@@ -213,9 +221,10 @@ class Trainer:
                 state.epoch += 1
                 state.batch = 0
         checksums = distributed.param_checksums(model, self.world_size)
+        self.ended_by = ended_by(c, state.step)
         if self.is_main:
             self._write_status("finished", step=state.step, max_steps=c.max_steps, best_bleu=state.best_bleu,
-                               **({"rank_param_checksums": checksums} if checksums else {}))
+                               ended_by=self.ended_by, **({"rank_param_checksums": checksums} if checksums else {}))
 
     def _log_record(self, state: TrainState, interval: Interval, lr: float) -> dict[str, Any]:
         seconds = max(time.perf_counter() - interval.start, 1e-9)
@@ -251,6 +260,15 @@ class Trainer:
                 self.checkpoints.write("best", state)
         distributed.barrier(self.world_size)
         return record
+
+
+def ended_by(config: TrainConfig, step: int) -> str:
+    """Which limit ended a finished run, and, when --max-epochs came first, what that cut short."""
+    if step >= config.max_steps:
+        return f"reached --max-steps {config.max_steps}"
+    cut = (f", before the first scheduled evaluation (step {config.eval_every}): it evaluated and saved at step {step}"
+           if step < config.eval_every else "")
+    return f"--max-epochs {config.max_epochs} ended it at step {step} of --max-steps {config.max_steps}{cut}"
 
 
 @dataclass

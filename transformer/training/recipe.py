@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from transformer.model.checkpoint import CheckpointError, inside_checkpoint, read_checksums, verify_checksum
 from transformer.runs import RunFiles, append_metrics, read_metrics, read_status, write_status  # noqa: F401
+from transformer.training.flags import RANGES, check_fields
 
 OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_STATE_FILE = "trainer_state.json"
@@ -27,6 +28,13 @@ class TokenizerSettings:
     vocab_size: int = 8000
     shared: bool = True  # one vocabulary for both languages (allows shared embeddings)
     min_frequency: int = 2
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("bpe", "wordlevel"):
+            raise ValueError(f"kind must be one of ('bpe', 'wordlevel'), got {self.kind!r}")
+        if not isinstance(self.shared, bool):
+            raise ValueError(f"shared must be True or False, got {self.shared!r}")
+        check_fields(self, ("vocab_size", "min_frequency"))
 
 
 @dataclass(frozen=True)
@@ -63,8 +71,7 @@ class TrainConfig:
         for name, allowed in checks.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if self.max_steps <= 0 or self.max_tokens <= 0 or self.accumulation <= 0:
-            raise ValueError("max_steps, max_tokens and accumulation must be positive")
+        check_fields(self, [f.name for f in fields(self) if f.name in RANGES])
 
 
 # Each preset: model config overrides, tokenizer settings, training config overrides.

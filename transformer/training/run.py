@@ -19,7 +19,7 @@ from typing import Any
 
 from transformer.data.spec import CorpusSpec
 from transformer.data.tokenizer import Tokenizer
-from transformer.files import write_json_atomic
+from transformer.files import create_json
 from transformer.model.checkpoint import (
     CONFIG_FILE,
     METADATA_FILE,
@@ -81,10 +81,16 @@ def create_run(root: str | Path, spec: RunSpec) -> Path:
         raise TrainingError(f"--out {root}: {problem}; choose another name")
     if files.root.is_symlink() or (files.root.exists() and not files.root.is_dir()):
         raise TrainingError(f"--out {root}: a file or link of that name is in the way; choose another name")
+    taken = TrainingError(f"{root} already holds a run; resume it with --resume, or choose another --out")
     if files.run_json.exists():
-        raise TrainingError(f"{root} already holds a run; resume it with --resume, or choose another --out")
-    files.root.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(files.run_json, spec.to_dict())
+        raise taken
+    try:
+        files.root.mkdir(parents=True, exist_ok=True)
+        created = create_json(files.run_json, spec.to_dict())  # of two runs started at once, one gets the folder
+    except OSError as e:
+        raise TrainingError(f"--out {root}: the run folder cannot be made there ({e.strerror})") from e
+    if not created:
+        raise taken
     return files.root
 
 

@@ -16,20 +16,19 @@ Hub name, never a local path.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from transformer.data.corpora.base import split_sizes
 from transformer.data.spec import CorpusSpec
-from transformer.runs import RunFiles, read_status, run_name_problem
+from transformer.runs import RunFiles, claim_run, read_status, release_claim, run_name_problem, write_launch
+from transformer.training.cli import check_command
 from ui.shared.models import PAGE_SIZE, REPO, read_json, subfolders
 
 ACTIVE = ("starting", "running")
@@ -252,7 +251,7 @@ def _launch(root: Path, args: list[str]) -> RunInfo:
         proc = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     _PROCESSES[proc.pid] = proc
-    files.launch.write_text(json.dumps({"pid": proc.pid, "started": time.time(), "command": command}))
+    write_launch(files, proc.pid, command)
     return run_info(root)
 
 
@@ -268,11 +267,17 @@ def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | No
         raise ValueError(f"a run named {name!r} already exists: choose another name or resume it")
     if corpus_tsv is not None:
         check_tsv(corpus_tsv)
-    root.mkdir(parents=True, exist_ok=True)
-    if corpus_tsv is not None:
-        files.uploaded_corpus.write_bytes(corpus_tsv)
-        args = [*args, "--path", str(files.uploaded_corpus)]
-    return _launch(root, [*args, "--out", str(root)])
+    upload = ["--path", str(files.uploaded_corpus)] if corpus_tsv is not None else []
+    check_command([*args, *upload, "--out", str(root)])  # the flags' ranges, as the command checks them
+    claim_run(root)  # of two starts of one name at once, the second stops here (RunTakenError, a ValueError)
+    try:
+        if corpus_tsv is not None:
+            files.uploaded_corpus.write_bytes(corpus_tsv)
+            args = [*args, "--path", str(files.uploaded_corpus)]
+        return _launch(root, [*args, "--out", str(root)])
+    except BaseException:
+        release_claim(files)
+        raise
 
 
 def resume_run(root: Path, max_steps: int | None = None) -> RunInfo:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from transformer.arguments import max_threads
 from transformer.data.corpora.bible import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION
 from transformer.data.corpora.mix import format_mix_arg
 from transformer.data.corpora.tsv import tsv_kind
@@ -221,5 +222,5 @@ def model_args(corpus: Corpus | None = None) -> list[str]:
             del values[flag]
     for flag, value in values.items():
         args += [flag, str(value)]
-    threads = st.number_input("CPU threads (0: all)", 0, 256, 0, key="train_threads")
+    threads = st.number_input("CPU threads (0: all)", 0, max_threads(), 0, key="train_threads")
     return args + (["--threads", str(threads)] if threads else [])

@@ -44,7 +44,7 @@ from transformer.data.corpora.debian_clean import (
 )
 from transformer.data.corpora.debian_extract import help_pairs, mallard_pairs, mo_pairs, qm_pairs
 from transformer.data.corpora.debian_fetch import PackageInfo, download, package_info, unpack
-from transformer.files import write_text_atomic
+from transformer.files import OutputPathError, check_output_file, write_text_atomic
 
 __all__ = ["LIBREOFFICE", "PACKAGES", "Manifest", "PackageInfo", "build_debian_corpus", "clean_catalog_text",
            "clean_pair", "dedupe", "has_placeholder", "help_pairs", "is_sentence_like", "mallard_pairs", "mo_pairs",
@@ -142,7 +142,12 @@ def build_debian_corpus(out_dir: Path, tgt: str = "fr", cache_dir: Path | None =
     start = time.monotonic()
     cache_dir = Path(cache_dir or DEFAULT_CACHE)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:  # before the downloads: a folder that cannot take the files would lose them
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("pairs.tsv", "manifest.json"):
+            check_output_file(out_dir / name, "--out")
+    except (OSError, OutputPathError) as e:
+        raise CorpusError(f"{e}" if isinstance(e, OutputPathError) else f"--out {out_dir}: {e.strerror}") from e
     with tempfile.TemporaryDirectory(prefix="debian-corpus-") as scratch:
         rows, infos = _collect(tgt, cache_dir, Path(scratch))
     kept = dedupe(rows)

@@ -1,9 +1,13 @@
 """python -m transformer.explain.lenses --checkpoint DIR --split test [--json PATH]: every lens scored on a
-teaching model's gold links (AER per layer and best head) and for faithfulness to occlusion."""
+teaching model's gold links (AER per layer and best head) and for faithfulness to occlusion.
+
+Every flag, the model's corpus and the output path are checked before the first sentence is scored: a bad one
+is a message and exit status 2, never a traceback after the run."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from collections.abc import Sequence
@@ -11,15 +15,29 @@ from pathlib import Path
 
 import torch
 
+from transformer import arguments
+from transformer.data.corpora.base import CorpusError, ParallelCorpus
+from transformer.data.corpora.teaching import TEACHING_SIZES
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.explain.alignment import AlignedExample
 from transformer.explain.lenses.maps import HEADLESS, LENSES
 from transformer.explain.lenses.scores import LensScore, score_lenses
-from transformer.files import write_json_atomic
+from transformer.files import OutputPathError, check_output_file, write_json_atomic
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
 
 SPLITS = ("train", "dev", "test")
+
+
+def at_least_one(text: str) -> int:
+    """argparse type of --limit: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (leave it out to score every sentence), got {value}")
+    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -28,9 +46,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--json", help="write {lens: {best, layer_mean_aer, faithfulness, ...}} here")
     parser.add_argument("--lenses", nargs="+", choices=list(LENSES), default=list(LENSES))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    parser.add_argument("--limit", type=int, default=0, help="score only the first N sentences (0: all)")
-    return parser.parse_args(argv)
+    parser.add_argument("--threads", type=arguments.thread_count, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--limit", type=at_least_one, help="score only the first N sentences (default: all)")
+    args = parser.parse_args(argv)
+    if args.json is not None:
+        try:
+            check_output_file(args.json, "--json")
+        except OutputPathError as e:
+            parser.error(str(e))
+    return args
+
+
+def split_pairs(spec: CorpusSpec, split: str, limit: int | None) -> tuple[ParallelCorpus, list[tuple[str, str]]]:
+    """The corpus and the first `limit` pairs of one split, generating no more train pairs than that: a larger
+    teaching train split begins with the pairs of a smaller one (CorpusError when the spec cannot be built)."""
+    if split != "train":
+        corpus = load_corpus(spec.for_evaluation())
+    else:
+        size = spec.train_pairs or TEACHING_SIZES[spec.grammar]["train"]
+        corpus = load_corpus(dataclasses.replace(spec, train_pairs=min(size, limit or size)))
+    return corpus, list(getattr(corpus, split)[:limit])
 
 
 def table(scores: dict[str, LensScore]) -> str:
@@ -59,17 +94,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {args.checkpoint} was not trained on the teaching corpus: it has no gold links",
               file=sys.stderr)
         return 2
-    spec = CorpusSpec.from_dict(corpus_spec)
-    corpus = load_corpus(spec if args.split == "train" else spec.for_evaluation())
-    pairs = getattr(corpus, args.split)[: args.limit or None]
+    try:
+        corpus, pairs = split_pairs(CorpusSpec.from_dict(corpus_spec), args.split, args.limit)
+    except CorpusError as e:
+        print(f"error: the corpus in {args.checkpoint}'s metadata cannot be built: {e}", file=sys.stderr)
+        return 2
     examples = [AlignedExample(s, t, corpus.alignments[(s, t)], corpus.possible_alignments.get((s, t), frozenset()))
                 for s, t in pairs]
     scores = score_lenses(checkpoint.model, checkpoint.tokenizer, examples, args.lenses)
+    if not scores:
+        print(f"error: no sentence of the {args.split} split could be scored ({len(examples)} skipped: longer than "
+              "the model's max_len, or cut into pieces that do not map onto the gold words)", file=sys.stderr)
+        return 1
     first = next(iter(scores.values()))
     print(f"{args.checkpoint}, {args.split} split: {first.sentences} sentences scored, {first.skipped} skipped")
     print(table(scores))
     if args.json:
-        write_json_atomic(Path(args.json), {lens: score.to_json() for lens, score in scores.items()})
+        try:
+            write_json_atomic(Path(args.json), {lens: score.to_json() for lens, score in scores.items()})
+        except (OSError, OutputPathError) as e:
+            print(f"error: could not write {args.json} ({getattr(e, 'strerror', None) or e}); the table above has "
+                  "the scores",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

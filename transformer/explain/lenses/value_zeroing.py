@@ -17,9 +17,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from transformer.explain import checks
 from transformer.explain.lenses.attention import LensMaps, crop, renormalise
 from transformer.explain.lenses.trace import Trace
-from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, target_mask
 
 
 def _zeroed_outputs(attn: MultiHeadAttention, x_q: Tensor, keys_input: Tensor, mask: Tensor) -> Tensor:
@@ -46,12 +47,16 @@ def cosine_scores(outputs: Tensor) -> Tensor:
 
 @torch.no_grad()
 def value_zeroing(model: Transformer, trace: Trace) -> LensMaps:
-    """Every layer and family's value-zeroing map of the traced sentence."""
+    """Every layer and family's value-zeroing map of the traced sentence, of at most `checks.MAX_ZEROED` source and
+    output pieces together (as the app's limit: each layer runs once per token)."""
+    if len(trace.src_ids) + trace.n_output > checks.MAX_ZEROED:
+        raise ValueError(f"value zeroing takes at most {checks.MAX_ZEROED} source and output pieces together "
+                         f"(src_ids and output_ids), got {len(trace.src_ids)} + {trace.n_output}")
     device = next(model.parameters()).device
     src = torch.tensor([list(trace.src_ids)], device=device)
     tgt = torch.tensor([list(trace.decoder_input)], device=device)
     src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-    tgt_mask = padding_mask(tgt, model.config.pad_id) & subsequent_mask(tgt.size(1), device)
+    tgt_mask = target_mask(tgt, model.config.pad_id)
     enc = []
     for layer, sub in zip(model.encoder_layers, trace.enc_self):
         out = _zeroed_outputs(layer.self_attn, sub.keys_input, sub.keys_input, src_mask)  # (S + 1, S, D)

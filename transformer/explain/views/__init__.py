@@ -65,6 +65,8 @@ def step_head_view(hypothesis: HypothesisStep, prefix_pieces: Sequence[str], sou
                    family: str = "cross", layer: int = 0) -> View:
     """The head view of one decoding step: the newest token of the prefix is the query, its lines go to the source
     (cross) or to the prefix it read (dec_self)."""
+    if family not in ("cross", "dec_self"):
+        raise ValueError(f"family must be 'cross' or 'dec_self' for a decoding step, got {family!r}")
     rows = hypothesis.cross_attention if family == "cross" else hypothesis.self_attention  # (L, H, Lk)
     if rows is None:
         raise ValueError("this step was taken without recording attention")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from transformer.explain import checks
 from transformer.explain.arithmetic import CellArithmetic
 from transformer.explain.views.svg import BASE_CSS, View, data_json, esc, new_id, num, shorten
 
@@ -97,11 +98,10 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     x_in = _np(cell.query_input)
     if len(key_labels) != len(scores):
         raise ValueError(f"{len(key_labels)} key labels for the {len(scores)} keys of the cell")
+    checks.finite_weights(weights, "the cell's weights", dims=("key",))
     if reveal not in ("all", "steps"):
         raise ValueError(f"reveal is 'all' or 'steps', not {reveal!r}")
-    key = int(np.argmax(weights)) if key is None else key
-    if not 0 <= key < len(scores):
-        raise ValueError(f"key {key} is not one of the {len(scores)} keys")
+    key = int(np.argmax(weights)) if key is None else checks.position(key, "key", len(scores))
     d_k, n = len(q), len(scores)
     kv_scale = max(float(np.abs(k).max()), float(np.abs(v).max()), 1e-9)
     wv = weights[:, None] * v  # (L_k, Dh)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from transformer.explain import checks
 from transformer.explain.views.lines import MIN_WEIGHT, as_maps
 from transformer.explain.views.svg import (
     BASE_CSS,
@@ -36,7 +37,9 @@ def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], 
             if row_labels else 4)
     top = min(max((text_width(t, 10) for t in key_labels), default=10), text_width("x" * LABEL_CHARS, 10)) + 22
     n_q, n_k = len(query_labels), len(key_labels)
-    matrix = np.asarray(matrix, dtype=float).tolist()
+    matrix = np.asarray(matrix, dtype=float)
+    checks.finite_weights(matrix, dims=("query", "key"))
+    matrix = matrix.tolist()
     width, height = int(left + n_k * CELL + 4), int(top + n_q * CELL + 4)
     parts = [f'<text x="{left}" y="11" font-weight="600">{esc(title)}</text>']
     col_x = (lambda j: left + (n_k - 1 - j) * CELL) if rtl_k else (lambda j: left + j * CELL)
@@ -67,6 +70,7 @@ def heatmaps_from(weights, query_labels: Sequence[str], key_labels: Sequence[str
                   layers: Sequence[int] | None = None) -> View:
     """Every head of every layer (or of `layers`) as a small heatmap, a row of heads per layer."""
     maps = as_maps(weights, len(query_labels), len(key_labels))
+    layers = checks.indices(layers, "layers", maps.shape[0])
     rows, height, width = [], 30, 0
     for layer in (range(maps.shape[0]) if layers is None else layers):
         svgs = [heatmap_svg(maps[layer, h], query_labels, key_labels, title=f"layer {layer}, head {h}",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from transformer.explain import checks
 from transformer.explain.views.svg import (
     BASE_CSS,
     HEAD_COLOURS,
@@ -63,13 +64,14 @@ hv.open(c.dataset.layer,c.dataset.head);hv.scrollIntoView({behavior:'smooth',blo
 
 
 def as_maps(weights, n_queries: int, n_keys: int) -> np.ndarray:
-    """Attention maps as a float array (L, H, Lq, Lk), checked against the labels."""
+    """Attention maps as a float array (L, H, Lq, Lk), checked against the labels and to be finite."""
     maps = np.asarray(weights.float().cpu() if hasattr(weights, "cpu") else weights, dtype=float)
     if maps.ndim != 4:
         raise ValueError(f"expected maps of shape (layers, heads, queries, keys), got {maps.shape}")
     if maps.shape[2:] != (n_queries, n_keys):
         raise ValueError(f"the maps are {maps.shape[2]} queries x {maps.shape[3]} keys but there are "
                          f"{n_queries} query and {n_keys} key labels")
+    checks.finite_weights(maps)
     return maps
 
 
@@ -108,11 +110,13 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     """The head view of maps (L, H, Q, Lk): Q rows of queries at `query_positions` of query_labels (all of them by
     default), keys in key_labels. `heads` start switched on (all by default), `focus` is a query position whose
     lines alone are shown at first (the current query of a decoding step)."""
-    positions = list(range(len(query_labels))) if query_positions is None else list(query_positions)
+    positions = checks.indices(query_positions, "query_positions", len(query_labels))
+    positions = list(range(len(query_labels))) if positions is None else positions
+    focus = None if focus is None else checks.position(focus, "focus", len(query_labels))
     maps = as_maps(weights, len(positions), len(key_labels))
     n_layers, n_heads = maps.shape[:2]
-    if not 0 <= layer < n_layers:
-        raise ValueError(f"layer {layer} is not one of the {n_layers} layers")
+    layer = checks.layer_index(layer, "layer", n_layers)
+    heads = checks.indices(heads, "heads", n_heads)
     on = set(range(n_heads) if heads is None else heads)
     mirrored = column_is_rtl(query_labels)  # a right-to-left target reads from the right: its queries stand there
     w_q = min(max((text_width(t, 13) for t in query_labels), default=20), text_width("x" * LABEL_CHARS, 13))

@@ -8,9 +8,8 @@ from ui.dataset.per_slice import choose_slices, rows_of, slice_view
 from ui.dataset.projector import projector_view
 from ui.dataset.sentence_table import sentence_table
 from ui.dataset.split_choice import choose_split
-from ui.shared.models import find_models
 from ui.shared.text import plain
-from ui.shared.widgets import MODEL_KEY, current_translator, page_setup
+from ui.shared.widgets import current_translator, page_setup
 
 
 def main() -> None:
@@ -42,8 +41,8 @@ def main() -> None:
     groups, shown = choose_slices(result)
     slice_view(result, groups)
     st.subheader("Sentences")
-    keys = {c.path: c.key for c in find_models()}
-    sentence_table(result, keys.get(st.session_state.get(MODEL_KEY)), rows_of(result, groups, shown), shown)
+    model_key = st.query_params.get("model")  # the picker shares the model's key into the link
+    sentence_table(result, model_key, rows_of(result, groups, shown), shown)
     st.subheader("Projector")
     projector_view(result, groups)
 

@@ -33,7 +33,6 @@ from torch import Tensor
 
 from transformer.data.corpora.base import CorpusError, Pair, normalize_text
 from transformer.data.spec import CorpusSpec
-from transformer.data.tokenizer import BOS_ID
 from transformer.data.words import words
 from transformer.decoding.evaluate import corpus_scores, split_groups
 from transformer.decoding.search import SearchSettings
@@ -227,7 +226,8 @@ def _chunk(translator: Translator, split: Split, start: int, stop: int, lenses: 
     dec = model.decode(_pad([r[:-1] for r in ref_ids], config.pad_id, device), enc.memory, src,
                        return_attention=True)  # teacher-forced on the reference, as head_statistics
     outputs = [t.token_ids[: config.max_len] for t in translations]
-    dec_states = model.decoder_states(_pad([[BOS_ID, *o[:-1]] for o in outputs], config.pad_id, device),
+    first = translator.specials.start  # the decoder's first input (<s>, or pad for Marian)
+    dec_states = model.decoder_states(_pad([[first, *o[:-1]] for o in outputs], config.pad_id, device),
                                       enc.memory, src)  # (B, T, D): teacher-forced on the translation
     rows, stats, aer, tokens = [], {f: [] for f in FAMILIES}, {lens: [] for lens in lenses}, {s: [] for s in SIDES}
     for b, ((source, reference), translation) in enumerate(zip(pairs, translations)):
@@ -261,7 +261,7 @@ def _chunk(translator: Translator, split: Split, start: int, stop: int, lenses: 
             elif lens == "raw":  # the pass above already has them
                 aer[lens].append(_counts([w[b, :, :T, :S] for w in dec.cross_attention], *usable, example))
             else:
-                cross = LENSES[lens](model, trace(model, src_ids[b], ref_ids[b][1:])).cross
+                cross = LENSES[lens](model, trace(model, src_ids[b], ref_ids[b][1:], specials=tokenizer.specials)).cross
                 aer[lens].append(_counts(cross, *usable, example))
         for side, states, length in (("encoder", enc.memory, S), ("decoder", dec_states, len(outputs[b]))):
             tokens[side].append(states[b, :length].float().cpu())

@@ -13,13 +13,13 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
 from transformer.explain.attribution import BASELINES, METHODS, attribute, candidates
 from transformer.explain.interventions import changed_tokens
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
+from transformer.explain.views.svg import shorten
 from ui.explain import attribution_figures as figs
 from ui.shared import linked_choices, links
 from ui.shared.bidi import isolate
@@ -60,14 +60,15 @@ def _piece(translator: Translator, token: int) -> str:
 
 
 def _marked(pieces: list[str], marks: list[bool]) -> str:
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
+    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
 
 
 def token_picker(container, key: str, translator: Translator, token_ids: list[int], label: str = "Output token"
                  ) -> int:
     pieces = translator.tokenizer.target_pieces(token_ids)
     return choice_box(container, label, list(range(len(token_ids))), key=key,
-                      format_func=lambda t: f"{t}: {isolate(pieces[t])}",
+                      format_func=lambda t: f"{t}: {isolate(shorten(pieces[t]))}",
                       follow=lambda old, opts: min(old or 0, len(opts) - 1))
 
 
@@ -106,7 +107,8 @@ def attribution_view(translator: Translator, text: str, translation: Translation
     target = translation.token_ids[position]
     found = _memo("ex_attr_candidates", (str(translator.checkpoint.path), tuple(translation.source_ids),
                                          tuple(translation.token_ids), position),
-                  lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position))
+                  lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position,
+                                     specials=translator.specials))
     probs = {c.token: c.log_prob for c in found}
     foils = [None, *(c.token for c in found if c.token != target)]
     choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
@@ -143,7 +145,7 @@ def lens_view(translator: Translator, text: str, translation: Translation, setti
                 "predict. The last column is the model's own distribution; bold: the token it emitted.")
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids))
     lens = _memo("ex_lens", request, lambda: logit_lens(translator.model, translation.source_ids,
-                                                         translation.token_ids, k=5))
+                                                         translation.token_ids, k=5, specials=translator.specials))
     chart(st, figs.lens_table(lens, translation.target_pieces, lambda t: _piece(translator, t)), key="ex_lens_table",
           filename="logit-lens", theme=None)
     st.caption("Column “embeddings” reads the decoder's input itself: with tied embeddings it mostly shows the token "
@@ -182,7 +184,8 @@ def _patching(translator: Translator, clean: Translation, other: Translation, po
     request = (str(translator.checkpoint.path), tuple(clean.source_ids), tuple(other.source_ids),
                tuple(clean.token_ids[:position]), token)
     return _memo("ex_patch_result", request, lambda: activation_patching(
-        translator.model, clean.source_ids, other.source_ids, [BOS_ID, *clean.token_ids[:position]], token))
+        translator.model, clean.source_ids, other.source_ids, [translator.specials.start, *clean.token_ids[:position]],
+        token))
 
 
 def patching_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
@@ -211,8 +214,8 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     options = [clean.token_ids[position]]
     if position < len(other.token_ids) and other.token_ids[position] not in options:
         options.append(other.token_ids[position])
-    options += [c.token for c in candidates(translator.model, clean.source_ids, clean.token_ids, position)
-                if c.token not in options]
+    options += [c.token for c in candidates(translator.model, clean.source_ids, clean.token_ids, position,
+                                            specials=translator.specials) if c.token not in options]
     if st.session_state.get("ex_patch_token_for") != (tuple(clean.token_ids), position):  # new options: the clean token
         st.session_state["ex_patch_token_for"] = (tuple(clean.token_ids), position)
         st.session_state.pop("ex_patch_token", None)
@@ -257,7 +260,8 @@ def report_sections(translator: Translator, translation: Translation, settings: 
     position, foil, steps, baseline = picks["attribution"]
     with decode_slot():
         result = _attribute(translator, translation, position, foil, steps, baseline)
-        lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=5)
+        lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=5,
+                          specials=translator.specials)
     layers = decoder_lens(translator, translation.source, bounded(settings))
     patching = pair = pair_pieces = None
     token = ""
@@ -269,7 +273,7 @@ def report_sections(translator: Translator, translation: Translation, settings: 
         target = picks["token"] if picks["token"] is not None else clean.token_ids[pos]
         with decode_slot():
             patching = activation_patching(translator.model, clean.source_ids, sources[1].ids,
-                                           [BOS_ID, *clean.token_ids[:pos]], target)
+                                           [translator.specials.start, *clean.token_ids[:pos]], target)
         pair, pair_pieces, token = (picks["clean"], picks["other"]), (sources[0].pieces, sources[1].pieces), \
             _piece(translator, target)
     except (TranslationError, PatchingError):

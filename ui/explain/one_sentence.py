@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
@@ -27,11 +26,12 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.explain.lenses import LABELS as LENS_LABELS
+from transformer.explain.views.svg import shorten
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
 from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
 from ui.shared.attention_maps import FAMILIES
-from ui.shared.models import checkpoint_stamp, find_models
+from ui.shared.models import checkpoint_stamp, find_model, find_models
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import decode_slot, reference_ids, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
@@ -61,13 +61,15 @@ def _changed(translator: Translator, intervention: Intervention) -> Translator:
 
 def marked(pieces: list[str], marks: list[bool]) -> str:
     """Pieces as Markdown, the changed ones on an orange background."""
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
+    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
 
 
 def as_attention(translator: Translator, source_ids: list[int], output_ids: list[int],
                  forced: TeacherForced) -> TranslationAttention:
     tok = translator.tokenizer
-    return TranslationAttention(tok.source_pieces(source_ids), tok.target_pieces([BOS_ID, *output_ids[:-1]]),
+    decoder_input = [tok.specials.start, *output_ids[:-1]]
+    return TranslationAttention(tok.source_pieces(source_ids), tok.target_pieces(decoder_input),
                                 tok.target_pieces(output_ids), forced.enc_self, forced.dec_self, forced.cross)
 
 
@@ -100,9 +102,10 @@ def translated(translator: Translator, text: str, settings: SearchSettings) -> T
         return None
 
 
-def _forced(model, source_ids: list[int], output_ids: list[int], causal: bool = True) -> TeacherForced:
+def _forced(translator: Translator, source_ids: list[int], output_ids: list[int], causal: bool = True
+            ) -> TeacherForced:
     with decode_turn() as on_wait, decode_slot(on_wait):
-        return teacher_forced(model, source_ids, output_ids, causal=causal)
+        return teacher_forced(translator.model, source_ids, output_ids, specials=translator.specials, causal=causal)
 
 
 # ----------------------------------------------------------------------------- 1. switch heads off
@@ -132,7 +135,7 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     new = translated(changed, text, settings)
     if new is None:
         return
-    under = _forced(changed.model, translation.source_ids, translation.token_ids).score
+    under = _forced(changed, translation.source_ids, translation.token_ids).score
     before, after = changed_tokens(translation.target_pieces, new.target_pieces)
     c1, c2 = st.columns(2)
     c1.markdown(f"**The trained model**\n\n{marked(translation.target_pieces, before)}")
@@ -177,7 +180,7 @@ def cell_view(translator: Translator, translation: Translation, key: str = "ex_c
         st.info("Click a cell of the map: its query's arithmetic opens here.")
         return
     query, column = picked
-    decoder_input = [BOS_ID, *translation.token_ids[:-1]]
+    decoder_input = [translator.specials.start, *translation.token_ids[:-1]]
     cell = svg_views.eq1_picture(translator.model, translation.source_ids, decoder_input, family, layer, head, query,
                              rows[query], cols, column)
     d_head = cell.q.numel()
@@ -226,7 +229,7 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
         return
     changed = _changed(translator, intervention)
     if no_causal:
-        forced = _forced(changed.model, translation.source_ids, translation.token_ids, causal=False)
+        forced = _forced(changed, translation.source_ids, translation.token_ids, causal=False)
         pieces = translator.tokenizer.target_pieces(forced.predicted)
         new_att = as_attention(translator, translation.source_ids, translation.token_ids, forced)
         title = "what it predicts at each position, reading the whole output"
@@ -278,7 +281,7 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         st.warning(plain(e))
         ref_ids = None
     if ref_ids:
-        forced = _forced(translator.model, greedy.source_ids, ref_ids)
+        forced = _forced(translator, greedy.source_ids, ref_ids)
         outputs["reference"] = (ref_ids, as_attention(translator, greedy.source_ids, ref_ids, forced))
         rows.append(["reference (teacher-forced)", translator.tokenizer.decode_target(ref_ids), forced.score])
         rows.append(["its best token at each position", translator.tokenizer.decode_target(forced.predicted), None])
@@ -321,16 +324,23 @@ def _other_model(path: str, stamp: float) -> Translator:
 
 def compare_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
     models = find_models()
+    asked = link().get("partner")
+    if asked is not None and asked not in {c.key for c in models}:  # a link's partner, wherever it is listed
+        models += [c for c in [find_model(asked)] if c is not None]
     offered = model_comparison.partners(models, str(translator.checkpoint.path))
     if not offered:
         st.info("Only one model is available: train another (Train page) or pick a checkpoint of a run.")
         return
     choices = {c.path: c.label for c in offered}
     by_key = {c.key: c for c in offered}
-    key, problems = links.read_model({"model": link()["partner"]} if "partner" in link() else {}, list(by_key))
-    link_problems(problems)
-    if key is not None:
-        st.session_state["ex_other"] = by_key[key].path
+    current = next((c.key for c in models if c.path == str(translator.checkpoint.path)), None)
+    if asked is not None and asked == current:
+        st.info("The link compares this model with itself: pick another model below.")
+    else:
+        key, problems = links.read_model({} if asked is None else {"model": asked}, list(by_key))
+        link_problems(problems)
+        if key is not None:
+            st.session_state["ex_other"] = by_key[key].path
     path = st.selectbox("Compare with", list(choices), format_func=choices.get, key="ex_other",
                         help="Models with this model's language pair come first: their maps can be subtracted.")
     partner = next(c for c in offered if c.path == path)

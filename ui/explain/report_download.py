@@ -30,6 +30,6 @@ def report_view(translator: Translator, translation: Translation, settings: Sear
                        lambda: html_report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
                            *attribution.report_sections(translator, translation, settings, picks),
                            *html_report.lens_sections(translation, *lens_switch.report_maps(
-                               translator.model, translation, chosen)))),
+                               translator.model, translation, chosen, translator.specials)))),
                        "attention-report.html", "text/html", key="ex_report", on_click="ignore",
                        icon=":material/download:")

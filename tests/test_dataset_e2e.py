@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(find_checkpoint() is None, rea
 def test_the_dataset_page_shows_the_table_and_the_projector_and_opens_a_sentence(server, page):  # noqa: F811
     page.goto(f"{server}/Dataset?model=en-fr-teaching&split=test&limit=10")
     expect(page.get_by_role("heading", name="Projector")).to_be_visible(timeout=180_000)  # after the computation
-    expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(2)  # the slices' table and the sentences'
+    expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(2, timeout=60_000)  # slices, sentences
     expect(page.get_by_text("The first 10 of 500 sentences")).to_be_visible()
     projector = page.locator(PLOT).last
     projector.scroll_into_view_if_needed()

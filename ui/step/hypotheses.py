@@ -9,6 +9,7 @@ divided by the length penalty. Both are written with ui.shared.text.score's prec
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 
 import streamlit as st
@@ -19,6 +20,7 @@ from ui.shared.translation_gate import follow_prefix
 from ui.shared.widgets import choice_box
 
 FOLLOWED = "step_followed"  # session state: True once the user picked a hypothesis other than the best
+OPENED = "step_opened"  # session state: the tokens of the finished hypothesis whose attention is open
 
 
 def followed_prefix(prefixes: list[tuple[int, ...]], name: Callable[[Sequence[int]], str]) -> tuple[int, ...]:
@@ -41,9 +43,28 @@ def followed_prefix(prefixes: list[tuple[int, ...]], name: Callable[[Sequence[in
 
 
 def forget_followed() -> None:
-    """A new sentence or search: nothing followed yet."""
-    st.session_state.pop("step_hyp", None)
-    st.session_state.pop(FOLLOWED, None)
+    """A new sentence or search: nothing followed or opened yet."""
+    for key in ("step_hyp", FOLLOWED, OPENED):
+        st.session_state.pop(key, None)
+
+
+def opened_hypothesis(finished: Sequence[Hypothesis], labels: list[str]) -> Hypothesis:
+    """The finished hypothesis whose attention the page opens: a radio over the n best, the pick kept by the
+    hypothesis's tokens, never by its rank. The n-best list re-sorts as hypotheses finish, and the browser keeps
+    a radio's checked label across reruns: the radio's key carries a digest of its labels, so a re-sorted list
+    is a new radio, checked at the hypothesis the user picked (at the best until they pick one, or when theirs
+    left the list)."""
+    tokens = [tuple(h.tokens) for h in finished]
+    picked = st.session_state.get(OPENED)
+    index = tokens.index(picked) if picked in tokens else 0
+    widget = f"step_pick_{hashlib.blake2s(chr(10).join(labels).encode(), digest_size=6).hexdigest()}"
+    pick = st.radio("Open a hypothesis to see its attention", range(len(labels)), index=index,
+                    format_func=labels.__getitem__, key=widget, on_change=_opened, args=(widget, tokens))
+    return finished[pick]
+
+
+def _opened(widget: str, tokens: list[tuple[int, ...]]) -> None:
+    st.session_state[OPENED] = tokens[st.session_state[widget]]
 
 
 def penalty_note(settings: SearchSettings) -> str:

@@ -64,7 +64,8 @@ def opened_hypothesis(finished: Sequence[Hypothesis], labels: list[str]) -> Hypo
 
 
 def _opened(widget: str, tokens: list[tuple[int, ...]]) -> None:
-    st.session_state[OPENED] = tokens[st.session_state[widget]]
+    if (index := st.session_state.get(widget)) is not None:
+        st.session_state[OPENED] = tokens[index]
 
 
 def penalty_note(settings: SearchSettings) -> str:

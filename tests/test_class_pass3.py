@@ -7,6 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
+from transformer.data.corpora.base import normalize_text
+from transformer.data.corpora.teaching import align
 from transformer.runs import RunFiles, write_status
 from ui.shared import class_mode
 
@@ -60,3 +62,31 @@ def test_a_widget_callback_after_its_key_was_dropped_keeps_the_page_up(monkeypat
     del at.session_state[key]  # as open_model does, between the browser's widget state and its rerun
     widget.set_value(str(tiny / "other") if key == "_model_select" else True).run()
     assert not at.exception, at.exception
+
+
+# ----------------------------------------------------------------------------- 17, 25. the first screen of a model
+
+
+def shipped(monkeypatch, tmp_path) -> AppTest:
+    if not (SHIPPED / "en-fr-teaching").is_dir():
+        pytest.skip("needs the shipped models")
+    return app(monkeypatch, tmp_path, SHIPPED)
+
+
+def test_the_arabic_model_opens_on_a_sentence_of_its_cards_samples_and_translates_it(monkeypatch, tmp_path):  # 17
+    at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-ar-bible")
+    text = at.text_input(key="tr_text").value
+    card = (SHIPPED / "en-ar-bible" / "MODEL_CARD.md").read_text(encoding="utf-8")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in card.splitlines()]
+    samples = {row[0]: row[1] for row in rows if len(row) == 4 and row[3] == "100.0"}
+    assert text in samples  # a test verse the card shows it translates with chrF 100
+    translation = at.session_state["tr_result"]
+    assert translation.text == samples[text] and min(translation.token_probs) > 0.5
+
+
+def test_the_teaching_model_opens_on_a_short_everyday_sentence_it_translates_exactly(monkeypatch, tmp_path):  # 25
+    at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-fr-teaching")
+    text = at.text_input(key="tr_text").value
+    gold = align(normalize_text(text))
+    assert gold is not None and len(text.split()) <= 8, text
+    assert at.session_state["tr_result"].text == gold.tgt

@@ -1,6 +1,8 @@
 """Issue 37 (class-ready, third pass), AppTest and figure checks, the item number in each test's comment; the
 browser-only ones are in tests/test_class_pass3_e2e.py."""
 
+import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,61 @@ def test_the_teaching_model_opens_on_a_short_everyday_sentence_it_translates_exa
     gold = align(normalize_text(text))
     assert gold is not None and len(text.split()) <= 8, text
     assert at.session_state["tr_result"].text == gold.tgt
+
+
+# ----------------------------------------------------------------------------- 4. the guide's links name their model
+
+GUIDE_LINK = re.compile(r"http://HOST:8501/(\w+)\?([^\s)`]+)")
+LINK_PAGES = {"Translate": ("pages/1_Translate.py", "tr_text"),
+              "Step_by_step": ("pages/2_Step_by_step.py", "step_text"), "Learn": ("pages/4_Learn.py", "learn_sentence")}
+GUIDE_TRANSLATIONS = {  # what the guide says each model writes for a sentence it links
+    ("en-fr-bible-debian", "The file could not be opened."): "Le fichier ne peut pas être ouvert.",
+    ("en-fr-bible", "The file could not be opened."): "Le pil ne pouvait pas se ouvrit.",
+    ("en-it-bible", "And God said, Let there be light."): "DIO disse: »Sta la luce!«.",
+}
+
+
+def _guide_links() -> list[tuple[str, dict[str, str]]]:
+    text = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    found = dict.fromkeys((page, query) for page, query in GUIDE_LINK.findall(text))
+    return [(page, dict(urllib.parse.parse_qsl(query))) for page, query in found]
+
+
+def _darkest_source(translation, target: str) -> set[str]:
+    """The source piece each layer's mean of heads puts most weight on from the row of target."""
+    row = translation.attention.target_pieces.index(target)
+    return {translation.attention.source_pieces[int(layer[:, row].mean(0).argmax())]
+            for layer in translation.attention.cross}
+
+
+def test_every_guide_link_names_its_model_and_opens_what_its_step_says(monkeypatch, tmp_path):  # item 4
+    links = _guide_links()
+    assert len(links) >= 12 and all("model" in params for _, params in links), links
+    for page, params in links:
+        path, text_key = LINK_PAGES[page]
+        at = opened(shipped(monkeypatch, tmp_path), path, **params)
+        assert not [w.value for w in at.warning if w.icon == ":material/link_off:"], (page, params)
+        assert Path(at.session_state["model_path"]).name == params["model"]
+        if "text" in params:
+            assert at.text_input(key=text_key).value == params["text"]
+        if page != "Translate" or "text" not in params:
+            continue
+        translation = at.session_state["tr_result"]
+        model, text = params["model"], params["text"]
+        if model == "en-fr-teaching":  # the grammar's French, so that the gold links can be read
+            assert translation.text == align(normalize_text(text)).tgt, text
+        elif (model, text) in GUIDE_TRANSLATIONS:
+            assert translation.text == GUIDE_TRANSLATIONS[model, text]
+        elif model == "en-ar-bible":  # the verb first: "and-said God"
+            assert translation.text.startswith("وقال الله")
+        elif text.startswith("And God said, Let there be light: and"):  # step 1: Dieu under God, lumière under light
+            assert _darkest_source(translation, "▁Dieu") == {"▁God"}
+            assert _darkest_source(translation, "▁lumière") == {"▁light"}
+    search = [params for page, params in links if page == "Step_by_step" and params.get("search") == "beam"]
+    assert search and search[0]["beam"] == "3"  # step 3's beam tree
+
+
+def test_the_guide_page_opens_its_app_links_on_this_server(monkeypatch, tmp_path):  # item 4
+    at = opened(shipped(monkeypatch, tmp_path), "pages/5_Teaching_guide.py")
+    guide = "".join(m.value for m in at.markdown)
+    assert "](Translate?model=en-fr-bible&text=And+God+said" in guide and "](http://HOST" not in guide

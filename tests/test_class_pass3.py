@@ -9,6 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
+from tests.test_app import figures_of
+from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.runs import RunFiles, write_status
@@ -150,3 +152,20 @@ def test_the_guide_page_opens_its_app_links_on_this_server(monkeypatch, tmp_path
     at = opened(shipped(monkeypatch, tmp_path), "pages/5_Teaching_guide.py")
     guide = "".join(m.value for m in at.markdown)
     assert "](Translate?model=en-fr-bible&text=And+God+said" in guide and "](http://HOST" not in guide
+
+
+# ----------------------------------------------------------------------------- 10. layer-level lenses have no heads
+
+
+@pytest.mark.parametrize("lens", ["rollout", "alti", "value_zeroing"])
+def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):  # item 10
+    at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-fr-teaching", lens=lens, head="1")
+    assert at.selectbox(key="tr_lens").value == lens
+    assert not [s for s in at.selectbox if s.label == "Head"]  # one map per layer: nothing to pick
+    assert not [w.value for w in at.warning if "heads 0 to 0" in w.value]  # the link's head is ignored
+    assert "head" not in at.query_params
+    heatmap, aer_sentence = figures_of(at)[0], figures_of(at)[-2]
+    assert heatmap["layout"]["title"]["text"].endswith("layer 0, all heads together")
+    assert not [x for x in aer_sentence["data"][0]["x"] if x.startswith("head ")]
+    (lines,) = [html for html in iframes(at) if 'class="hv"' in html]  # the head view
+    assert 'class="head"' not in lines and ">head 0<" not in lines

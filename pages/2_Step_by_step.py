@@ -42,7 +42,7 @@ def current_step(session, tok, src_pieces) -> None:
     hyp = step.live[prefixes.index(hypotheses.followed_prefix(prefixes, lambda p: isolate(" ".join(
         tok.target_pieces(p)))))]
     prefix = tok.target_pieces(hyp.prefix)
-    st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-prob "
+    st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-probability "
                 f"{score(hyp.score)}); its newest token {code(isolate(prefix[-1]))} is the query whose "
                 "attention is shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
@@ -113,7 +113,8 @@ def main() -> None:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")
         labels = [hypotheses.nbest_label(plain(isolate(tok.decode_target(h.tokens))), h, settings) for h in finished]
         hyp = hypotheses.opened_hypothesis(finished, labels)
-        st.caption(hypotheses.penalty_note(settings))
+        if note := hypotheses.penalty_note(settings):
+            st.caption(note)
         st.markdown(f"**Result:** {plain(isolate(tok.decode_target(finished[0].tokens)))}")  # the tree's winner
         if hyp is not finished[0]:
             st.markdown(f"**Opened below:** {plain(isolate(tok.decode_target(hyp.tokens)))}")

@@ -13,6 +13,7 @@ from tests.test_app import figures_of
 from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
+from transformer.explain import views
 from transformer.runs import RunFiles, write_status
 from ui.shared import class_mode
 
@@ -169,3 +170,37 @@ def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):
     assert not [x for x in aer_sentence["data"][0]["x"] if x.startswith("head ")]
     (lines,) = [html for html in iframes(at) if 'class="hv"' in html]  # the head view
     assert 'class="head"' not in lines and ">head 0<" not in lines
+
+
+# ----------------------------------------------------------------------------- 12. one name per quantity
+
+TOTAL, NORMALISED = "log-probability", "normalised score"  # the sum of the tokens' log-probs; that over the penalty
+
+
+def _step_page_words(at: AppTest) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption]
+                     + [o for r in at.radio for o in r.options])
+
+
+def test_greedy_step_by_step_shows_no_length_penalty(monkeypatch, tmp_path, tiny):  # item 12
+    at = opened(app(monkeypatch, tmp_path, tiny), "pages/2_Step_by_step.py", text="the cat sleeps .")
+    at.button(key="step_run_to_end").click().run()
+    words = _step_page_words(at)
+    assert at.session_state["step_session"].done and "Result:" in words
+    assert "α" not in words and "penalty" not in words and "score" not in words
+    assert re.search(rf"{TOTAL} -\d+\.\d{{3}}", words)
+
+
+def test_beam_names_the_total_and_the_normalised_score_the_same_everywhere(monkeypatch, tmp_path, tiny):  # item 12
+    at = opened(app(monkeypatch, tmp_path, tiny), "pages/2_Step_by_step.py", text="the cat sleeps .",
+                search="beam", beam="3", nbest="2")
+    at.button(key="step_next").click().run()
+    assert re.search(rf"\({TOTAL} -?\d+\.\d{{3}}\)", _step_page_words(at))  # the step panel
+    at.button(key="step_run_to_end").click().run()
+    (labels,) = [r.options for r in at.radio if r.label == "Open a hypothesis to see its attention"]
+    assert all(re.search(rf"\({TOTAL} \S+ / penalty \S+ = {NORMALISED} \S+\)$", label) for label in labels), labels
+    words = re.sub(NORMALISED, "", _step_page_words(at), flags=re.IGNORECASE)
+    assert not re.search(r"log-prob\b|\bscore\b", words), re.findall(r".{60}(?:log-prob\b|\bscore\b).{20}", words)
+    session = at.session_state["step_session"]
+    svg = views.beam_tree(session.history, lambda ids: [str(i) for i in ids], session.finished[0].tokens).document()
+    assert f"{TOTAL} of the hypothesis" in svg and "score" not in svg.replace("data-summary", "")

@@ -3,8 +3,8 @@
 A hypothesis is followed by its prefix (ui.shared.translation_gate.follow_prefix). The page only says that "the
 hypothesis you followed has left the beam" when the user picked one other than the best: the best one is what the page
 shows by default, and it leaving the beam (finishing, say) is no news. The step panel reads a hypothesis's
-log-probability (the sum of its tokens' log-probabilities); the finished list ranks by the score, that log-probability
-divided by the length penalty. Both are written with ui.shared.text.score's precision, as everywhere.
+log-probability (the sum of its tokens' log-probabilities); the finished list ranks by the normalised score, that
+log-probability divided by the length penalty. Both are written with ui.shared.text.score's precision, as everywhere.
 """
 
 from __future__ import annotations
@@ -68,17 +68,24 @@ def _opened(widget: str, tokens: list[tuple[int, ...]]) -> None:
         st.session_state[OPENED] = tokens[index]
 
 
-def penalty_note(settings: SearchSettings) -> str:
-    """Why a finished hypothesis's score is not the log-probability the step panel showed."""
+def penalty_note(settings: SearchSettings) -> str | None:
+    """Why a finished hypothesis's normalised score is not the log-probability the step panel showed (None for
+    greedy search and sampling, which rank nothing and have no length penalty)."""
+    if settings.beam_size == 1:
+        return None
     if settings.alpha == 0:
-        return "α = 0: each score is the hypothesis's log-probability, the sum shown in the step panel."
+        return "α = 0: each normalised score is the hypothesis's log-probability, the sum shown in the step panel."
     what = "((5 + length) / 6)" if settings.length_penalty == "gnmt" else "length"
-    return (f"**Log-prob** is the sum of the tokens' log-probabilities, the number the step panel shows. **Score** "
-            f"is that log-prob divided by the length penalty {what}^α (α = {settings.alpha:g}), which ranks the "
-            "hypotheses: without it a longer output, with more negative terms in its sum, would always lose.")
+    return (f"**Log-probability** is the sum of the tokens' log-probabilities, the number the step panel shows. "
+            f"**Normalised score** is that log-probability divided by the length penalty {what}^α "
+            f"(α = {settings.alpha:g}), which ranks the hypotheses: without it a longer output, with more negative "
+            "terms in its sum, would always lose.")
 
 
 def nbest_label(text: str, hyp: Hypothesis, settings: SearchSettings) -> str:
+    """A finished hypothesis: its log-probability, and for beam search the penalty and normalised score it ranks by."""
+    if settings.beam_size == 1:
+        return f"{text or '∅'}  (log-probability {score(hyp.score)})"
     penalty = length_penalty(len(hyp.tokens), settings)
-    return (f"{text or '∅'}  (log-prob {score(hyp.score)} / penalty {penalty:.3f} = score "
+    return (f"{text or '∅'}  (log-probability {score(hyp.score)} / penalty {penalty:.3f} = normalised score "
             f"{score(hyp.normalized_score)})")

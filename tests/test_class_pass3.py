@@ -204,3 +204,15 @@ def test_beam_names_the_total_and_the_normalised_score_the_same_everywhere(monke
     session = at.session_state["step_session"]
     svg = views.beam_tree(session.history, lambda ids: [str(i) for i in ids], session.finished[0].tokens).document()
     assert f"{TOTAL} of the hypothesis" in svg and "score" not in svg.replace("data-summary", "")
+
+
+# ----------------------------------------------------------------------------- 23. partner= is Compare models' only
+
+
+def test_leaving_compare_models_takes_the_partner_out_of_the_link(monkeypatch, tmp_path, tiny):  # item 23
+    at = opened(app(monkeypatch, tmp_path, tiny), "pages/6_Explain_heads.py", model="tiny", view="compare",
+                partner="other", text="the cat sleeps .")
+    assert at.query_params["partner"] == "other"
+    at.radio(key="ex_view").set_value("ablate").run()
+    assert not at.exception, at.exception
+    assert at.query_params["view"] == "ablate" and "partner" not in at.query_params

@@ -17,7 +17,7 @@ MEAN = "mean"  # head=mean: the mean of the heads
 SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.shared.sampling
 VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.shared.lens_switch
 PATCHING = ("clean", "other", "pos", "token")  # Explain heads' patching view: its pair, position and token
-VIEW_ONLY = {"search": ("ref",), "patching": PATCHING}  # Explain heads: parameters of one view only
+VIEW_ONLY = {"search": ("ref",), "compare": ("partner",), "patching": PATCHING}  # Explain heads: one view's only
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query"),

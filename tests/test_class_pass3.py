@@ -15,6 +15,7 @@ from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.explain import views
 from transformer.runs import RunFiles, write_status
+from ui.explain import attribution_figures
 from ui.shared import class_mode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,3 +217,22 @@ def test_leaving_compare_models_takes_the_partner_out_of_the_link(monkeypatch, t
     at.radio(key="ex_view").set_value("ablate").run()
     assert not at.exception, at.exception
     assert at.query_params["view"] == "ablate" and "partner" not in at.query_params
+
+
+# ----------------------------------------------------------------------------- 6. patching an equal pair
+
+
+def test_patching_an_equal_pair_draws_no_map(monkeypatch, tmp_path, tiny):  # item 6
+    at = opened(app(monkeypatch, tmp_path, tiny), "pages/6_Explain_heads.py", model="tiny", view="patching",
+                text="the cat sleeps .")  # no word to swap: the counterfactual is the clean source
+    assert any("The two sources are the same" in i.value for i in at.info)
+    assert not figures_of(at) and not at.metric
+
+
+def test_a_patching_map_never_stretches_its_colours_over_rounding_noise():  # item 6
+    noise = [[1e-6, -2e-6], [0.0, 3e-7]]
+    heat = attribution_figures.patching_map(noise, ["layer 0", "layer 1"], ["h0", "h1"], title="t", scale=4e-7)
+    trace = heat.data[0]
+    assert trace.zmax == -trace.zmin >= attribution_figures.MIN_SCALE > 1e-3  # all four cells near white
+    real = attribution_figures.patching_map([[0.8, -0.1]], ["layer 0"], ["h0", "h1"], title="t", scale=1.2)
+    assert real.data[0].zmax == 1.2  # a real difference keeps its own scale

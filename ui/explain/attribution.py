@@ -197,8 +197,9 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     except PatchingError as e:
         st.warning(plain(e))
         return
-    if sources[0].ids == sources[1].ids:
+    if sources[0].ids == sources[1].ids:  # every cell would be 0 up to rounding: nothing to draw
         st.info("The two sources are the same: change a word of the counterfactual one (the map would be all 0).")
+        return
     clean = translation if clean_text == text else translate(translator, clean_text, settings)
     other = translate(translator, other_text, settings)
     before, after = changed_tokens(clean.target_pieces, other.target_pieces)

@@ -22,6 +22,7 @@ from ui.shared.heatmaps import escape, label_text, label_texts
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
+MIN_SCALE = 0.05  # Δ log p: the smallest end of a patching map's colour scale (the cells print two decimals)
 
 
 def completeness_line(attribution: TokenAttribution) -> str:
@@ -89,9 +90,10 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
 def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
                  title: str, scale: float) -> go.Figure:
     """Effects (rows x columns) on a diverging scale centred at 0 and running to ±scale (e.g. the full
-    clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it)."""
+    clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it), never to
+    less than ±MIN_SCALE: differences of rounding noise stay near white instead of filling the scale."""
     z = np.asarray(values, dtype=np.float64)
-    top = max(float(scale), float(np.abs(z).max(initial=0.0)), 1e-6)
+    top = max(float(scale), float(np.abs(z).max(initial=0.0)), MIN_SCALE)
     text = [[f"{v:+.2f}" for v in row] for row in z]
     rotated = z.shape[1] > 8
     longest = max((len(c) for c in col_labels), default=1)

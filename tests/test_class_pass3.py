@@ -236,3 +236,15 @@ def test_a_patching_map_never_stretches_its_colours_over_rounding_noise():  # it
     assert trace.zmax == -trace.zmin >= attribution_figures.MIN_SCALE > 1e-3  # all four cells near white
     real = attribution_figures.patching_map([[0.8, -0.1]], ["layer 0"], ["h0", "h1"], title="t", scale=1.2)
     assert real.data[0].zmax == 1.2  # a real difference keeps its own scale
+
+
+# ----------------------------------------------------------------------------- 7. a shared vocabulary, said
+
+
+def test_the_home_page_says_the_teaching_models_vocabulary_is_shared(monkeypatch, tmp_path):  # item 7
+    at = shipped(monkeypatch, tmp_path)
+    at.query_params["model"] = "en-fr-teaching"
+    at.run()
+    assert not at.exception, at.exception
+    (facts,) = [t.value["value"].to_dict() for t in at.table]  # the loaded model's facts
+    assert "shared by both languages" in facts["vocabulary"] and "source / " not in facts["vocabulary"]

@@ -17,6 +17,7 @@ from transformer.explain import views
 from transformer.runs import RunFiles, write_status
 from ui.explain import attribution_figures
 from ui.shared import class_mode
+from ui.translate.probability_table import probability_table
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -248,3 +249,13 @@ def test_the_home_page_says_the_teaching_models_vocabulary_is_shared(monkeypatch
     assert not at.exception, at.exception
     (facts,) = [t.value["value"].to_dict() for t in at.table]  # the loaded model's facts
     assert "shared by both languages" in facts["vocabulary"] and "source / " not in facts["vocabulary"]
+
+
+# ----------------------------------------------------------------------------- 8. small probabilities readable
+
+
+def test_the_probability_table_never_rounds_a_sampled_piece_to_zero():  # item 8
+    table = probability_table(["▁le", "▁chat", "</s>"], [0.4123, 2.34e-5, 0.0009996])
+    cells = re.findall(r"<td>([^<]*)</td>", table)
+    assert cells == ["0.412", "2.3e-05", "1.0e-03"]
+    assert all(float(c) > 0 for c in cells)

@@ -13,7 +13,10 @@ from tests.test_app import figures_of
 from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
+from transformer.decoding.translate import Translator
 from transformer.explain import views
+from transformer.explain.attribution import attribute, candidates
+from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import RunFiles, write_status
 from ui.explain import attribution_figures
 from ui.shared import class_mode
@@ -259,3 +262,40 @@ def test_the_probability_table_never_rounds_a_sampled_piece_to_zero():  # item 8
     cells = re.findall(r"<td>([^<]*)</td>", table)
     assert cells == ["0.412", "2.3e-05", "1.0e-03"]
     assert all(float(c) > 0 for c in cells)
+
+
+# ----------------------------------------------------------------------------- 15. attribution's picks and bars
+
+WOMAN = "the woman reads a book ."
+
+
+def test_the_attribution_token_and_foil_are_kept_in_the_link(monkeypatch, tmp_path, tiny):  # item 15
+    translator = Translator(load_checkpoint(tiny / "tiny"))
+    translation = translator.translate(WOMAN)
+    foil = next(c.token for c in candidates(translator.model, translation.source_ids, translation.token_ids, 1)
+                if c.token != translation.token_ids[1])
+    at = opened(app(monkeypatch, tmp_path, tiny), "pages/6_Explain_heads.py", model="tiny", view="attribution",
+                text=WOMAN, pos="1", foil=str(foil))
+    assert at.session_state["ex_attr_pos"] == 1 and at.session_state["ex_attr_foil"] == foil
+    assert at.query_params["pos"] == "1" and at.query_params["foil"] == str(foil)
+    assert not [w.value for w in at.warning if "link" in w.value]
+    (box,) = [s for s in at.selectbox if s.label == "…rather than (contrastive)"]
+    box.set_value(box.options[0]).run()  # no foil: out of the link
+    assert "foil" not in at.query_params and at.query_params["pos"] == "1"
+    at.radio(key="ex_view").set_value("lens").run()  # another view: attribution's picks leave the link
+    assert "pos" not in at.query_params and "foil" not in at.query_params
+
+
+def test_attribution_bars_have_axis_titles_and_say_why_token_0_has_no_prefix(tiny):  # item 15
+    translator = Translator(load_checkpoint(tiny / "tiny"))
+    translation = translator.translate(WOMAN)
+    first = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0)
+    fig = attribution_figures.attribution_bars(first).to_dict()
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert any("empty" in t and "read only &lt;s&gt;" in t for t in titles if t.startswith("target prefix"))
+    titled = lambda kind: [a.get("title", {}).get("text") for n, a in fig["layout"].items() if n.startswith(kind)]  # noqa: E731
+    assert all(titled("xaxis")) and len(titled("xaxis")) == 2 * len(first.methods)
+    assert len([t for t in titled("yaxis") if t]) == len(first.methods)  # one per row of bars, on the left
+    later = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)
+    titles = [a["text"] for a in attribution_figures.attribution_bars(later).to_dict()["layout"]["annotations"]]
+    assert "empty" not in " ".join(titles)

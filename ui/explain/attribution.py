@@ -102,6 +102,7 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                 "why this token *rather than* the other (Yin & Neubig, 2022). Scores are of the token embeddings "
                 "before the positions are added; a word's score is the sum of its pieces'.")
     c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
+    linked_choices.seed_indexes({"pos": ("ex_attr_pos", len(translation.token_ids))})
     position = token_picker(c1, "ex_attr_pos", translator, translation.token_ids)
     target = translation.token_ids[position]
     found = _memo("ex_attr_candidates", (str(translator.checkpoint.path), tuple(translation.source_ids),
@@ -109,7 +110,12 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                   lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position))
     probs = {c.token: c.log_prob for c in found}
     foils = [None, *(c.token for c in found if c.token != target)]
-    choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
+    linked, problems = links.read_index(link(), "foil", translator.model.config.tgt_vocab_size)
+    link_problems(problems if linked is None or linked in foils else
+                  [f"Foil {linked} of the link is not among this token's candidates; nothing is contrasted."])
+    if linked is not None:
+        st.session_state["ex_attr_foil"] = linked if linked in foils else None
+    foil = choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
                format_func=lambda f: "nothing: explain log p(token)" if f is None else
                f"{isolate(_piece(translator, f))} (log p {probs[f]:.2f})",
                help="The model's next most probable tokens at this position.")
@@ -117,6 +123,7 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                  help="Points of the Riemann sum along the path from the baseline; more steps, smaller gap.")
     c4.selectbox("IG baseline", list(BASELINES), key="ex_attr_baseline",
                  help="zeros: every token embedding 0; pad: every token the <pad> embedding.")
+    share(pos=str(position) if position else None, foil=None if foil is None else str(foil))
     picks = _attribution_picks(translation)
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids), *picks)
     result = _memo("ex_attr_result", request, lambda: _attribute(translator, translation, *picks))

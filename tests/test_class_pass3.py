@@ -299,3 +299,15 @@ def test_attribution_bars_have_axis_titles_and_say_why_token_0_has_no_prefix(tin
     later = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)
     titles = [a["text"] for a in attribution_figures.attribution_bars(later).to_dict()["layout"]["annotations"]]
     assert "empty" not in " ".join(titles)
+
+
+# ----------------------------------------------------------------------------- 26-29. the lenses against their papers
+
+
+def test_the_lenses_command_help_says_its_description_whole(capsys):  # item 29
+    from transformer.explain.lenses.__main__ import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "scored on a teaching model's gold links" in shown and "faithfulness to occlusion." in shown

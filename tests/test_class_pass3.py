@@ -311,3 +311,11 @@ def test_the_lenses_command_help_says_its_description_whole(capsys):  # item 29
         parse_args(["--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "scored on a teaching model's gold links" in shown and "faithfulness to occlusion." in shown
+
+
+def test_the_rollout_help_says_what_rollout_to_the_source_carries_and_what_not():  # item 28
+    from ui.shared.lens_switch import NOTES
+
+    note = " ".join(NOTES["rollout"].split())
+    assert "mean cross-attention" in note and "no residual" in note
+    assert "nothing through the decoder's self-attention" in note and "ALTI+" in note

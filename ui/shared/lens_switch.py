@@ -38,8 +38,10 @@ NOTES = {
     "shift_norm": "Shift-Att over the norm-weighted maps: cross-attention shifted by one step, every map weighted "
                   "by the norms of what it moves.",
     "rollout": "Attention rollout with the residual (Abnar & Zuidema, 2020): how much each position draws on each "
-               "input token, through every layer below; cross-attention is carried through the encoder's rollout to "
-               "the source words. One map per layer, of all heads together.",
+               "input token, through every layer below. Cross-attention to the source is each decoder layer's mean "
+               "cross-attention times the encoder's rollout: no residual and nothing through the decoder's "
+               "self-attention, so it says where that layer reads in the source words, not how much of the output "
+               "token comes from them (ALTI+ carries both). One map per layer, of all heads together.",
     "alti": "ALTI+ (Ferrando et al., 2022): each output token's contributions from the source words (cross-attention "
             "map) and from the target prefix (decoder self-attention map), through the whole model; a token's "
             "two maps together sum to 1. One map per layer, of all heads together.",

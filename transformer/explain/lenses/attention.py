@@ -19,7 +19,9 @@ of a layer together gives one map per layer (H = 1).
   residual, A~_l = 0.5 mean_h A_l + 0.5 I (rows renormalised), and the encoder's layer l map is
   R_l = A~_l ... A~_1: how much each position draws on each *input* token. Decoder self-attention is rolled out
   the same way; cross-attention of decoder layer l is carried to the source tokens: mean_h A_cross,l R_L with
-  R_L the whole encoder's rollout.
+  R_L the whole encoder's rollout. That product has no residual and carries nothing through the decoder's
+  self-attention (ALTI+'s decoder rollout does both): where layer l reads in the source words, not the share of
+  an output token that comes from them.
 """
 
 from __future__ import annotations

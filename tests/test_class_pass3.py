@@ -15,7 +15,7 @@ from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translator
 from transformer.explain import views
-from transformer.explain.attribution import attribute, candidates
+from transformer.explain.attribution import MAX_IG_STEPS, attribute, candidates
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import RunFiles, write_status
 from ui.explain import attribution_figures
@@ -319,3 +319,24 @@ def test_the_rollout_help_says_what_rollout_to_the_source_carries_and_what_not()
     note = " ".join(NOTES["rollout"].split())
     assert "mean cross-attention" in note and "no residual" in note
     assert "nothing through the decoder's self-attention" in note and "ALTI+" in note
+
+
+def test_integrated_gradients_raises_its_steps_until_the_gap_is_under_5_percent(tiny):  # item 27
+    translator = Translator(load_checkpoint(tiny / "tiny"))
+    translation = translator.translate(WOMAN)
+    args = (translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 1)
+    coarse = attribute(*args, steps=1, methods=["integrated_gradients"]).completeness
+    assert coarse.steps == 1 and coarse.relative_gap >= 0.05  # one point misses: the case to raise
+    raised = attribute(*args, steps=1, methods=["integrated_gradients"], target_gap=0.05).completeness
+    assert raised.relative_gap < 0.05 and 1 < raised.steps <= MAX_IG_STEPS
+    bounded = attribute(*args, steps=1, methods=["integrated_gradients"], target_gap=1e-9, max_steps=8).completeness
+    assert bounded.steps == 8  # never past the bound, even when the gap stays over the target
+
+
+def test_the_attribution_view_shows_the_steps_integrated_gradients_used(monkeypatch, tmp_path, tiny):  # item 27
+    at = opened(app(monkeypatch, tmp_path, tiny), "pages/6_Explain_heads.py", model="tiny", view="attribution",
+                text=WOMAN)
+    assert at.selectbox(key="ex_attr_steps").value == "auto"
+    (gap,) = [m for m in at.metric if m.label.startswith("IG completeness gap at ")]
+    steps = int(gap.label.split(" at ")[1].split()[0])
+    assert float(gap.value.rstrip("%")) < 5 or steps == MAX_IG_STEPS

@@ -36,6 +36,7 @@ from transformer.model.layers import Transformer
 METHODS = {"saliency": "saliency ‖∇f‖", "input_x_gradient": "input × gradient",
            "integrated_gradients": "integrated gradients", "occlusion": "occlusion (word → <unk>)"}
 BASELINES = ("zeros", "pad")
+MAX_IG_STEPS = 800  # integrated gradients' bound when it raises its steps to meet a completeness gap
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,12 @@ def candidates(model: Transformer, source_ids: Sequence[int], output_ids: Sequen
 
 def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], position: int,
               *, foil: int | None = None, steps: int = 50, baseline: str = "zeros",
-              methods: Sequence[str] = tuple(METHODS)) -> TokenAttribution:
-    """Attribute output token `position` of output_ids (the translation of source_ids) with each of `methods`."""
+              methods: Sequence[str] = tuple(METHODS), target_gap: float | None = None,
+              max_steps: int = MAX_IG_STEPS) -> TokenAttribution:
+    """Attribute output token `position` of output_ids (the translation of source_ids) with each of `methods`.
+
+    Integrated gradients runs `steps` path points; with target_gap (0.05: 5%) it doubles them until its
+    completeness gap is under target_gap or max_steps is reached (`completeness.steps`: the steps used)."""
     if not 0 <= position < len(output_ids):
         raise ValueError(f"position {position} is outside the output of {len(output_ids)} tokens")
     if unknown := set(methods) - set(METHODS):
@@ -182,8 +187,12 @@ def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_i
                 results["input_x_gradient"] = scores("input_x_gradient", (e_src * g_src).sum(-1)[0],
                                                      (e_tgt * g_tgt).sum(-1)[0])
         if "integrated_gradients" in methods:
-            src_ig, tgt_ig, completeness = _integrated_gradients(model, inputs, e_src, e_tgt, target, foil, steps,
-                                                                 baseline, f_input)
+            while True:  # with target_gap: twice the steps until the attributions sum to f within it, or max_steps
+                src_ig, tgt_ig, completeness = _integrated_gradients(model, inputs, e_src, e_tgt, target, foil, steps,
+                                                                     baseline, f_input)
+                if target_gap is None or completeness.relative_gap < target_gap or steps >= max_steps:
+                    break
+                steps = min(2 * steps, max_steps)
             results["integrated_gradients"] = scores("integrated_gradients", src_ig, tgt_ig)
         if "occlusion" in methods:
             with torch.no_grad():

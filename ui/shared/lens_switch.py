@@ -31,7 +31,9 @@ NOTES = {
     "raw": "The attention weights themselves: alpha_ij, each row sums to 1.",
     "norm": "Each weight times the size of what that key sends through the head, ||alpha_ij f(x_j)|| with f the value "
             "projection and the head's slice of W^O, rows rescaled to 1 (Kobayashi et al., 2020). A key that gets "
-            "weight but sends a tiny vector (often </s> or punctuation) fades.",
+            "weight but sends a tiny vector (often </s> or punctuation) fades. These are the per-head maps, and "
+            "\"mean of heads\" is their mean; the paper's layer-level map, the norm of the vector all heads together "
+            "send (||Σ_h alpha^h_ij f^h(x_j)||), is the one `python -m transformer.explain.lenses` scores per layer.",
     "shift": "Cross-attention row t is the one of the next step, whose decoder input is token t (Chen et al., 2020): "
              "the decoder may look at a word's source once it has read it. The last token (</s>) gets the row of one "
              "extra step that reads it. Encoder and decoder self-attention are the raw weights.",

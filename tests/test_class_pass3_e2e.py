@@ -61,3 +61,23 @@ def test_beam_result_is_the_trees_winner_after_pressing_next_to_the_end(server, 
     result = page.locator("p", has_text=re.compile(r"^Result:")).first.inner_text()
     assert result.removeprefix("Result:").strip() == best.strip()
     assert page.locator(EXCEPTION).count() == 0
+
+
+def test_a_guide_step_link_opens_its_model_and_sentence_on_this_server(server, projector):  # noqa: F811  item 4
+    page = projector
+    page.goto(server + "/Teaching_guide")
+    link = page.locator("a", has_text=re.compile(r"^Translate & Attention with")).first
+    link.wait_for(timeout=60_000)
+    assert link.get_attribute("href").startswith("Translate?model=en-fr-bible&text=")  # relative: this server
+    if link.get_attribute("target") == "_blank":
+        with page.context.expect_page() as opened:
+            link.click()
+        shown = opened.value
+    else:
+        link.click()
+        shown = page
+    shown.wait_for_url(re.compile(r"/Translate\?.*model=en-fr-bible"), timeout=60_000)
+    box = shown.get_by_label(re.compile("English sentence"))
+    expect(box).to_have_value(SENTENCE, timeout=120_000)
+    expect(shown.get_by_text(re.compile(r"Dieu dit")).first).to_be_attached(timeout=120_000)  # its translation
+    assert shown.locator(EXCEPTION).count() == 0

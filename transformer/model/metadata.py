@@ -18,6 +18,7 @@ FIELDS: dict[str, tuple[type, ...]] = {  # top-level field -> the types it may h
     "n_params": (int,), "step": (int,), "epoch": (int,), "test_beam": (int,),
     "elapsed": NUMBER, "best_dev_bleu": NUMBER, "test_bleu": NUMBER, "test_chrf": NUMBER, "test_exact": NUMBER,
     "test_aer_best_head": (dict,),
+    "opening_sentence": (str,),  # the sentence the app's pages open on (else the corpus's first test sentence)
 }
 CORPUS_TEXT = ("kind", "src", "tgt", "src_translation", "tgt_translation", "path", "hf_name", "hf_config",
                "src_field", "tgt_field")

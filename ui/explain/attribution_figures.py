@@ -23,6 +23,8 @@ from ui.shared.heatmaps import escape, label_text, label_texts, short
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
+AXIS_TITLES = {"saliency": "gradient norm", "occlusion": "drop of f"}  # the others: contribution to f
+MIN_SCALE = 0.05  # Δ log p: the smallest end of a patching map's colour scale (the cells print two decimals)
 
 
 def completeness_line(attribution: TokenAttribution) -> str:
@@ -39,12 +41,14 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
     """One row of bars per method: the source words on the left, the words of the target prefix on the right.
     Each method has its own scale (a gradient norm and a log-probability drop are different units)."""
     methods = list(attribution.methods)
+    prefix_title = ("target prefix" if attribution.prefix_words else
+                    "target prefix (empty: the first token's decoder read only &lt;s&gt;)")
     n_src = max(len(attribution.source_words), 1)
     n_tgt = max(len(attribution.prefix_words), 0.3 * n_src, 2)  # room for the title above a short prefix
     fig = make_subplots(rows=len(methods), cols=2, shared_yaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.5 / max(len(methods), 1) if len(methods) > 1 else 0.0,
                         column_widths=[n_src / (n_src + n_tgt), n_tgt / (n_src + n_tgt)],
-                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source words", "target prefix")])
+                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source words", prefix_title)])
     src_labels, tgt_labels = label_texts(attribution.source_words), label_texts(attribution.prefix_words)
     for row, method in enumerate(methods, start=1):
         scores = attribution.methods[method]
@@ -55,8 +59,9 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
                 hovertemplate=f"{escape(METHODS[method])}<br>%{{customdata}}: %{{y:.4f}}<extra></extra>"),
                 row=row, col=col)
             fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=[short(t) for t in labels],
-                             tickangle=-60,
-                             tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col)
+                             tickangle=-60, tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col,
+                             title=dict(text="source word" if col == 1 else "target word", standoff=4))
+        fig.update_yaxes(title=dict(text=AXIS_TITLES.get(method, "contribution to f"), standoff=4), row=row, col=1)
     fig.update_layout(title=title or None, height=140 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=80),
                       bargap=0.25)
     return fig
@@ -92,9 +97,10 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
 def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
                  title: str, scale: float) -> go.Figure:
     """Effects (rows x columns) on a diverging scale centred at 0 and running to ±scale (e.g. the full
-    clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it)."""
+    clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it), never to
+    less than ±MIN_SCALE: differences of rounding noise stay near white instead of filling the scale."""
     z = np.asarray(values, dtype=np.float64)
-    top = max(float(scale), float(np.abs(z).max(initial=0.0)), 1e-6)
+    top = max(float(scale), float(np.abs(z).max(initial=0.0)), MIN_SCALE)
     text = [[f"{v:+.2f}" for v in row] for row in z]
     rotated = z.shape[1] > 8
     rows, cols = [short(t) for t in row_labels], [short(t) for t in col_labels]  # the axes'; hovers: up to HOVER_CHARS

@@ -140,9 +140,9 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     c1, c2 = st.columns(2)
     c1.markdown(f"**The trained model**\n\n{marked(translation.target_pieces, before)}")
     c2.markdown(f"**With {len(off)} head{'s' if len(off) > 1 else ''} off**\n\n{marked(new.target_pieces, after)}")
-    c1.metric("log P(its output)", f"{translation.score:.3f}")
-    c2.metric("log P(its output)", f"{new.score:.3f}", delta=f"{new.score - translation.score:+.3f}")
-    c2.metric("log P(the original output) without the heads", f"{under:.3f}",
+    c1.metric("log-probability of its output", f"{translation.score:.3f}")
+    c2.metric("log-probability of its output", f"{new.score:.3f}", delta=f"{new.score - translation.score:+.3f}")
+    c2.metric("log-probability of the original output without the heads", f"{under:.3f}",
               delta=f"{under - translation.score:+.3f}")
     st.caption("Orange pieces differ between the two outputs. The last number scores the trained model's output with "
                "the heads off: how much less likely the heads' absence makes it.")
@@ -233,20 +233,20 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
         pieces = translator.tokenizer.target_pieces(forced.predicted)
         new_att = as_attention(translator, translation.source_ids, translation.token_ids, forced)
         title = "what it predicts at each position, reading the whole output"
-        score, score_name = forced.score, "log P(the original output)"
+        score, score_name = forced.score, "log-probability of the original output"
     else:
         new = translated(changed, text, settings)
         if new is None:
             return
         pieces, new_att, title = new.target_pieces, new.attention, "its translation"
-        score, score_name = new.score, "log P(its output)"
+        score, score_name = new.score, "log-probability of its output"
     before, after = changed_tokens(translation.target_pieces, pieces)
     c1, c2 = st.columns(2)
     c1.markdown(f"**The trained model**\n\n{marked(translation.target_pieces, before)}")
     what = intervention.describe() if not intervention.identity else ""
     what = ", ".join(x for x in (what, "no causal mask" if no_causal else "") if x)
     c2.markdown(f"**{plain(what)}**: {title}\n\n{marked(pieces, after)}")
-    c1.metric("log P(its output)", f"{translation.score:.3f}")
+    c1.metric("log-probability of its output", f"{translation.score:.3f}")
     c2.metric(score_name, f"{score:.3f}", delta=f"{score - translation.score:+.3f}")
     if no_causal:
         st.caption("Without the mask, decoder self-attention fills its upper triangle: each query reads the tokens "
@@ -351,8 +351,8 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     c1, c2 = st.columns(2)
     c1.markdown(f"**This model**\n\n{plain(translation.text)}")
     c2.markdown(f"**{plain(choices[path])}**\n\n{plain(other.text)}")
-    c1.metric("log P(its output)", f"{translation.score:.3f}")
-    c2.metric("log P(its output)", f"{other.score:.3f}")
+    c1.metric("log-probability of its output", f"{translation.score:.3f}")
+    c2.metric("log-probability of its output", f"{other.score:.3f}")
     att_b = other.attention
     if len(att_b.cross) != len(translation.attention.cross) or att_b.cross[0].shape[0] != \
             translation.attention.cross[0].shape[0]:

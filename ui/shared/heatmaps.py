@@ -146,7 +146,7 @@ def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) 
     n_layers, n_heads, n_queries, n_keys = maps.shape
     fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
                         row_titles=[f"layer {i}" for i in range(n_layers)],
-                        column_titles=[f"head {h}" for h in range(n_heads)])
+                        column_titles=["all heads"] if n_heads == 1 else [f"head {h}" for h in range(n_heads)])
     for layer in range(n_layers):
         for head in range(n_heads):
             fig.add_trace(go.Heatmap(z=maps[layer, head], zmin=0.0, zmax=1.0, colorscale=COLORSCALE, showscale=False,
@@ -183,7 +183,8 @@ def model_view_pick(selection: Mapping, n_heads: int) -> tuple[int, int] | None:
 def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
     """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding)."""
     rows = np.asarray(rows, dtype=np.float64)
-    return attention_heatmap(rows, [f"head {h}" for h in range(rows.shape[0])], key_labels, title=title,
+    heads = ["all heads"] if rows.shape[0] == 1 else [f"head {h}" for h in range(rows.shape[0])]  # a layer-level lens
+    return attention_heatmap(rows, heads, key_labels, title=title,
                              query_name="head", row_px=40)
 
 

@@ -231,6 +231,17 @@ def summary(metadata: dict[str, Any]) -> str:
     return (language_pair(metadata) or "? → ?") + (f": {what}" if what else "")
 
 
+def vocabulary(tokenizer) -> str:
+    """The vocabulary as the Home page states it; a shared one says that the decoder may write any of its pieces."""
+    if tokenizer is None:
+        return "none (checkpoint has no tokenizer)"
+    if tokenizer.shared:
+        return (f"{tokenizer.kind}, one vocabulary of {tokenizer.tgt_vocab_size:,} pieces shared by both languages: "
+                "the decoder may write a source-language piece too (sampling at temperature 1 with no top-k or "
+                "top-p shows some)")
+    return f"{tokenizer.kind}, {tokenizer.src_vocab_size:,} source / {tokenizer.tgt_vocab_size:,} target"
+
+
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
     """The facts the Home page lists about a loaded model."""
     corpus = metadata.get("corpus") or {}
@@ -241,8 +252,7 @@ def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
         "d_model": str(config.d_model),
         "d_ff": str(config.d_ff),
         "parameters": f"{metadata['n_params']:,}" if "n_params" in metadata else "?",
-        "vocabulary": (f"{tokenizer.kind}, {tokenizer.src_vocab_size:,} source / {tokenizer.tgt_vocab_size:,} target"
-                       if tokenizer is not None else "none (checkpoint has no tokenizer)"),
+        "vocabulary": vocabulary(tokenizer),
         "training data": metadata.get("description", "not recorded"),
         "training steps": str(metadata.get("step", "not recorded")),
     }

@@ -53,7 +53,7 @@ def sampling_params(values: Mapping[str, Any] | None) -> dict[str, str | None]:
 
 
 def _draw_again(key: str) -> None:
-    st.session_state[f"{key}_seed"] = (st.session_state[f"{key}_seed"] + 1) % MAX_SEED
+    st.session_state[f"{key}_seed"] = (st.session_state.get(f"{key}_seed", 0) + 1) % MAX_SEED
 
 
 def sampling_controls(key: str, link: Mapping[str, str], columns: list) -> tuple[SearchSettings, list[str]]:

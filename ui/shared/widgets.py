@@ -150,7 +150,10 @@ def _more_models() -> None:
 
 
 def _picked() -> None:
-    st.session_state[MODEL_KEY] = st.session_state["_model_select"]
+    # A callback may run after its key was dropped (open_model, between the browser's widget state and its rerun):
+    # every callback reads its widget with .get and does nothing without it (tests/test_class_pass3.py).
+    if (path := st.session_state.get("_model_select")) is not None:
+        st.session_state[MODEL_KEY] = path
 
 
 def open_model(path: str) -> None:
@@ -217,7 +220,8 @@ def choice_box(container: Any, label: str, options: Sequence[T], *, key: str, fo
 
 
 def _chosen(key: str, widget: str, options: list) -> None:
-    st.session_state[key] = options[st.session_state[widget]]
+    if (index := st.session_state.get(widget)) is not None:
+        st.session_state[key] = options[index]
 
 
 def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:

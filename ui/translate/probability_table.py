@@ -21,6 +21,12 @@ STYLE = ("<style>.prob-table{border-collapse:collapse;margin:0.2em 0 0.6em 0}"
          ".prob-table td.pos{color:#888;font-size:0.8em}</style>")
 
 
+def readable(p: float) -> str:
+    """A probability in at most 7 characters that never reads as 0 unless it is: 0.412, 0.003, then 2.3e-05 below
+    0.001 (a sampled piece at a high temperature is often that unlikely)."""
+    return f"{p:.3f}" if p >= 0.001 or p == 0 else f"{p:.1e}"
+
+
 def rows(pieces: Sequence[str], probs: Sequence[float], per_row: int = PER_ROW) -> list[list[tuple[int, str, float]]]:
     """(position from 1, label as shown, probability) in rows of at most per_row, in reading order of the pieces."""
     if len(pieces) != len(probs):
@@ -46,5 +52,5 @@ def probability_table(pieces: Sequence[str], probs: Sequence[float], *, rtl: boo
     for row in rows(pieces, probs, per_row):
         body.append("<tr>" + "".join(f'<td class="pos">{i}</td>' for i, _, _ in row) + "</tr>")
         body.append("<tr>" + "".join(_heading(label) for _, label, _ in row) + "</tr>")
-        body.append("<tr>" + "".join(f"<td>{p:.3f}</td>" for _, _, p in row) + "</tr>")
+        body.append("<tr>" + "".join(f"<td>{readable(p)}</td>" for _, _, p in row) + "</tr>")
     return f'{STYLE}<table class="prob-table"{direction}>{"".join(body)}</table>'

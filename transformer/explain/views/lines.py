@@ -97,6 +97,8 @@ def _lines(maps: np.ndarray, layer: int, head: int, positions: Sequence[int], x_
 
 
 def _head_boxes(n_heads: int, on: set[int]) -> str:
+    if n_heads == 1:  # one map per layer (a layer-level lens): no head to switch
+        return ""
     boxes = "".join(f'<label><input type="checkbox" class="head" value="{h}"{" checked" if h in on else ""}>'
                     f'<span class="sw" style="background:{HEAD_COLOURS[h % len(HEAD_COLOURS)]}"></span>head {h}'
                     "</label>" for h in range(n_heads))

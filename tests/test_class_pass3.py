@@ -10,6 +10,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
+from tests.conftest import SPECIALS
 from tests.test_app import figures_of
 from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
@@ -273,7 +274,8 @@ WOMAN = "the woman reads a book ."
 def test_the_attribution_token_and_foil_are_kept_in_the_link(monkeypatch, tmp_path, tiny):  # item 15
     translator = Translator(load_checkpoint(tiny / "tiny"))
     translation = translator.translate(WOMAN)
-    foil = next(c.token for c in candidates(translator.model, translation.source_ids, translation.token_ids, 1)
+    foil = next(c.token for c in candidates(translator.model, translation.source_ids, translation.token_ids, 1,
+                                         specials=translator.specials)
                 if c.token != translation.token_ids[1])
     at = opened(app(monkeypatch, tmp_path, tiny), "pages/6_Explain_heads.py", model="tiny", view="attribution",
                 text=WOMAN, pos="1", foil=str(foil))
@@ -349,8 +351,8 @@ def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # ite
     from transformer.explain.lenses.trace import trace
 
     model = tiny()
-    traced = trace(model, SRC, OUT)
-    maps = lens_maps(model, SRC, OUT, "norm")
+    traced = trace(model, SRC, OUT, specials=SPECIALS)
+    maps = lens_maps(model, SRC, OUT, "norm", specials=SPECIALS)
     attn, sub = model.decoder_layers[1].cross_attn, traced.cross[1]
     H, Dh = model.config.n_heads, model.config.d_head
     _, v = attn.project_kv(sub.keys_input[None])  # (1, H, S, Dh)
@@ -364,7 +366,7 @@ def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # ite
     torch.testing.assert_close(layer, expected, atol=1e-5, rtol=1e-4)
     assert not torch.allclose(layer, maps.cross[1].mean(dim=0), atol=1e-3)  # not the mean of the per-head maps
     assert len(maps.cross[1]) == H  # the per-head maps stay as they are
-    assert lens_maps(model, SRC, OUT, "raw").layer_maps is None  # the other lenses' layer map: the heads' mean
+    assert lens_maps(model, SRC, OUT, "raw", specials=SPECIALS).layer_maps is None  # the others: the heads' mean
 
 
 def test_the_lenses_command_scores_the_norm_lens_layer_by_its_own_map():  # item 26
@@ -380,7 +382,7 @@ def test_the_lenses_command_scores_the_norm_lens_layer_by_its_own_map():  # item
     expected = [AlignmentCounts() for _ in range(teaching.model.config.n_decoder_layers)]
     for ex in examples:
         src_ids, output, src_words, tgt_words = _usable(teaching.tokenizer, ex, teaching.model.config.max_len - 1)
-        layers = lens_maps(teaching.model, src_ids, output, "norm").layer_maps.cross
+        layers = lens_maps(teaching.model, src_ids, output, "norm", specials=teaching.specials).layer_maps.cross
         for i, layer in enumerate(layers):
             expected[i] += count_links(argmax_links(word_attention(layer, tgt_words, src_words)[0]), ex.links,
                                        ex.possible)

@@ -168,3 +168,42 @@ def test_neurons_fire_on_the_pieces_named():
     assert found.firings[0].token == pairs[expected[0][1]][1][expected[0][2]]
     with pytest.raises(ValueError, match="side must be"):
         neuron_examples(model, pairs, "middle", 0, [0])
+
+
+def test_the_view_draws_every_stage_and_sampling_s_numbers():
+    import base64
+    import json
+    import re
+    import zlib
+
+    from transformer.explain.views import stage_label, token_flow_view
+    from transformer.explain.views.token_flow import strip_png
+
+    torch.manual_seed(4)
+    model = Transformer(tiny_config()).eval()
+    flow = token_flow(model, [5, 9, 12, 2], [BOS_ID, 8, 4], 2)
+    pieces = {5: "<script>", 9: "سلام"}  # a piece that is markup, and an Arabic one
+    label = lambda ids: [pieces.get(i, f"p{i}") for i in ids]  # noqa: E731
+    view = token_flow_view(flow, label, label, stage="dec.1.cross_attn", seed=7, font_px=18)
+    assert "<script>(" in view.html and "&lt;script&gt;" in view.html
+    assert view.html.count("<script>") == 1  # the piece never opens a script
+    assert re.search(r'class="stage on" data-key="dec.1.cross_attn"', view.html)
+    assert '<details open data-group="dec.1">' in view.html and view.html.count("<details open") == 1
+    assert '<bdi dir="auto" title="سلام">' in view.html
+    data = json.loads(re.search(r"\),(\{.*\})\);</script>", view.html).group(1))
+    assert len(data["temps"]) == len(TEMPERATURES) and len(data["vectors"]) == sum(len(s.vectors) for s in flow.stages)
+    for row in data["temps"][::7]:
+        probs = flow.output.probabilities(row["t"])
+        assert row["p"] == pytest.approx([float(probs[c.token]) for c in flow.output.candidates])
+        assert row["label"] == label([flow.output.sampled(row["t"], seed=7)])[0]
+    assert data["greedy"] == label([flow.output.greedy])[0]
+    assert stage_label("dec.1.cross_attn") == "decoder layer 1: cross-attention"
+    with pytest.raises(ValueError, match="stage must be one of src.embed"):
+        token_flow_view(flow, label, label, stage="dec.9.ffn")
+    with pytest.raises(ValueError, match="font_px must be from 12 to 40"):
+        token_flow_view(flow, label, label, font_px=8)
+    png = base64.b64decode(strip_png([1.0, -2.0, 0.0]).split(",")[1])  # 3 x 1 pixels: blue, full red, white
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    idat = png[png.index(b"IDAT") + 4: png.index(b"IEND") - 8]
+    assert (width, height) == (3, 1)
+    assert zlib.decompress(idat)[1:] == bytes([157, 186, 215, 208, 100, 76, 255, 255, 255])

@@ -20,7 +20,7 @@ PATCHING = ("clean", "other", "pos", "token")  # Explain heads' patching view: i
 VIEW_ONLY = {"search": ("ref",), "patching": PATCHING}  # Explain heads: parameters of one view only
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
-               "learn": ("model", "text", "layer", "head", "query"),
+               "learn": ("model", "text", "layer", "head", "query", "token", "stage"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
                "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING)}
 

@@ -62,3 +62,16 @@ def test_a_stage_or_token_this_model_lacks_is_said(at):
     assert "Token '99' in the link does not exist" in said and "Stage 'dec.7.cross_attn' in the link does not" in said
     assert at.session_state["learn_flow_stage"] == "dec.1.feed_forward"  # the decoder's last sublayer
     assert at.session_state["learn_flow_token"] == 0
+
+
+def test_the_report_follows_the_token_the_model_was_least_sure_of():
+    from transformer.decoding.translate import Translator
+    from ui.explain import html_report
+
+    translator = Translator(ROOT / "checkpoints" / TEACHING)
+    translation = translator.translate("My sister does not eat bread.", attention=True)
+    sections = html_report.flow_sections(translator, translation)
+    html = html_report.sentence_report(translation, model=TEACHING, extra=sections)
+    least = min(range(len(translation.token_probs)), key=translation.token_probs.__getitem__)
+    assert html.count('<div class="tf"') == 1 and f"Output token {least}, " in sections[0]
+    assert f"(output position {least};" in html

@@ -241,12 +241,12 @@ def _stage(model: Transformer, sub: _Sub, side: str, layer: int, pos: int, final
     name = NAMES[sub.kind]
     if model.config.norm_first:
         vectors = (Vector("h = LayerNorm(x)", "h = γ ⊙ (x − mean) / √(var + ε) + β", sub.h[pos]),
-                   Vector(f"{name} output", _equation(model, sub.kind, side, "h"), sub.out[pos]),
-                   Vector("x + output", "the residual add: x ← x + output", sub.after[pos]))
+                   Vector(f"a = {name}(h)", _equation(model, sub.kind, side, "h"), sub.out[pos]),
+                   Vector("x ← x + a", "the residual add: the stream plus what the sublayer adds", sub.after[pos]))
     else:
-        vectors = (Vector(f"{name} output", _equation(model, sub.kind, side, "x"), sub.out[pos]),
-                   Vector("x + output", "the residual add", sub.add[pos]),
-                   Vector("LayerNorm(x + output)", "x ← γ ⊙ (y − mean) / √(var + ε) + β", sub.after[pos]))
+        vectors = (Vector(f"a = {name}(x)", _equation(model, sub.kind, side, "x"), sub.out[pos]),
+                   Vector("y = x + a", "the residual add: the stream plus what the sublayer adds", sub.add[pos]),
+                   Vector("x ← LayerNorm(y)", "x ← γ ⊙ (y − mean) / √(var + ε) + β", sub.after[pos]))
     added = sub.out[pos]
     neurons: tuple[Neuron, ...] = ()
     if sub.hidden is not None:

@@ -49,7 +49,8 @@ root.querySelector('.rest').textContent=t.rest.toFixed(4);
 say.textContent='Greedy search takes «'+data.greedy+'». Sampling at temperature '+t.t.toFixed(2)+' (seed '+data.seed+
 ') would draw «'+t.label+'», of probability '+t.sp.toFixed(4)+'.';};
 slider.addEventListener('input',draw);draw();
-const on=root.querySelector('.stage.on');if(on&&data.scroll)on.scrollIntoView({block:'start'});}"""
+const on=root.querySelector('.stage.on');const doc=document.scrollingElement;
+if(on&&data.scroll&&doc)doc.scrollTop=on.closest('details').getBoundingClientRect().top+doc.scrollTop;}"""
 
 
 def strip_png(values: Sequence[float]) -> str:
@@ -91,10 +92,12 @@ def _stage_html(stage: Stage, on: bool, vectors: list[list[float]], key_pieces: 
     rows = []
     for vec in stage.vectors:
         vectors.append([round(float(v), 5) for v in vec.values])
-        rows.append(f'<div class="row"><span class="name">{esc(vec.name)}</span><span class="strip"><img alt="" '
-                    f'data-v="{len(vectors) - 1}" src="{strip_png(vectors[-1])}"></span><span class="norm">'
-                    f'|v| = {float(vec.values.norm()):.2f}</span><span class="hv"></span></div>'
-                    f'<div class="eq">{esc(vec.equation)}</div>')
+        # a norm's and a residual add's equations are in their names' hover, so that a layer fits on a projector
+        shown = stage.layer is None or vec.name.startswith("a = ")
+        rows.append(f'<div class="row"><span class="name" title="{esc(vec.equation)}">{esc(vec.name)}</span>'
+                    f'<span class="strip"><img alt="" data-v="{len(vectors) - 1}" src="{strip_png(vectors[-1])}">'
+                    f'</span><span class="norm">|v| = {float(vec.values.norm()):.2f}</span><span class="hv"></span>'
+                    '</div>' + (f'<div class="eq">{esc(vec.equation)}</div>' if shown else ""))
     if stage.attention is not None:
         mean = stage.attention.mean(0)  # (L_k,): the heads' average
         top = mean.topk(min(3, mean.numel())).indices.tolist()
@@ -104,9 +107,10 @@ def _stage_html(stage: Stage, on: bool, vectors: list[list[float]], key_pieces: 
         said = []
         for n in stage.neurons:
             fires = neuron_pieces.get(n.index)
-            where = f" (fires most on {', '.join(_piece(p) for p in fires)})" if fires else ""
-            said.append(f"<li>neuron {n.index}: {n.activation:.2f}, adds {n.contribution:.2f}{where}</li>")
-        rows.append(f"<div>The neurons that fire most:</div><ul style='margin:0'>{''.join(said)}</ul>")
+            where = f", fires most on {' '.join(_piece(p) for p in fires)}" if fires else ""
+            said.append(f"<b>{n.index}</b> ({n.activation:.2f}, adds {n.contribution:.2f}{where})")
+        rows.append(f"<div>The neurons that fire most (activation, the norm of what each adds): "
+                    f"{' · '.join(said)}</div>")
     return (f'<div class="stage{" on" if on else ""}" data-key="{esc(stage.key)}"><div class="title">'
             f'{esc(stage.title)} <span class="sum">{_added(stage)}</span></div>{"".join(rows)}</div>')
 
@@ -178,7 +182,7 @@ def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Piece
     panels.append(f'<details{" open" if open_group == "output" else ""} data-group="output"><summary>'
                   f'{names["output"]}</summary>{final}{output_html}</details>')
     data.update(vectors=vectors, barpx=12 * font_px, scroll=stage != keys[0])
-    css = CSS % {"font": FONT, "px": font_px, "name": 11 * font_px, "strip": max(16, int(1.4 * font_px))}
+    css = CSS % {"font": FONT, "px": font_px, "name": 12 * font_px, "strip": max(16, int(1.4 * font_px))}
     target = target_pieces([flow.output.greedy])[0]
     note = ("pre-LN: the embedding and the sublayers' outputs sum to the last stream, so the shares sum to 100%"
             if flow.norm_first else "post-LN: each sublayer's sum is normalised again, so the shares need not sum "
@@ -188,7 +192,7 @@ def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Piece
         f"model's most probable next piece: {_piece(target)}). Each strip is a vector of d_model = "
         f"{len(flow.output.state)} numbers, blue positive, red negative, on its own scale; hover it for a number. "
         f"|a|: the norm of what a sublayer adds to the residual stream, (%): its share of the stack's last stream "
-        f"({note}).</div>")
+        f"({note}). LayerNorm(x) = γ ⊙ (x − mean(x)) / √(var(x) + ε) + β.</div>")
     root = new_id("tf")
     html = (f'<style>{css}</style><div class="tf" id="{root}">{heading}{"".join(panels)}</div>'
             f"<script>({TF_JS})(document.getElementById('{root}'),{data_json(data)});</script>")

@@ -75,3 +75,14 @@ def test_the_report_follows_the_token_the_model_was_least_sure_of():
     least = min(range(len(translation.token_probs)), key=translation.token_probs.__getitem__)
     assert html.count('<div class="tf"') == 1 and f"Output token {least}, " in sections[0]
     assert f"(output position {least};" in html
+
+
+def test_the_neurons_pieces_come_from_test_sentences_on_demand(at):
+    opened(at, model=TEACHING, text=SENTENCE, token="10", stage="dec.1.feed_forward")
+    assert "fires most on" not in flow_frame(at)  # nothing loaded until asked
+    at.checkbox(key="learn_flow_neurons").check().run()
+    assert not at.exception, at.exception
+    frame = flow_frame(at)
+    stage = frame[frame.index('data-key="dec.1.feed_forward"'):]
+    stage = stage[:stage.index("</div></div>") if "</div></div>" in stage else len(stage)]
+    assert stage.count("fires most on") == 5  # each of the five busiest neurons, with its pieces

@@ -50,7 +50,7 @@ say.textContent='Greedy search takes «'+data.greedy+'». Sampling at temperatur
 ') would draw «'+t.label+'», of probability '+t.sp.toFixed(4)+'.';};
 slider.addEventListener('input',draw);draw();
 const on=root.querySelector('.stage.on');const doc=document.scrollingElement;
-if(on&&data.scroll&&doc)doc.scrollTop=on.closest('details').getBoundingClientRect().top+doc.scrollTop;}"""
+if(on&&data.scroll&&doc&&window.self!==window.top)doc.scrollTop=on.closest('details').getBoundingClientRect().top+doc.scrollTop;}"""
 
 
 def strip_png(values: Sequence[float]) -> str:
@@ -181,6 +181,7 @@ def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Piece
     final = "".join(_stage_html(s, s.key == stage, vectors, [], {}) for s in groups.get("output", []))
     panels.append(f'<details{" open" if open_group == "output" else ""} data-group="output"><summary>'
                   f'{names["output"]}</summary>{final}{output_html}</details>')
+    # scrolled to its stage only inside a frame of its own (the app's), never a notebook's or a report's page
     data.update(vectors=vectors, barpx=12 * font_px, scroll=stage != keys[0])
     css = CSS % {"font": FONT, "px": font_px, "name": 12 * font_px, "strip": max(16, int(1.4 * font_px))}
     target = target_pieces([flow.output.greedy])[0]

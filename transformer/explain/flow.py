@@ -28,8 +28,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.results import next_token_log_probs
 from transformer.decoding.sampling import draw, sample_generator, tempered, uniforms
+from transformer.decoding.translate import Translation
 from transformer.explain import checks
 from transformer.explain.stream import Inputs, next_token_logits
 from transformer.model.layers import Transformer
@@ -322,6 +324,12 @@ def token_flow(model: Transformer, source_ids: Sequence[int], decoder_input: Seq
     output = Output(trace.final[position], logits, log_probs, candidates, position)
     return TokenFlow(tuple(source_ids), tuple(decoder_input), position, s, model.config.norm_first, tuple(stages),
                      output)
+
+
+def translation_inputs(translation: Translation) -> tuple[list[int], list[int]]:
+    """(source ids, decoder input) of a `Translator` translation: the decoder read <s> and the output but its last
+    token, so that position t predicts output token t."""
+    return list(translation.source_ids), [BOS_ID, *translation.token_ids[:-1]]
 
 
 # ----------------------------------------------------------------------------- neurons across sentences

@@ -12,10 +12,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
-from transformer.explain.flow import token_flow
+from transformer.explain.flow import token_flow, translation_inputs
 from transformer.explain.lenses import LABELS, LensMaps
 from ui.explain import head_maps
 from ui.shared import attention_maps, heatmaps
@@ -111,7 +110,7 @@ def flow_sections(translator: Translator, translation: Translation) -> list[str]
     if not translation.token_ids:
         return []
     token = min(range(len(translation.token_ids)), key=lambda i: translation.token_probs[i])
-    flow = token_flow(translator.model, translation.source_ids, [BOS_ID, *translation.token_ids[:-1]], token)
+    flow = token_flow(translator.model, *translation_inputs(translation), token)
     tok = translator.tokenizer
     labels = lambda pieces: [piece_labels([p])[0] for p in pieces]  # noqa: E731  (each piece on its own)
     view = views.token_flow_view(flow, lambda ids: labels(tok.source_pieces(ids)),

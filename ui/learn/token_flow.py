@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.translate import Translation, Translator
-from transformer.explain.flow import neuron_examples, token_flow
+from transformer.explain.flow import neuron_examples, token_flow, translation_inputs
 from transformer.explain.views import stage_label, token_flow_view
 from ui.shared import class_mode
 from ui.shared.bidi import piece_labels
@@ -45,8 +44,7 @@ def _neuron_pieces(translator: Translator, flow, sentences: list[str]) -> dict[t
     tok = translator.tokenizer
     pairs = []
     for text in sentences:
-        translation = translator.translate(text)
-        pairs.append((translation.source_ids, [BOS_ID, *translation.token_ids[:-1]]))
+        pairs.append(translation_inputs(translator.translate(text)))
     found: dict[tuple[str, int, int], list[str]] = {}
     for stage in flow.stages:
         if not stage.neurons:
@@ -74,9 +72,8 @@ def flow_section(translator: Translator, translation: Translation, examples: Cal
     c1, c2 = st.columns(2)
     token = choice_box(c1, "Output token", list(range(len(out))), key="learn_flow_token",
                        format_func=lambda i: f"{i}: {out[i]}", follow=lambda old, opts: 0)
-    decoder_input = [BOS_ID, *translation.token_ids[:-1]]
     with decode_turn() as on_wait, decode_slot(on_wait):
-        flow = token_flow(translator.model, translation.source_ids, decoder_input, token)
+        flow = token_flow(translator.model, *translation_inputs(translation), token)
     _seed_stage(flow.keys)
     default = next(k for k in reversed(flow.keys) if k.startswith("dec.") or k == "tgt.embed")
     if st.session_state.get("learn_flow_stage") not in flow.keys:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import HypothesisStep, SearchStep
 from transformer.decoding.translate import TranslationAttention, Translator
 from transformer.explain.arithmetic import CellArithmetic
@@ -96,11 +95,10 @@ def one_token(translator: Translator, text: str, token: int = 0, *, stage: str |
               font_px: int = 13) -> View:
     """Output token `token` of the translation of `text` (greedy search) through the whole model: the flow view
     (`transformer.explain.flow.token_flow`) with `stage` open."""
-    from transformer.explain.flow import token_flow
+    from transformer.explain.flow import token_flow, translation_inputs
 
     translation = translator.translate(text)
-    decoder_input = [BOS_ID, *translation.token_ids[:-1]]  # what the decoder read: row t predicts output token t
-    flow = token_flow(translator.model, translation.source_ids, decoder_input, token)
+    flow = token_flow(translator.model, *translation_inputs(translation), token)
     tok = translator.tokenizer
     return token_flow_view(flow, tok.source_pieces, tok.target_pieces, stage=stage, seed=seed, font_px=font_px,
                            title=f"{text} → {translation.text}")

@@ -77,7 +77,7 @@ def worst(translator: Translator, text: str) -> None:
     for beam in (1, 4, 8):
         settings = SearchSettings(beam_size=beam, nbest=min(3, beam))
         seconds, result = timed(partial(translation_gate.translate, translator, text, settings))
-        session = DecodingSession(translator.model, ids, bounded(settings))
+        session = DecodingSession(translator.model, ids, bounded(settings), specials=translator.specials)
         step_seconds, _ = timed(session.run_to_end)
         print(f"   beam {beam}: translate {seconds:.2f} s ({len(result.token_ids)} pieces out), "
               f"step by step 'Run to end' {step_seconds:.2f} s")

@@ -111,9 +111,9 @@ def main() -> None:
     lengths = [len(t.token_ids) for t in translator.translate_batch(sentences)]
     pick = min(range(len(sources)), key=lambda i: abs(lengths[i] - args.target_tokens))
     src = torch.tensor([sources[pick]], device=translator.device)  # (1, S)
-    model = translator.model
-    times = alternate(lambda: greedy_decode(model, src), lambda: greedy_decode(model, src, use_cache=False),
-                      args.rounds)
+    model, specials = translator.model, translator.specials
+    times = alternate(lambda: greedy_decode(model, src, specials=specials),
+                      lambda: greedy_decode(model, src, specials=specials, use_cache=False), args.rounds)
     (ratio, low, high), cpu = ratios(times, "wall"), ratios(times, "cpu")
     cached = statistics.median(times["wall"][0])
     log.info("kv-cache: %.2f x recompute (%d tokens)   [wall, rounds %.2f-%.2f; CPU time %.2f x (%.2f-%.2f); "
@@ -123,8 +123,8 @@ def main() -> None:
     # 2. Beam search vs greedy, one sentence at a time (encoder included).
     few = [torch.tensor([ids], device=translator.device) for ids in sources[:args.beam_sentences]]  # (1, S) each
     beam = SearchSettings(beam_size=args.beam)
-    times = alternate(lambda: [search(model, s) for s in few], lambda: [search(model, s, beam) for s in few],
-                      args.rounds)
+    times = alternate(lambda: [search(model, s, specials=specials) for s in few],
+                      lambda: [search(model, s, beam, specials=specials) for s in few], args.rounds)
     (ratio, low, high), cpu = ratios(times, "wall"), ratios(times, "cpu")
     log.info("beam%d: %.2f x greedy   [wall, rounds %.2f-%.2f; CPU time %.2f x (%.2f-%.2f); per sentence greedy "
              "%.1f ms, beam %.1f ms; %d sentences]", args.beam, ratio, low, high, *cpu,

@@ -26,7 +26,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from transformer.data.tokenizer import BOS_ID  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain.attribution import attribute, candidates  # noqa: E402
 from transformer.explain.logit_lens import decoder_lens, logit_lens  # noqa: E402
@@ -57,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     translator = Translator(args.checkpoint)
-    model, tokenizer = translator.model, translator.tokenizer
+    model, tokenizer, specials = translator.model, translator.tokenizer, translator.specials
     translation = translator.translate(args.text, attention=True)
     src, out = translation.source_ids, translation.token_ids
     position = len(out) // 2
@@ -72,10 +71,10 @@ def main() -> None:
         "occlusion": attribution(["occlusion"]),
         "Attribution view (all four)": attribution(["saliency", "input_x_gradient", "integrated_gradients",
                                                     "occlusion"]),
-        "foil candidates": lambda: candidates(model, src, out, position),
-        "logit lens": lambda: logit_lens(model, src, out, k=5),
+        "foil candidates": lambda: candidates(model, src, out, position, specials=specials),
+        "logit lens": lambda: logit_lens(model, src, out, k=5, specials=specials),
         "DecoderLens (greedy, every layer)": lambda: decoder_lens(translator, args.text),
-        "activation patching": lambda: activation_patching(model, src, other, [BOS_ID, *out[:position]],
+        "activation patching": lambda: activation_patching(model, src, other, [specials.start, *out[:position]],
                                                            out[position]),
     }
     reference = median_s(lambda: translator.translate(args.text, attention=True), args.repeats)

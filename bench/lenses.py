@@ -54,12 +54,14 @@ def main() -> None:
     source, output = translation.source_ids, translation.token_ids
     print(f"{args.checkpoint}: source {len(source)} pieces, output {len(output)} pieces, {args.threads} thread(s)")
     reference = median_ms(lambda: translator.attention_maps(source, output), args.repeats)
-    raw = median_ms(lambda: lens_maps(translator.model, source, output, "raw"), args.repeats)
+    raw = median_ms(lambda: lens_maps(translator.model, source, output, "raw", specials=translator.specials),
+                    args.repeats)
     print(f"{'teacher-forced pass with maps':32s} {reference:8.1f} ms")
     print(f"{'lens':32s} {'ms':>8s} {'x raw':>7s} {'x pass':>7s}")
     for lens in LENSES:
         ms = raw if lens == "raw" else median_ms(
-            lambda lens=lens: lens_maps(translator.model, source, output, lens), args.repeats)
+            lambda lens=lens: lens_maps(translator.model, source, output, lens, specials=translator.specials),
+            args.repeats)
         print(f"{lens:32s} {ms:8.1f} {ms / raw:7.2f} {ms / reference:7.2f}")
 
 

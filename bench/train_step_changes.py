@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from train_throughput import make_data, preset_config, train_step  # noqa: E402
 
+import transformer.model.attention as attention  # noqa: E402
 import transformer.model.dropout as dropout  # noqa: E402
-import transformer.model.layers as layers  # noqa: E402
 import transformer.model.loss as loss  # noqa: E402
 from transformer.model.layers import Transformer  # noqa: E402
 from transformer.model.loss import TokenLoss  # noqa: E402
@@ -71,7 +71,7 @@ def whole_logits_loss(states, weight, target, smoothing=0.0, chunk_rows=0):
     return WholeLogitsCrossEntropy.apply(F.linear(states, weight), target, smoothing)
 
 
-NOW = {"dropout": dropout.cheap_dropout, "attention": layers.attention, "loss": loss.projected_cross_entropy_sum}
+NOW = {"dropout": dropout.cheap_dropout, "attention": attention.attention, "loss": loss.projected_cross_entropy_sum}
 BEFORE = {"dropout": masked_fill_dropout, "attention": sdpa_attention, "loss": whole_logits_loss}
 CONFIGS = {"before": BEFORE, "after": NOW, "only dropout": {**BEFORE, "dropout": NOW["dropout"]},
            "only attention": {**BEFORE, "attention": NOW["attention"]}, "only loss": {**BEFORE, "loss": NOW["loss"]}}
@@ -79,8 +79,8 @@ CONFIGS = {"before": BEFORE, "after": NOW, "only dropout": {**BEFORE, "dropout":
 
 def use(functions: dict) -> None:
     """Put these implementations where the model looks them up."""
-    dropout.cheap_dropout = layers.cheap_dropout = functions["dropout"]
-    layers.attention = functions["attention"]
+    dropout.cheap_dropout = attention.cheap_dropout = functions["dropout"]
+    attention.attention = functions["attention"]
     loss.projected_cross_entropy_sum = functions["loss"]
 
 

@@ -104,7 +104,7 @@ def make_data(c: ModelConfig, target_tokens: int, n_batches: int, seed: int):
                  [1] + [rng.randrange(4, c.tgt_vocab_size) for _ in range(t - 1)] + [2]) for s, t in lengths]
     budget = int(target_tokens * 1.25)  # the budget counts padded positions of the longer side
     batches = make_batches([(s, t - 1) for s, t in lengths], budget, shuffle=True, seed=seed)
-    return [collate([examples[i] for i in b]) for b in batches[:n_batches]]
+    return [collate([examples[i] for i in b], c.pad_id) for b in batches[:n_batches]]
 
 
 def plain_loss(forward):

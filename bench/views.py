@@ -22,7 +22,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from transformer.data.tokenizer import BOS_ID  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain import cell_arithmetic, views  # noqa: E402
@@ -65,7 +64,8 @@ def main() -> None:
     session = translator.session(text, SearchSettings(beam_size=5))
     session.run_to_end()
     query = len(t.target_pieces) // 2
-    cell = cell_arithmetic(translator.model, t.source_ids, [BOS_ID, *t.token_ids[:-1]], "cross", 1, 0, query)
+    decoder_input = [translator.specials.start, *t.token_ids[:-1]]
+    cell = cell_arithmetic(translator.model, t.source_ids, decoder_input, "cross", 1, 0, query)
     matrix, rows, cols = attention_maps.matrix(att, "cross", 1, 0)
     reference, _ = median_s(lambda: heatmaps.attention_heatmap(matrix, rows, cols, title="x").to_json(), args.repeats)
     builds = {
@@ -75,7 +75,7 @@ def main() -> None:
         "SVG heatmaps (cross, every head)": lambda: views.heatmaps(att, "cross"),
         "Eq. 1 picture (one cell)": lambda: views.cell_flow(cell, t.target_pieces[query], t.source_pieces),
         "Eq. 1: cell_arithmetic + picture": lambda: views.cell_flow(
-            cell_arithmetic(translator.model, t.source_ids, [BOS_ID, *t.token_ids[:-1]], "cross", 1, 0, query),
+            cell_arithmetic(translator.model, t.source_ids, decoder_input, "cross", 1, 0, query),
             t.target_pieces[query], t.source_pieces),
         f"beam tree ({session.n_steps} steps, beam 5)": lambda: views.beam_tree(
             session.history, translator.tokenizer.target_pieces, session.finished[0].tokens),

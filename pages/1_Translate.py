@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from transformer.data.tokenizer import EOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
 from ui.shared import class_mode
@@ -40,7 +40,7 @@ def _use_example() -> None:
         st.session_state.tr_text = st.session_state.tr_example
 
 
-def result(translation: Translation) -> None:
+def result(translation: Translation, specials: SpecialIds) -> None:
     """The translation, each output token's probability and the n-best list."""
     st.subheader("Translation")
     rtl = rtl_html(translation.text, "h3")
@@ -60,7 +60,7 @@ def result(translation: Translation) -> None:
         with st.expander(f"{len(nbest)} best hypotheses"):
             class_mode.table(st, pd.DataFrame({"translation": [isolate(h.text) for h in nbest],
                                                "normalised score": [score(h.normalized_score) for h in nbest],
-                                               "finished": [h.token_ids[-1:] == [EOS_ID] for h in nbest]}),
+                                               "finished": [h.token_ids[-1:] == [specials.eos] for h in nbest]}),
                              key="tr_nbest")
 
 
@@ -97,7 +97,7 @@ def main() -> None:
             return
         st.session_state.tr_request = request
     translation: Translation = st.session_state.tr_result
-    result(translation)
+    result(translation, translator.specials)
     tokens_help()
     st.subheader("Attention")
     gold, why_not = gold_links(text, translation) if teaching else (None, "")

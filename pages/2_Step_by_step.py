@@ -51,7 +51,7 @@ def current_step(session, tok, src_pieces) -> None:
                     filename=f"step-{session.n_steps}-candidates")
     lens = lens_switch(c2, "step")
     cross, self_rows, note = step_rows(session.model, session.src_ids, hyp.prefix, hyp.cross_attention,
-                                       hyp.self_attention, lens)
+                                       hyp.self_attention, lens, session.specials)
     layer = c2.selectbox("Decoder layer", range(cross.shape[0]), key="step_layer")
     chart(c2, heatmaps.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
           key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None)
@@ -85,7 +85,8 @@ def main() -> None:
         with decode_turn() as on_wait, decode_slot(on_wait):
             if st.session_state.get("step_request") != request:
                 previous = st.session_state.get("step_session")
-                st.session_state.step_session = DecodingSession(translator.model, source.ids, settings)
+                st.session_state.step_session = DecodingSession(translator.model, source.ids, settings,
+                                                                specials=translator.specials)
                 redraw(previous, st.session_state.step_session)  # "Draw again": the new sample at the same step
                 hypotheses.forget_followed()
                 st.session_state.step_request = request

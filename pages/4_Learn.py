@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.data.tokenizer import PAD_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
@@ -51,9 +50,9 @@ def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
                 "(shown on the model's translation of your sentence).")
     pad_to = st.slider("Pad the sentence to the length of a longer one in its batch", len(pieces), len(pieces) + 10,
                        len(pieces) + 3, key="learn_pad_to")
-    ids = torch.tensor([[5] * len(pieces) + [PAD_ID] * (pad_to - len(pieces))])  # (1, L): only the padding matters
+    ids = torch.tensor([[1] * len(pieces) + [0] * (pad_to - len(pieces))])  # (1, L): 0 pads, only that matters here
     labels = pieces + ["<pad>"] * (pad_to - len(pieces))
-    mask = padding_mask(ids, PAD_ID).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
+    mask = padding_mask(ids, 0).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
     c1, c2 = st.columns(2)
     chart(c1, heatmaps.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
           filename="padding-mask", theme=None)
@@ -83,8 +82,8 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str], pad_to: int) 
     share_indexes(layer=layer, head=head, query=query)
     s = encoder_attention_steps(checkpoint.model, src_ids, layer, head, query, pad_to=pad_to)
     keys = pieces + ["<pad>"] * n_pad
-    svg_views.eq1_picture(checkpoint.model, src_ids + [PAD_ID] * n_pad, None, "enc_self", layer, head, query,
-                      pieces[query], keys)
+    padded = src_ids + [checkpoint.tokenizer.specials.pad] * n_pad
+    svg_views.eq1_picture(checkpoint.model, padded, None, "enc_self", layer, head, query, pieces[query], keys)
     d_head = len(s.q)
     with st.expander("The same numbers as tables"):
         st.markdown(f"**Q and K.** The layer input (LayerNorm'd) is projected to a query of the chosen token and a key "

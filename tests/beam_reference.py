@@ -9,7 +9,7 @@ import math
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, EOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.results import (
     DecodeResult,
     Hypothesis,
@@ -36,8 +36,9 @@ class ReferenceBeamSearch:
     """
 
     @torch.inference_mode()
-    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings):
+    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds):
         self.model, self.src, self.settings, self.K = model, src, settings, settings.beam_size
+        self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
         B = src.size(0)
@@ -47,7 +48,7 @@ class ReferenceBeamSearch:
         self.scores = torch.full((B, self.K), -math.inf, device=src.device)  # cumulative log-probabilities
         self.scores[:, 0] = 0.0  # one live hypothesis, <s>, to start from
         self.log_probs = torch.zeros(B * self.K, 0, device=src.device)  # (A*K, t) per-token history
-        self.feed = src.new_full((B * self.K,), BOS_ID)
+        self.feed = src.new_full((B * self.K,), specials.start)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(B)]
 
     @property
@@ -58,7 +59,7 @@ class ReferenceBeamSearch:
     def step(self, record: bool = False) -> dict[int, SearchStep]:
         K, t = self.K, self.log_probs.size(1)
         out = self.model.decode_step(self.feed, self.cache, return_attention=record)
-        logp = next_token_log_probs(out.logits)  # (A*K, V)
+        logp = next_token_log_probs(out.logits, self.specials)  # (A*K, V)
         A, V = len(self.active), logp.size(-1)
         total = (self.scores.view(-1, 1) + logp).view(A, K * V)  # every continuation of every hypothesis
         top_scores, top_index = total.topk(min(2 * K, K * V), dim=-1)  # (A, 2K), best first
@@ -67,7 +68,7 @@ class ReferenceBeamSearch:
 
         # Each sentence's K slots for the next step: (score, parent row within the sentence, token, log-prob);
         # slots left empty feed </s> and score -inf, so they never produce a real hypothesis.
-        slots = [[(-math.inf, 0, EOS_ID, 0.0)] * K for _ in self.active]
+        slots = [[(-math.inf, 0, self.specials.eos, 0.0)] * K for _ in self.active]
         records, keep = {}, []
         for a, b in enumerate(self.active):
             nodes, slot, at_limit = [], 0, t + 1 >= self.max_new[b]
@@ -75,7 +76,7 @@ class ReferenceBeamSearch:
                                                        parents[a], tokens[a])):
                 if s == -math.inf:
                     break  # continuations of empty slots
-                if tok == EOS_ID:
+                if tok == self.specials.eos:
                     status = "finished" if rank < K and len(self.finished[b]) < K else "pruned"
                 elif slot < K:
                     status = "stopped" if at_limit else "live"

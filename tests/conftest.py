@@ -2,6 +2,10 @@ import pytest
 import torch
 
 from transformer import ModelConfig, Transformer
+from transformer.data.tokenizer import SpecialIds
+
+# our vocabularies' special ids, as every trained `Tokenizer.specials` gives them (tests/test_tokenizer.py checks)
+SPECIALS = SpecialIds(pad=0, start=1, eos=2, unk=3, never=(0, 1))
 
 
 def tiny_config(**overrides) -> ModelConfig:

@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps, read_metrics
 from ui.shared import training_jobs
@@ -179,7 +180,7 @@ def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):
     checkpoint_model = session.model
     import torch
 
-    one_shot = search(checkpoint_model, torch.tensor([session.src_ids]), SearchSettings())[0].best
+    one_shot = search(checkpoint_model, torch.tensor([session.src_ids]), SearchSettings(), specials=SPECIALS)[0].best
     assert session.result().best.tokens == one_shot.tokens
     assert any(m.value.startswith("**Result:**") for m in at.markdown)
     at.radio(key="step_method").set_value("beam").run()

@@ -5,7 +5,8 @@ import torch
 from torch import Tensor
 
 from tests.app_fixtures import PAIRS
-from transformer.data.tokenizer import BOS_ID, PAD_ID, UNK_ID, train_tokenizer
+from tests.conftest import SPECIALS
+from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding.translate import Translator
 from transformer.explain import Intervention, intervened, teacher_forced
 from transformer.explain.attribution import METHODS, attribute, candidates, word_labels
@@ -62,13 +63,13 @@ def test_integrated_gradients_sum_to_the_difference_from_the_baseline(translatio
 
 
 def test_f_is_the_teacher_forced_log_probability(translator, translation):
-    forced = teacher_forced(translator.model, translation.source_ids, translation.token_ids)
+    forced = teacher_forced(translator.model, translation.source_ids, translation.token_ids, specials=SPECIALS)
     for position in range(len(translation.token_ids)):
         result = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids,
                            position, methods=["saliency"])
         assert result.f == pytest.approx(float(forced.log_probs[position]), abs=1e-5)
         assert len(result.prefix_words) == len(word_labels(
-            translator.tokenizer.target_pieces([BOS_ID, *translation.token_ids[:position]]))[1])
+            translator.tokenizer.target_pieces([SPECIALS.start, *translation.token_ids[:position]]))[1])
 
 
 def test_occlusion_is_the_drop_when_every_piece_of_the_word_is_unknown(translator, translation):
@@ -77,10 +78,11 @@ def test_occlusion_is_the_drop_when_every_piece_of_the_word_is_unknown(translato
                        position, methods=["occlusion"])
     index, _ = word_labels(translator.tokenizer.source_pieces(translation.source_ids))
     assert any(index.count(w) > 1 for w in set(index) - {None})  # some word has several pieces
-    base = float(teacher_forced(translator.model, translation.source_ids, translation.token_ids).log_probs[position])
+    forced = teacher_forced(translator.model, translation.source_ids, translation.token_ids, specials=SPECIALS)
+    base = float(forced.log_probs[position])
     for word, score in enumerate(result.methods["occlusion"].source):
-        occluded = [UNK_ID if w == word else i for i, w in zip(translation.source_ids, index)]
-        forced = teacher_forced(translator.model, occluded, translation.token_ids)
+        occluded = [SPECIALS.unk if w == word else i for i, w in zip(translation.source_ids, index)]
+        forced = teacher_forced(translator.model, occluded, translation.token_ids, specials=SPECIALS)
         assert score == pytest.approx(base - float(forced.log_probs[position]), abs=1e-5)
     assert any(abs(s) > 1e-4 for s in result.methods["occlusion"].source)
 
@@ -106,9 +108,9 @@ def test_contrastive_with_the_target_as_its_own_foil_is_zero_everywhere(translat
 
 
 def test_contrastive_f_is_the_log_probability_difference(translator, translation):
-    found = candidates(translator.model, translation.source_ids, translation.token_ids, 1, k=5)
+    found = candidates(translator.model, translation.source_ids, translation.token_ids, 1, k=5, specials=SPECIALS)
     assert [c.log_prob for c in found] == sorted((c.log_prob for c in found), reverse=True)
-    assert not {PAD_ID, BOS_ID} & {c.token for c in found}
+    assert not {SPECIALS.pad, SPECIALS.start} & {c.token for c in found}
     foil = next(c for c in found if c.token != translation.token_ids[1])
     plain = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 1,
                       methods=["occlusion"])
@@ -144,7 +146,7 @@ def test_input_x_gradient_is_the_derivative_of_scaling_each_embedding():
     position = 2
     result = attribute(model, translator.tokenizer, translation.source_ids, translation.token_ids, position,
                        methods=["input_x_gradient", "saliency"])
-    inputs = Inputs.of(model, translation.source_ids, [BOS_ID, *translation.token_ids[:position]])
+    inputs = Inputs.of(model, translation.source_ids, [SPECIALS.start, *translation.token_ids[:position]])
     target = translation.token_ids[position]
     index, _ = word_labels(translator.tokenizer.source_pieces(translation.source_ids))
     with torch.no_grad():

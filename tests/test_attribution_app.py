@@ -4,6 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
+from tests.conftest import SPECIALS
 from tests.test_app import APP, figures_of, plotly_array
 from tests.test_explain_app import open_view, translator_of
 from transformer.explain.attribution import METHODS, attribute
@@ -68,7 +69,7 @@ def test_lens_view_shows_the_logit_lens_and_a_translation_per_encoder_layer(at, 
     (table,) = figures_of(at)
     z = plotly_array(table["data"][0]["z"])
     assert z.shape == (len(translation.token_ids), 3)  # positions x (embeddings, layer 0, layer 1)
-    lens = logit_lens(translator.model, translation.source_ids, translation.token_ids)
+    lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, specials=SPECIALS)
     assert z[:, -1].tolist() == pytest.approx([c.probs[0] for c in lens.cells[-1]], abs=1e-6)
     layers = [m.value for m in at.markdown if m.value.startswith("**embeddings**") or m.value.startswith("**layer")]
     assert len(layers) == 3

@@ -50,7 +50,7 @@ def test_padding_fraction_small():
 
 def test_collate_shapes_shift_and_padding():
     examples = [([5, 6, 7, 2], [1, 8, 9, 2]), ([5, 2], [1, 8, 9, 10, 11, 2])]
-    batch = collate(examples)
+    batch = collate(examples, 0)
     assert batch.src.shape == (2, 4) and batch.src.dtype == torch.long
     assert batch.tgt_in.shape == batch.tgt_out.shape == (2, 5)
     assert batch.src[1].tolist() == [5, 2, 0, 0]
@@ -61,6 +61,15 @@ def test_collate_shapes_shift_and_padding():
     assert batch.n_tokens == 3 + 5
 
 
+def test_collate_pads_with_the_tokenizers_pad_id_even_when_it_is_also_the_start():
+    """Marian-like: pad = start = 99 (the last id), </s> = 0; the start token is no padding to the loss."""
+    batch = collate([([5, 6, 0], [99, 8, 9, 0]), ([5, 0], [99, 8, 0])], 99)
+    assert batch.src[1].tolist() == [5, 0, 99]
+    assert batch.tgt_in.tolist() == [[99, 8, 9], [99, 8, 99]]
+    assert batch.tgt_out.tolist() == [[8, 9, 0], [8, 0, 99]]
+    assert batch.n_tokens == 3 + 2
+
+
 def test_collate_rejects_targets_without_bos_eos():
     with pytest.raises(ValueError):
-        collate([([5, 2], [1])])
+        collate([([5, 2], [1])], 0)

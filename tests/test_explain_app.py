@@ -9,10 +9,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from tests.conftest import SPECIALS
 from tests.test_app import APP, altair_views, curve_panels, curve_points, figures_of, plotly_array
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.translate import Translator
 from transformer.explain import FAMILIES, Intervention, cell_arithmetic, intervened_translator
 from transformer.model.checkpoint import load_checkpoint
@@ -89,7 +89,8 @@ def test_a_picked_cell_opens_its_arithmetic_for_every_family(at, checkpoints):
         at.session_state["ex_cell_cell"] = (1, 0)  # what a click on row 1, column 0 sets
         at.run()
         assert not at.exception, at.exception
-        cell = cell_arithmetic(model, translation.source_ids, [BOS_ID, *translation.token_ids[:-1]], family, 0, 0, 1)
+        decoder_input = [SPECIALS.start, *translation.token_ids[:-1]]
+        cell = cell_arithmetic(model, translation.source_ids, decoder_input, family, 0, 0, 1)
         assert float(at.metric[1].value) == pytest.approx(float(cell.weights[0]), abs=1e-4)
         assert float(at.metric[2].value) == pytest.approx(float(cell.model_weights[0]), abs=1e-4)
         assert len(at.dataframe[0].value) == cell.k.size(0) and not at.warning
@@ -141,7 +142,7 @@ def test_greedy_beam_and_reference_view_reads_every_output_with_the_chosen_lens(
     path = at.session_state["model_path"]
     translator = _load(path, checkpoint_stamp(path))
     greedy = translator.translate(source)
-    maps = [lens_maps(translator.model, greedy.source_ids, ids, "alti").cross[0][0]  # layer 0: (T, S)
+    maps = [lens_maps(translator.model, greedy.source_ids, ids, "alti", specials=SPECIALS).cross[0][0]  # (T, S)
             for ids in (greedy.token_ids, reference_ids(translator, reference))]
     rows, cols = min(m.shape[0] for m in maps), min(m.shape[1] for m in maps)
     assert np.allclose(plotly_array(fig["data"][0]["z"]), (maps[0][:rows, :cols] - maps[1][:rows, :cols]).numpy(),
@@ -238,9 +239,10 @@ def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
 
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE, attention=True)
-    maps, skipped = report_maps(translator.model, translation, ["norm", "alti"])
+    maps, skipped = report_maps(translator.model, translation, ["norm", "alti"], SPECIALS)
     assert list(maps) == ["norm", "alti"] and not skipped
-    expected = lens_maps(translator.model, translation.source_ids, translation.token_ids, "alti").cross[1]
+    expected = lens_maps(translator.model, translation.source_ids, translation.token_ids, "alti",
+                         specials=SPECIALS).cross[1]
     assert torch.allclose(maps["alti"].cross[1], expected)
     sections = "".join(lens_sections(translation, maps))
     assert sections.count('class="map"') == 2 * 2  # two lenses, two layers each
@@ -248,6 +250,6 @@ def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
     html = sentence_report(translation, model="tiny", extra=lens_sections(translation, maps))
     assert html.count('class="map"') == 3 * 2 * 4 + 4
     long = dataclasses.replace(translation, source_ids=list(translation.source_ids) * MAX_ZEROED)
-    kept, skipped = report_maps(translator.model, long, ["value_zeroing"])
+    kept, skipped = report_maps(translator.model, long, ["value_zeroing"], SPECIALS)
     assert kept == {} and "value zeroing" in skipped[0] and str(MAX_ZEROED) in skipped[0]
     assert lens_sections(translation, {}) == []

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.conftest import SPECIALS as SP
 from tests.test_attribution import SENTENCE, tiny_translator
-from transformer.data.tokenizer import BOS_ID, EOS_ID
 from transformer.decoding.translate import Translator
 from transformer.explain import (
     Intervention,
@@ -84,7 +84,7 @@ def test_integer_takes_integers_of_any_kind_and_refuses_everything_else():
 
 @pytest.mark.parametrize("change, name, words", [
     ({"source_ids": []}, "source_ids", ["1 to"]),
-    ({"source_ids": [-1, EOS_ID]}, "source_ids[0]", ["from 0 to"]),
+    ({"source_ids": [-1, SP.eos]}, "source_ids[0]", ["from 0 to"]),
     ({"output_ids": "vocab"}, "output_ids[0]", ["from 0 to"]),
     ({"foil": "vocab"}, "foil", ["from 0 to"]),
     ({"foil": -1}, "foil", ["from 0 to"]),
@@ -112,7 +112,8 @@ def test_attribute_refuses_each_bad_argument_by_name(translator, translation, ch
 @pytest.mark.parametrize("position, k, name", [(-1, 8, "position"), (999, 8, "position"), (1.0, 8, "position"),
                                                (0, -1, "k"), (0, 0, "k"), (0, 1.5, "k")])
 def test_candidates_refuse_positions_outside_the_output_and_k_below_one(translator, translation, position, k, name):
-    refused(lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position, k), name,
+    refused(lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position, k,
+                                       specials=SP), name,
             "from")
 
 def test_attribution_takes_no_more_than_one_app_request(long_model):
@@ -120,7 +121,7 @@ def test_attribution_takes_no_more_than_one_app_request(long_model):
     refused(lambda: attribute(long_model.model, long_model.tokenizer, source, output, 0, steps=2), "source_ids",
             f"1 to {checks.MAX_SOURCE_TOKENS}")
     output = [6] * (checks.MAX_OUTPUT_TOKENS + 1)
-    refused(lambda: attribute(long_model.model, long_model.tokenizer, [5, EOS_ID], output, 0, steps=2), "output_ids",
+    refused(lambda: attribute(long_model.model, long_model.tokenizer, [5, SP.eos], output, 0, steps=2), "output_ids",
             f"1 to {checks.MAX_OUTPUT_TOKENS}")
 
 def test_integrated_gradients_batch_the_path_and_give_what_one_batch_gives(translator, translation, monkeypatch):
@@ -146,44 +147,45 @@ def test_integrated_gradients_batch_the_path_and_give_what_one_batch_gives(trans
 
 def test_patching_refuses_a_target_outside_the_vocabulary_and_inputs_beyond_the_limits(translator, long_model):
     model, vocab = translator.model, translator.model.config.tgt_vocab_size
-    source = [5, 6, EOS_ID]
+    source = [5, 6, SP.eos]
     for target in (-1, vocab, 1.0):
-        refused(lambda target=target: activation_patching(model, source, source, [BOS_ID, 7], target), "target",
+        refused(lambda target=target: activation_patching(model, source, source, [SP.start, 7], target), "target",
                 f"from 0 to {vocab - 1}")
     refused(lambda: activation_patching(model, source, source, [], 7), "decoder_input", "1 to")
-    refused(lambda: activation_patching(model, [], [], [BOS_ID], 7), "clean_ids", "1 to")
-    refused(lambda: activation_patching(model, source, [5, -1, EOS_ID], [BOS_ID], 7), "counterfactual_ids[1]")
+    refused(lambda: activation_patching(model, [], [], [SP.start], 7), "clean_ids", "1 to")
+    refused(lambda: activation_patching(model, source, [5, -1, SP.eos], [SP.start], 7), "counterfactual_ids[1]")
     long = [5] * (checks.MAX_SOURCE_TOKENS + 1)
-    refused(lambda: activation_patching(long_model.model, long, long, [BOS_ID], 7), "clean_ids",
+    refused(lambda: activation_patching(long_model.model, long, long, [SP.start], 7), "clean_ids",
             f"1 to {checks.MAX_SOURCE_TOKENS}")
 
 def test_value_zeroing_and_the_other_lenses_hold_the_app_limits(long_model):
     model = long_model.model
     half = checks.MAX_ZEROED // 2
-    refused(lambda: lens_maps(model, [5] * half, [6] * (half + 1), "value_zeroing"), "value zeroing",
+    refused(lambda: lens_maps(model, [5] * half, [6] * (half + 1), "value_zeroing", specials=SP), "value zeroing",
             str(checks.MAX_ZEROED))
-    refused(lambda: lens_maps(model, [5] * (checks.MAX_SOURCE_TOKENS + 1), [6, EOS_ID], "raw"), "src_ids",
+    refused(lambda: lens_maps(model, [5] * (checks.MAX_SOURCE_TOKENS + 1), [6, SP.eos], "raw", specials=SP), "src_ids",
             str(checks.MAX_SOURCE_TOKENS))
-    refused(lambda: lens_maps(model, [5, EOS_ID], [], "raw"), "output_ids", "1 to")
-    assert lens_maps(model, [5] * half, [6] * half, "value_zeroing").cross[0].shape == (1, half, half)
-    traced = trace(model, [5] * half, [6] * (half + 1))  # the function itself, called without lens_maps
+    refused(lambda: lens_maps(model, [5, SP.eos], [], "raw", specials=SP), "output_ids", "1 to")
+    assert lens_maps(model, [5] * half, [6] * half, "value_zeroing", specials=SP).cross[0].shape == (1, half, half)
+    traced = trace(model, [5] * half, [6] * (half + 1), specials=SP)  # the function itself, called without lens_maps
     refused(lambda: value_zeroing(model, traced), "value zeroing", str(checks.MAX_ZEROED))
 
 @pytest.mark.parametrize("k", [-1, 0, 2.0])
 def test_logit_lens_refuses_k_below_one(translator, translation, k):
-    refused(lambda: logit_lens(translator.model, translation.source_ids, translation.token_ids, k=k), "k", "from 1")
+    refused(lambda: logit_lens(translator.model, translation.source_ids, translation.token_ids, k=k, specials=SP), "k",
+            "from 1")
 
 def test_single_passes_refuse_sources_over_max_len_and_empty_outputs(translator, translation):
     model = translator.model  # max_len 64
-    refused(lambda: teacher_forced(model, [5] * 65, translation.token_ids), "source_ids", "1 to 64")
-    refused(lambda: teacher_forced(model, translation.source_ids, []), "output_ids", "1 to")
-    refused(lambda: logit_lens(model, [5] * 65, translation.token_ids), "source_ids", "1 to 64")
+    refused(lambda: teacher_forced(model, [5] * 65, translation.token_ids, specials=SP), "source_ids", "1 to 64")
+    refused(lambda: teacher_forced(model, translation.source_ids, [], specials=SP), "output_ids", "1 to")
+    refused(lambda: logit_lens(model, [5] * 65, translation.token_ids, specials=SP), "source_ids", "1 to 64")
 
 @pytest.mark.parametrize("layer, head, query, name", [(99, 0, 0, "layer"), (-1, 0, 0, "layer"), (0, -1, 0, "head"),
                                                       (0, 99, 0, "head"), (0, 0, 1.0, "query"), (0, 0, -1, "query")])
 def test_cell_arithmetic_refuses_layers_heads_and_queries_the_model_has_not(translator, translation, layer, head,
                                                                            query, name):
-    decoder_input = [BOS_ID, *translation.token_ids[:-1]]
+    decoder_input = [SP.start, *translation.token_ids[:-1]]
     refused(lambda: cell_arithmetic(translator.model, translation.source_ids, decoder_input, "cross", layer, head,
                                     query), name, "from 0 to")
 

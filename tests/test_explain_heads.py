@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from tests.app_fixtures import PAIRS
-from tests.conftest import tiny_config
+from tests.conftest import SPECIALS, tiny_config
 from transformer import Transformer
-from transformer.data.tokenizer import BOS_ID, train_tokenizer
+from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding.search import SearchSettings, beam_search, greedy_decode
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import Translator
@@ -38,7 +38,7 @@ OUT = [6, 11, 8, 2]  # ends with </s>
 
 
 def _src_tgt():
-    return torch.tensor(SRC), torch.tensor([[BOS_ID, *OUT[:-1]]])
+    return torch.tensor(SRC), torch.tensor([[SPECIALS.start, *OUT[:-1]]])
 
 
 @pytest.fixture
@@ -91,21 +91,23 @@ def test_ablation_equals_the_models_own_head_mask(model):
 def test_ablated_decoding_runs_through_greedy_beam_and_step_through(model):
     iv = Intervention(frozenset({("cross", 0, 1), ("dec_self", 1, 0)}))
     changed, src = intervened(model, iv), torch.tensor(SRC)
-    greedy = greedy_decode(changed, src, SearchSettings(max_len_b=6))[0].best
-    assert greedy.tokens == greedy_decode(changed, src, SearchSettings(max_len_b=6), use_cache=False)[0].best.tokens
-    beam = beam_search(changed, src, SearchSettings(beam_size=1, max_len_b=6))[0].best
+    greedy = greedy_decode(changed, src, SearchSettings(max_len_b=6), specials=SPECIALS)[0].best
+    uncached = greedy_decode(changed, src, SearchSettings(max_len_b=6), specials=SPECIALS, use_cache=False)[0]
+    assert greedy.tokens == uncached.best.tokens
+    beam = beam_search(changed, src, SearchSettings(beam_size=1, max_len_b=6), specials=SPECIALS)[0].best
     assert beam.tokens == greedy.tokens
-    session = DecodingSession(changed, SRC[0], SearchSettings(max_len_b=6))
+    session = DecodingSession(changed, SRC[0], SearchSettings(max_len_b=6), specials=SPECIALS)
     assert session.run_to_end().best.tokens == greedy.tokens
     # the decode's own score is what a teacher-forced pass of the changed model gives
-    assert teacher_forced(changed, SRC[0], greedy.tokens).score == pytest.approx(greedy.score, abs=1e-4)
+    forced = teacher_forced(changed, SRC[0], greedy.tokens, specials=SPECIALS)
+    assert forced.score == pytest.approx(greedy.score, abs=1e-4)
 
 
 def test_switches_off_reproduce_the_unmodified_model_exactly(model):
     assert intervened(model, Intervention()) is model
     src, tgt = _src_tgt()
     plain = model(src, tgt, return_attention=True)
-    forced = teacher_forced(model, SRC[0], OUT)
+    forced = teacher_forced(model, SRC[0], OUT, specials=SPECIALS)
     assert torch.equal(forced.log_probs, plain.logits[0].log_softmax(-1).gather(1, torch.tensor(OUT)[:, None])[:, 0])
     for family in FAMILIES:
         for got, expected in zip(getattr(forced, family), getattr(plain.attention, family)):
@@ -131,8 +133,8 @@ def test_no_positions_zeroes_the_sinusoids_of_the_copy_only(model):
 
 
 def test_lifting_the_causal_mask_lets_the_decoder_read_the_future(model):
-    forced = teacher_forced(model, SRC[0], OUT, causal=False)
-    causal = teacher_forced(model, SRC[0], OUT)
+    forced = teacher_forced(model, SRC[0], OUT, causal=False, specials=SPECIALS)
+    causal = teacher_forced(model, SRC[0], OUT, specials=SPECIALS)
     assert all(torch.equal(a, b) for a, b in zip(forced.enc_self, causal.enc_self))
     upper = torch.ones(len(OUT), len(OUT), dtype=torch.bool).triu(1)
     assert all(w[:, upper].sum() > 0 for w in forced.dec_self) and all(w[:, upper].sum() == 0 for w in causal.dec_self)
@@ -150,7 +152,7 @@ def test_a_head_the_model_lacks_is_refused(model):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_cell_arithmetic_reproduces_the_models_weights(model, family):
     src = SRC[0] + [0, 0]  # padded, as in a batch: the <pad> keys are masked
-    tgt_in = [BOS_ID, *OUT[:-1]]
+    tgt_in = [SPECIALS.start, *OUT[:-1]]
     maps = getattr(model(torch.tensor([src]), torch.tensor([tgt_in]), return_attention=True).attention, family)
     n_queries = len(src) if family == "enc_self" else len(tgt_in)
     for layer in range(2):

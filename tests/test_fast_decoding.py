@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tests.beam_reference import ReferenceBeamSearch
-from tests.conftest import random_batch, tiny_config
+from tests.conftest import SPECIALS, random_batch, tiny_config
 from transformer import Transformer
 from transformer.decoding.search import BeamSearch, SearchSettings, greedy_decode
 
@@ -32,8 +32,8 @@ def model(request) -> Transformer:
 ])
 def test_fast_beam_search_equals_the_reference(model, settings):
     src = random_batch(model.config, B=4, S=8, seed=3)[0]  # right-padded: sentences leave the batch at different steps
-    (fast, fast_steps), (ref, ref_steps) = run(BeamSearch(model, src, settings), settings.record_steps), \
-        run(ReferenceBeamSearch(model, src, settings), settings.record_steps)
+    fast, fast_steps = run(BeamSearch(model, src, settings, specials=SPECIALS), settings.record_steps)
+    ref, ref_steps = run(ReferenceBeamSearch(model, src, settings, specials=SPECIALS), settings.record_steps)
     for f, r in zip(fast, ref, strict=True):
         assert [h.tokens for h in f.hypotheses] == [h.tokens for h in r.hypotheses]
         assert [h.finished for h in f.hypotheses] == [h.finished for h in r.hypotheses]
@@ -55,7 +55,8 @@ def test_fast_beam_search_equals_the_reference(model, settings):
 def test_cached_greedy_equals_recomputing_the_prefix_on_long_outputs(model):
     src = random_batch(model.config, B=3, S=20, seed=5)[0]
     settings = SearchSettings(max_len_a=0.0, max_len_b=60)  # long outputs: the cache holds up to 60 positions
-    cached, uncached = greedy_decode(model, src, settings), greedy_decode(model, src, settings, use_cache=False)
+    cached = greedy_decode(model, src, settings, specials=SPECIALS)
+    uncached = greedy_decode(model, src, settings, specials=SPECIALS, use_cache=False)
     for c, u in zip(cached, uncached, strict=True):
         assert c.best.tokens == u.best.tokens
         assert c.best.log_probs == pytest.approx(u.best.log_probs, abs=1e-5)

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
+from tests.conftest import SPECIALS
 from transformer.data.corpora.base import ParallelCorpus
 from transformer.data.corpora.teaching import align
-from transformer.data.tokenizer import BOS_ID, EOS_ID, UNK_ID
 from transformer.decoding.translate import Translator
 from transformer.explain import AlignedExample, cross_attention_aer
 from transformer.explain.lenses import LENSES, as_attention, lens_maps, renormalise, rollout
@@ -21,7 +21,7 @@ from transformer.model.layers import Transformer
 TEACHING = "checkpoints/en-fr-teaching"
 SENTENCES = ["The young man buys a green bicycle.", "My sister reads a book in the garden.",
              "The old dogs sleep."]
-SRC, OUT = [5, 9, 7, 11, 6, EOS_ID], [8, 12, 6, 10, EOS_ID]
+SRC, OUT = [5, 9, 7, 11, 6, SPECIALS.eos], [8, 12, 6, 10, SPECIALS.eos]
 
 
 def tiny(seed: int = 0, **overrides) -> Transformer:
@@ -47,8 +47,8 @@ def teaching():
 
 def test_raw_lens_is_the_attention_decoding_records():
     model = tiny()
-    maps = lens_maps(model, SRC, OUT, "raw")
-    forced = model(torch.tensor([SRC]), torch.tensor([[BOS_ID, *OUT[:-1]]]), return_attention=True).attention
+    maps = lens_maps(model, SRC, OUT, "raw", specials=SPECIALS)
+    forced = model(torch.tensor([SRC]), torch.tensor([[SPECIALS.start, *OUT[:-1]]]), return_attention=True).attention
     for family in ("enc_self", "dec_self", "cross"):
         for mine, theirs in zip(getattr(maps, family), getattr(forced, family)):
             assert mine.shape == theirs[0].shape
@@ -63,7 +63,8 @@ def test_norm_weighted_with_equal_value_norms_equals_raw():
             for attn in [layer.self_attn, getattr(layer, "cross_attn", None)]:
                 if attn is not None:
                     attn.w_kv.weight[D:] = 0.0
-    raw, norm = lens_maps(model, SRC, OUT, "raw"), lens_maps(model, SRC, OUT, "norm")
+    raw = lens_maps(model, SRC, OUT, "raw", specials=SPECIALS)
+    norm = lens_maps(model, SRC, OUT, "norm", specials=SPECIALS)
     for family in ("enc_self", "dec_self", "cross"):
         for a, b in zip(getattr(raw, family), getattr(norm, family)):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
@@ -72,7 +73,7 @@ def test_norm_weighted_with_equal_value_norms_equals_raw():
 def test_norm_weighted_is_alpha_times_the_norm_of_what_each_head_moves():
     """f^h(x_j) computed independently: W^O applied to the concatenation with every other head's slot zero."""
     model = tiny()
-    traced = trace(model, SRC, OUT)
+    traced = trace(model, SRC, OUT, specials=SPECIALS)
     attn, sub = model.encoder_layers[1].self_attn, traced.enc_self[1]
     H, Dh = model.config.n_heads, model.config.d_head
     _, v = attn.project_kv(sub.keys_input[None])  # (1, H, S, Dh)
@@ -82,19 +83,19 @@ def test_norm_weighted_is_alpha_times_the_norm_of_what_each_head_moves():
         concat[:, h * Dh : (h + 1) * Dh] = v[0, h]
         expected[h] = (attn.w_o(concat) - attn.w_o.bias).norm(dim=-1)
     torch.testing.assert_close(head_outputs(attn, sub.keys_input).norm(dim=-1), expected)
-    norm = lens_maps(model, SRC, OUT, "norm").enc_self[1]
+    norm = lens_maps(model, SRC, OUT, "norm", specials=SPECIALS).enc_self[1]
     torch.testing.assert_close(norm, renormalise(sub.weights * expected[:, None, :]), atol=1e-6, rtol=1e-5)
     assert not torch.allclose(norm, sub.weights, atol=1e-3)  # unequal norms do reweight
 
 
 def test_shift_att_reads_the_row_of_the_step_that_reads_each_token():
     model = tiny()
-    shift = lens_maps(model, SRC, OUT, "shift")
-    full = model(torch.tensor([SRC]), torch.tensor([[BOS_ID, *OUT]]), return_attention=True).attention.cross
+    shift = lens_maps(model, SRC, OUT, "shift", specials=SPECIALS)
+    full = model(torch.tensor([SRC]), torch.tensor([[SPECIALS.start, *OUT]]), return_attention=True).attention.cross
     for mine, theirs in zip(shift.cross, full):  # rows 1..T of a pass that also reads the last token (</s>)
         assert mine.shape == (model.config.n_heads, len(OUT), len(SRC))
         torch.testing.assert_close(mine, theirs[0, :, 1:], atol=1e-6, rtol=1e-5)
-    raw = lens_maps(model, SRC, OUT, "raw")
+    raw = lens_maps(model, SRC, OUT, "raw", specials=SPECIALS)
     torch.testing.assert_close(shift.enc_self[0], raw.enc_self[0])  # only cross-attention is shifted
 
 
@@ -119,8 +120,8 @@ def test_rollout_adds_the_residual_and_multiplies_layers():
 
 def test_rollout_lens_carries_cross_attention_to_the_source():
     model = tiny()
-    maps = lens_maps(model, SRC, OUT, "rollout")
-    raw = lens_maps(model, SRC, OUT, "raw")
+    maps = lens_maps(model, SRC, OUT, "rollout", specials=SPECIALS)
+    raw = lens_maps(model, SRC, OUT, "raw", specials=SPECIALS)
     enc = rollout(raw.enc_self)
     for mine, cross in zip(maps.cross, raw.cross):
         torch.testing.assert_close(mine[0], cross.mean(0) @ enc[-1], atol=1e-6, rtol=1e-5)
@@ -133,7 +134,7 @@ def test_rollout_lens_carries_cross_attention_to_the_source():
 @pytest.mark.parametrize("norm_first", [True, False], ids=["pre-LN", "post-LN"])
 def test_alti_contributions_are_non_negative_and_sum_to_one_per_token(norm_first):
     model = tiny(norm_first=norm_first)
-    maps = lens_maps(model, SRC, OUT, "alti")
+    maps = lens_maps(model, SRC, OUT, "alti", specials=SPECIALS)
     for enc in maps.enc_self:
         assert (enc >= 0).all()
         torch.testing.assert_close(enc[0].sum(-1), torch.ones(len(SRC)))
@@ -155,7 +156,7 @@ def test_alti_without_attention_outputs_keeps_every_token_to_itself():
                 if attn is not None:
                     attn.w_o.weight.zero_()
                     attn.w_o.bias.zero_()
-    maps = lens_maps(model, SRC, OUT, "alti")
+    maps = lens_maps(model, SRC, OUT, "alti", specials=SPECIALS)
     torch.testing.assert_close(maps.enc_self[-1][0], torch.eye(len(SRC)))
     torch.testing.assert_close(maps.source_share[-1], torch.zeros(len(OUT)))
     torch.testing.assert_close(maps.dec_self[-1][0], torch.eye(len(OUT)))  # each query's own input: <s>, y_0, ...
@@ -187,12 +188,12 @@ def test_value_zeroing_on_a_layer_whose_output_is_known():
     for i in range(S):
         for j in range(S):
             expected[i, j] = 1 - torch.nn.functional.cosine_similarity(y[i] - h[j] / S, y[i], dim=0)
-    got = lens_maps(model, SRC, OUT, "value_zeroing").enc_self[0][0]
+    got = lens_maps(model, SRC, OUT, "value_zeroing", specials=SPECIALS).enc_self[0][0]
     torch.testing.assert_close(got, expected / expected.sum(-1, keepdim=True), atol=1e-5, rtol=1e-4)
 
 
 def test_value_zeroing_never_scores_a_later_target_token():
-    maps = lens_maps(tiny(), SRC, OUT, "value_zeroing")
+    maps = lens_maps(tiny(), SRC, OUT, "value_zeroing", specials=SPECIALS)
     for prefix, cross in zip(maps.dec_self, maps.cross):
         assert (prefix[0].triu(1) == 0).all()
         torch.testing.assert_close(prefix[0].sum(-1), torch.ones(len(OUT)))
@@ -203,7 +204,8 @@ def test_every_lens_keeps_the_translation_shapes_and_labels(teaching):
     translation = teaching.translate(SENTENCES[0], attention=True)
     att = translation.attention
     for lens in LENSES:
-        lensed = as_attention(att, lens_maps(teaching.model, translation.source_ids, translation.token_ids, lens))
+        maps = lens_maps(teaching.model, translation.source_ids, translation.token_ids, lens, specials=SPECIALS)
+        lensed = as_attention(att, maps)
         assert lensed.target_pieces == att.target_pieces
         for family in ("enc_self", "dec_self", "cross"):
             for mine, theirs in zip(getattr(lensed, family), getattr(att, family)):
@@ -213,9 +215,9 @@ def test_every_lens_keeps_the_translation_shapes_and_labels(teaching):
 
 def test_an_unknown_lens_and_a_training_model_are_refused():
     with pytest.raises(ValueError, match="unknown lens 'grad'"):
-        lens_maps(tiny(), SRC, OUT, "grad")
+        lens_maps(tiny(), SRC, OUT, "grad", specials=SPECIALS)
     with pytest.raises(ValueError, match="eval mode"):
-        lens_maps(tiny().train(), SRC, OUT, "raw")
+        lens_maps(tiny().train(), SRC, OUT, "raw", specials=SPECIALS)
 
 
 # ----------------------------------------------------------------------------- scores
@@ -235,11 +237,11 @@ def test_spearman_and_ranks_on_known_cases():
 def test_occlusion_drops_match_a_pass_with_the_word_replaced():
     model = tiny()
     words = [0, 0, 1, 2, 3, None]  # the first two pieces are one word
-    traced = trace(model, SRC, OUT)
-    drops = occlusion_drops(model, SRC, OUT, words, traced.log_probs)
+    traced = trace(model, SRC, OUT, specials=SPECIALS)
+    drops = occlusion_drops(model, SRC, OUT, words, traced.log_probs, SPECIALS)
     assert drops.shape == (len(OUT), 4)
-    occluded = [UNK_ID, UNK_ID, *SRC[2:]]
-    logp = model(torch.tensor([occluded]), torch.tensor([[BOS_ID, *OUT[:-1]]])).logits[0].log_softmax(-1)
+    occluded = [SPECIALS.unk, SPECIALS.unk, *SRC[2:]]
+    logp = model(torch.tensor([occluded]), torch.tensor([[SPECIALS.start, *OUT[:-1]]])).logits[0].log_softmax(-1)
     expected = traced.log_probs - logp.gather(1, torch.tensor(OUT)[:, None])[:, 0]
     torch.testing.assert_close(drops[:, 0], expected, atol=1e-5, rtol=1e-4)
 
@@ -283,11 +285,10 @@ def test_the_command_refuses_a_model_without_gold_links(capsys):
 
 
 def test_occluded_rows_hide_each_words_pieces_and_nothing_else():
-    from transformer.data.tokenizer import UNK_ID
     from transformer.explain.occlusion import n_words, occluded_rows
 
     index = [0, 0, 1, None]  # two pieces of word 0, word 1, then </s> (no word)
     assert n_words(index) == 2 and n_words([None]) == 0
-    rows = occluded_rows(torch.tensor([[5, 6, 7, 2]]), index)
-    assert rows.tolist() == [[UNK_ID, UNK_ID, 7, 2], [5, 6, UNK_ID, 2]]
-    assert occluded_rows([5, 6, 7, 2], [None] * 4).shape == (0, 4)
+    rows = occluded_rows(torch.tensor([[5, 6, 7, 2]]), index, SPECIALS.unk)
+    assert rows.tolist() == [[SPECIALS.unk, SPECIALS.unk, 7, 2], [5, 6, SPECIALS.unk, 2]]
+    assert occluded_rows([5, 6, 7, 2], [None] * 4, SPECIALS.unk).shape == (0, 4)

@@ -8,6 +8,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS
+from tests.conftest import SPECIALS
 from tests.test_app import APP, at, checkpoints, figures_of, page, plotly_array  # noqa: F401 (fixtures)
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
@@ -31,7 +32,8 @@ def test_translate_draws_the_chosen_lens_and_keeps_it_in_the_link(at):  # noqa: 
     at.selectbox(key="tr_lens").set_value("alti").run()
     assert not at.exception and at.query_params["lens"] == "alti"
     translation = at.session_state["tr_result"]
-    expected = lens_maps(_model(at), translation.source_ids, translation.token_ids, "alti").cross[0][0]
+    expected = lens_maps(_model(at), translation.source_ids, translation.token_ids, "alti",
+                         specials=SPECIALS).cross[0][0]
     heat = figures_of(at)[0]["data"][0]
     z = plotly_array(heat["z"])  # cross-attention, layer 0, the one map of the layer
     assert np.allclose(z, expected.numpy(), atol=1e-5)
@@ -70,7 +72,7 @@ def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
     assert not at.exception and at.query_params["lens"] == "alti"
     session = at.session_state["step_session"]
     prefix = session.current.live[0].prefix  # <s> and the first token: the query reads the latter
-    expected = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "alti")
+    expected = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "alti", specials=SPECIALS)
     cross_row = plotly_array(figures_of(at)[1]["data"][0]["z"])  # (H' = 1, S) of decoder layer 0
     assert np.allclose(cross_row, expected.cross[0][:, -1].numpy(), atol=1e-5)
     at.selectbox(key="step_lens").set_value("shift").run()
@@ -80,7 +82,7 @@ def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
     assert not at.exception and at.query_params["lens"] == "value_zeroing"
     z = plotly_array(figures_of(at)[-1]["data"][0]["z"])  # the finished hypothesis, through the same lens
     hyp = at.session_state["step_session"].finished[0]
-    vz = lens_maps(session.model, session.src_ids, hyp.tokens, "value_zeroing").cross[0][0]
+    vz = lens_maps(session.model, session.src_ids, hyp.tokens, "value_zeroing", specials=SPECIALS).cross[0][0]
     assert np.allclose(z, vz.numpy(), atol=1e-5) and np.allclose(z.sum(1), 1, atol=1e-5)
     at.switch_page("pages/6_Explain_heads.py").run()
     at.text_input(key="ex_text").input(PAIRS[5][0]).run()
@@ -106,7 +108,7 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
     assert result.text == gold.tgt
     heatmap, markers = figures_of(app)[0]["data"][:2]
     assert markers["name"] == "gold link"
-    maps = lens_maps(_model(app), result.source_ids, result.token_ids, "value_zeroing")
+    maps = lens_maps(_model(app), result.source_ids, result.token_ids, "value_zeroing", specials=SPECIALS)
     assert np.allclose(plotly_array(heatmap["z"]), maps.cross[1][0].numpy(), atol=1e-5)
     expected = sentence_aer(maps.cross, result.source_pieces, result.target_pieces, gold.links)
     text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))

@@ -4,8 +4,8 @@ stream.py), on constructed cases with known answers."""
 import pytest
 import torch
 
+from tests.conftest import SPECIALS
 from tests.test_attribution import SENTENCE, tiny_translator
-from transformer.data.tokenizer import BOS_ID, PAD_ID
 from transformer.decoding.search import SearchSettings
 from transformer.explain.logit_lens import decoder_lens, encoder_cut, logit_lens
 from transformer.explain.stream import Inputs, log_probs_from_embeddings, token_embeddings
@@ -19,7 +19,7 @@ def translator(request):
 def test_a_pass_from_the_token_embeddings_equals_the_model(translator):
     model = translator.model
     source_ids = translator.prepare(SENTENCE).ids
-    decoder_input = [BOS_ID, 5, 7, 9]
+    decoder_input = [SPECIALS.start, 5, 7, 9]
     inputs = Inputs.of(model, source_ids, decoder_input)
     ours = log_probs_from_embeddings(model, inputs, token_embeddings(model, inputs.src, "src"),
                                      token_embeddings(model, inputs.tgt, "tgt"))  # (1, V)
@@ -30,14 +30,14 @@ def test_a_pass_from_the_token_embeddings_equals_the_model(translator):
 
 def test_the_last_layer_of_the_logit_lens_is_the_models_distribution(translator):
     translation = translator.translate(SENTENCE)
-    lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=4)
+    lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=4, specials=SPECIALS)
     assert lens.layers == ("embeddings", "layer 0", "layer 1")
     assert len(lens.cells) == 3 and all(len(row) == len(translation.token_ids) for row in lens.cells)
     src = torch.tensor([translation.source_ids])
-    tgt = torch.tensor([[BOS_ID, *translation.token_ids[:-1]]])
+    tgt = torch.tensor([[SPECIALS.start, *translation.token_ids[:-1]]])
     with torch.no_grad():
         probs = translator.model(src, tgt).logits[0].softmax(-1)  # (T, V)
-    probs[:, [PAD_ID, BOS_ID]] = 0.0  # never an output, as decoding rules them out
+    probs[:, [SPECIALS.pad, SPECIALS.start]] = 0.0  # never an output, as decoding rules them out
     for t, cell in enumerate(lens.cells[-1]):
         top = probs[t].topk(4)
         assert cell.tokens == tuple(top.indices.tolist())

@@ -144,7 +144,7 @@ def test_config_json_round_trip_and_strictness():
     with pytest.raises(ValueError, match="divisible"):
         tiny_config(n_heads=5)
     with pytest.raises(ValueError, match="activation"):
-        ModelConfig.from_json(json.dumps({"activation": "swish"}))
+        ModelConfig.from_json(json.dumps({"activation": "mish"}))
     with pytest.raises(ValueError, match="share_embeddings"):
         tiny_config(share_embeddings=True)
 

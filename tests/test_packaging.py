@@ -26,7 +26,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-COMMANDS = ("attention-explorer", "transformer-train", "transformer-translate", "transformer-evaluate")
+COMMANDS = ("attention-explorer", "transformer-train", "transformer-translate", "transformer-evaluate",
+            "transformer-import")
 APP = "attention_explorer"  # the wheel's folder for the app and the shipped checkpoints
 SENTENCE = "In the beginning God created the heaven and the earth."
 BUILD_TIMEOUT = 300  # seconds: pip fetches hatchling into an isolated build environment, then packs ~15 MB

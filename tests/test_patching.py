@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from tests.conftest import SPECIALS
 from tests.test_attribution import tiny_translator
-from transformer.data.tokenizer import BOS_ID
 from transformer.explain import patching, teacher_forced
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
 from transformer.explain.stream import replaced
@@ -23,7 +23,7 @@ def pair(translator):
     clean = translator.prepare(CLEAN).ids
     other = [*clean[:1], clean[1] + 1, *clean[2:]]  # one piece swapped: "▁wo" for the next id of the vocabulary
     output = translator.translate(CLEAN).token_ids
-    return clean, other, [BOS_ID, *output[:1]], output[1]
+    return clean, other, [SPECIALS.start, *output[:1]], output[1]
 
 
 def hooks(model):
@@ -42,7 +42,8 @@ def test_the_map_has_a_known_answer_where_the_sources_agree_or_differ(translator
     clean, other, decoder_input, target = pair
     model = translator.model
     result = activation_patching(model, clean, other, decoder_input, target)
-    forced = [teacher_forced(model, ids, [*decoder_input[1:], target]).log_probs[-1] for ids in (clean, other)]
+    forced = [teacher_forced(model, ids, [*decoder_input[1:], target], specials=SPECIALS).log_probs[-1]
+              for ids in (clean, other)]
     assert result.clean_log_prob == pytest.approx(float(forced[0]), abs=1e-5)
     assert result.counterfactual_log_prob == pytest.approx(float(forced[1]), abs=1e-5)
     assert len(result.residual) == 3 and all(len(row) == len(clean) for row in result.residual)
@@ -63,7 +64,7 @@ def test_sources_of_different_lengths_are_refused_clearly(translator):
     with pytest.raises(PatchingError, match=rf"clean one has {len(long)} \(.*\), the counterfactual {len(short)}"):
         check_pair(long, short, translator.tokenizer.source_pieces(long), translator.tokenizer.source_pieces(short))
     with pytest.raises(PatchingError, match="same number of tokens"):
-        activation_patching(translator.model, long, short, [BOS_ID], 5)
+        activation_patching(translator.model, long, short, [SPECIALS.start], 5)
 
 
 def test_the_shared_model_is_never_changed_not_even_while_a_patched_run_fails(translator, pair, monkeypatch):

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import random_batch, tiny_config
+from tests.conftest import SPECIALS, random_batch, tiny_config
 from tests.test_translate import PAIRS, run_cli
 from transformer import Transformer
-from transformer.data.tokenizer import BOS_ID, PAD_ID, train_tokenizer
+from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding import settings as settings_module
 from transformer.decoding import translate
 from transformer.decoding.sampling import draw, sampling_distribution, tempered
@@ -39,9 +39,9 @@ def sampling(**fields) -> SearchSettings:
 
 def first_step_log_probs(model, src_row: torch.Tensor) -> torch.Tensor:
     """The model's (V,) next-token log-probabilities after <s>, as the search sees them (<pad>, <s> ruled out)."""
-    src = src_row[src_row != PAD_ID][None]  # (1, S)
+    src = src_row[src_row != SPECIALS.pad][None]  # (1, S)
     with torch.no_grad():
-        return next_token_log_probs(model(src, torch.tensor([[BOS_ID]])).logits[:, -1])[0]
+        return next_token_log_probs(model(src, torch.tensor([[SPECIALS.start]])).logits[:, -1], SPECIALS)[0]
 
 
 # ----------------------------------------------------------------------------- the distributions, on known cases
@@ -98,32 +98,32 @@ def test_empirical_frequencies_match_the_renormalised_distribution():
 
 
 def test_temperature_near_zero_and_top_k_one_equal_greedy(model, src):
-    greedy = greedy_decode(model, src)
+    greedy = greedy_decode(model, src, specials=SPECIALS)
     for settings in (sampling(temperature=1e-6, seed=4), sampling(top_k=1, seed=9, num_samples=2)):
-        for g, s in zip(greedy, sample(model, src, settings), strict=True):
+        for g, s in zip(greedy, sample(model, src, settings, specials=SPECIALS), strict=True):
             for h in s.hypotheses:
                 assert h.tokens == g.best.tokens and h.log_probs == pytest.approx(g.best.log_probs, abs=1e-6)
 
 
 def test_a_seed_reproduces_a_draw_whatever_else_is_in_the_batch(model, src):
     settings = sampling(temperature=1.5, seed=7, num_samples=3)
-    first = [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings)]
-    assert first == [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings)]
-    alone = sample(model, src[2:, :5], settings)[0]  # the third sentence (5 tokens), without the others
+    first = [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings, specials=SPECIALS)]
+    assert first == [[h.tokens for h in r.hypotheses] for r in sample(model, src, settings, specials=SPECIALS)]
+    alone = sample(model, src[2:, :5], settings, specials=SPECIALS)[0]  # the third sentence (5 tokens), alone
     assert [h.tokens for h in alone.hypotheses] == first[2]
     other = [[h.tokens for h in r.hypotheses] for r in sample(model, src, sampling(temperature=1.5, seed=8,
-                                                                                    num_samples=3))]
+                                                                                    num_samples=3), specials=SPECIALS)]
     assert other != first
     assert len({tuple(t) for r in first for t in r}) > 3  # the samples differ from each other
-    uncached = sample(model, src, settings, use_cache=False)
+    uncached = sample(model, src, settings, use_cache=False, specials=SPECIALS)
     assert [[h.tokens for h in r.hypotheses] for r in uncached] == first
 
 
 def teacher_forced_log_probs(model, src_row: torch.Tensor, tokens: list[int]) -> torch.Tensor:
     """(len(tokens), V) next-token log-probabilities along tokens, as the search saw them."""
-    src = src_row[src_row != PAD_ID][None]  # (1, S)
+    src = src_row[src_row != SPECIALS.pad][None]  # (1, S)
     with torch.no_grad():
-        return next_token_log_probs(model(src, torch.tensor([[BOS_ID] + tokens[:-1]])).logits[0])
+        return next_token_log_probs(model(src, torch.tensor([[SPECIALS.start] + tokens[:-1]])).logits[0], SPECIALS)
 
 
 @pytest.mark.parametrize("top_k, top_p", [(3, 1.0), (0, 0.6), (4, 0.7)])
@@ -131,7 +131,7 @@ def test_drawn_tokens_stay_inside_the_top_k_and_top_p_set(model, src, top_k, top
     """Every token of every sample, against the top-k / nucleus set recomputed from a teacher-forced pass."""
     settings = sampling(temperature=1.3, top_k=top_k, top_p=top_p, seed=2, num_samples=4, record_steps=True)
     n_tokens = 0
-    for b, result in enumerate(sample(model, src, settings)):
+    for b, result in enumerate(sample(model, src, settings, specials=SPECIALS)):
         for h in result.hypotheses:
             logp = teacher_forced_log_probs(model, src[b], h.tokens)  # (T, V)
             allowed = sampling_distribution(logp, 1.3, top_k, top_p) > 0  # (T, V)
@@ -153,7 +153,7 @@ def test_first_tokens_drawn_by_the_engine_follow_the_distribution(model, src):
     standard errors of its probability under temperature 1.2 and top-k 6."""
     n = 400
     settings = sampling(temperature=1.2, top_k=6, seed=0, num_samples=n, max_len_a=0.0, max_len_b=1)
-    (result,) = sample(model, src[:1], settings)
+    (result,) = sample(model, src[:1], settings, specials=SPECIALS)
     firsts = torch.tensor([h.tokens[0] for h in result.hypotheses])
     p = sampling_distribution(first_step_log_probs(model, src[0])[None], 1.2, 6)[0]
     freq = torch.bincount(firsts, minlength=p.numel()).double() / n
@@ -163,8 +163,8 @@ def test_first_tokens_drawn_by_the_engine_follow_the_distribution(model, src):
 
 def test_a_sampling_session_draws_what_the_one_shot_function_draws_and_back_replays_it(model, src):
     settings = sampling(temperature=1.4, seed=3, num_samples=2)
-    one_shot = sample(model, src[:1], settings)[0]
-    session = DecodingSession(model, src[0].tolist(), settings)
+    one_shot = sample(model, src[:1], settings, specials=SPECIALS)[0]
+    session = DecodingSession(model, src[0].tolist(), settings, specials=SPECIALS)
     session.step()
     session.step()
     before = [n.token for n in session.current.nodes]
@@ -228,8 +228,9 @@ def test_a_vanishing_temperature_is_greedy_not_an_overflow(model, src, temperatu
     for probs in (sampling_distribution(logp, temperature), tempered(logp, temperature),
                   sampling_distribution(logp, temperature, top_k=3, top_p=0.5)):
         assert torch.equal(probs, one_hot)
-    greedy = greedy_decode(model, src)
-    for g, s in zip(greedy, sample(model, src, sampling(temperature=temperature, num_samples=2)), strict=True):
+    greedy = greedy_decode(model, src, specials=SPECIALS)
+    drawn = sample(model, src, sampling(temperature=temperature, num_samples=2), specials=SPECIALS)
+    for g, s in zip(greedy, drawn, strict=True):
         assert all(h.tokens == g.best.tokens for h in s.hypotheses)
 
 
@@ -278,10 +279,10 @@ def test_one_seed_value_draws_one_sample_whatever_its_type(model, src):
     seeds = [1, 1.0, torch.tensor(1).item(), np.int64(1), np.float32(1.0)]
     settings = [sampling(temperature=1.5, seed=seed, num_samples=2) for seed in seeds]
     assert all(type(s.seed) is int and s.seed == 1 for s in settings) and len(set(settings)) == 1
-    draws = [[[h.tokens for h in r.hypotheses] for r in sample(model, src, s)] for s in settings]
+    draws = [[[h.tokens for h in r.hypotheses] for r in sample(model, src, s, specials=SPECIALS)] for s in settings]
     assert all(d == draws[0] for d in draws)
-    assert draws[0] != [[h.tokens for h in r.hypotheses] for r in sample(model, src, sampling(temperature=1.5, seed=2,
-                                                                                               num_samples=2))]
+    other = sample(model, src, sampling(temperature=1.5, seed=2, num_samples=2), specials=SPECIALS)
+    assert draws[0] != [[h.tokens for h in r.hypotheses] for r in other]
     assert type(sampling(temperature=1).temperature) is float and type(SearchSettings(beam_size=4.0).beam_size) is int
 
 

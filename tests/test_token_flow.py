@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import tiny_config
+from tests.conftest import SPECIALS, tiny_config
 from transformer import Transformer
-from transformer.data.tokenizer import BOS_ID, PAD_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import SearchSettings, greedy_decode, sample
 from transformer.explain.flow import TEMPERATURES, neuron_examples, token_flow
 from transformer.model.checkpoint import load_checkpoint
@@ -39,8 +39,9 @@ def recorded_pass(model: Transformer, src: list[int], tgt: list[int]) -> dict:
     return seen
 
 
-def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int, source_position: int) -> None:
-    flow = token_flow(model, src, tgt, position, source_position=source_position)
+def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int, source_position: int,
+               specials: SpecialIds = SPECIALS) -> None:
+    flow = token_flow(model, src, tgt, position, source_position=source_position, specials=specials)
     seen = recorded_pass(model, src, tgt)
     n_enc = len(model.encoder_layers)
     subs = seen["sub"]  # encoder sublayers in order, then the decoder's
@@ -80,7 +81,7 @@ def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int
             assert sum(s.share for s in flow.stages if s.side == side) == pytest.approx(1.0, abs=1e-4)
     torch.testing.assert_close(flow.output.logits, seen["logits"][position], atol=ATOL, rtol=0)
     logp = seen["logits"][position].log_softmax(-1)
-    logp[[PAD_ID, BOS_ID]] = -torch.inf  # never emitted
+    logp[list(specials.never)] = -torch.inf  # never emitted
     assert [c.token for c in flow.output.candidates] == logp.topk(len(flow.output.candidates)).indices.tolist()
     assert flow.output.candidates[0].log_prob == pytest.approx(float(logp.max()), abs=ATOL)
     for stage in flow.stages:
@@ -90,13 +91,29 @@ def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
-@pytest.mark.parametrize("activation", ["relu", "gelu"])
-def test_every_stage_equals_the_forward_pass(norm_first, activation):
+@pytest.mark.parametrize("options", [{}, {"activation": "gelu"}, {"activation": "swish"},
+                                     {"scale_embedding": False, "positional_layout": "halves"},
+                                     {"final_logits_bias": True, "layer_norm_eps": 1e-6}, {"final_norm": False}])
+def test_every_stage_equals_the_forward_pass(norm_first, options):
+    """The model's own options (Marian's among them) are followed: the flow reads the model's modules."""
     torch.manual_seed(1)
-    model = Transformer(tiny_config(norm_first=norm_first, activation=activation)).eval()
-    src, tgt = [5, 9, 12, 7, 2], [BOS_ID, 8, 4, 11, 6]
+    model = Transformer(tiny_config(norm_first=norm_first, **options)).eval()
+    if model.final_logits_bias is not None:
+        torch.nn.init.normal_(model.final_logits_bias)
+    src, tgt = [5, 9, 12, 7, 2], [SPECIALS.start, 8, 4, 11, 6]
     for position, source_position in [(0, 0), (3, 2), (4, 4)]:
         check_flow(model, src, tgt, position, source_position)
+
+
+def test_a_decoder_that_starts_from_pad_as_marian_does():
+    marian = SpecialIds(pad=0, start=0, eos=2, unk=3, never=(0,))
+    torch.manual_seed(5)
+    model = Transformer(tiny_config(norm_first=False, activation="swish", scale_embedding=False,
+                                    positional_layout="halves", final_logits_bias=True)).eval()
+    for position in (0, 3):
+        check_flow(model, [5, 9, 12, 7, 2], [marian.start, 8, 4, 11, 6], position, 1, marian)
+    flow = token_flow(model, [5, 9, 2], [marian.start, 8], 1, specials=marian)
+    assert flow.output.log_probs[1] > -torch.inf and flow.output.log_probs[0] == -torch.inf  # <s> is a piece here
 
 
 def test_the_shipped_teaching_model():
@@ -105,7 +122,8 @@ def test_the_shipped_teaching_model():
     src = tok.encode_source("the cat sees the dog .")
     tgt = tok.encode_target("le chat voit le chien .")[:-1]
     check_flow(checkpoint.model, src, tgt, 2, 1)
-    flow = token_flow(checkpoint.model, src, tgt, 2)  # default source piece: the one cross-attended to most
+    # the default source piece: the one cross-attended to most
+    flow = token_flow(checkpoint.model, src, tgt, 2, specials=tok.specials)
     cross = flow.stage("dec.1.cross_attn").attention  # (H, S)
     assert flow.source_position == int(cross.mean(0).argmax())
 
@@ -113,10 +131,10 @@ def test_the_shipped_teaching_model():
 def test_bad_arguments_are_named():
     model = Transformer(tiny_config()).eval()
     with pytest.raises(ValueError, match="position must be an integer from 0 to 2"):
-        token_flow(model, [5, 6, 2], [BOS_ID, 5, 6], 3)
+        token_flow(model, [5, 6, 2], [SPECIALS.start, 5, 6], 3, specials=SPECIALS)
     with pytest.raises(ValueError, match="source_position"):
-        token_flow(model, [5, 6, 2], [BOS_ID, 5, 6], 1, source_position=7)
-    flow = token_flow(model, [5, 6, 2], [BOS_ID, 5, 6], 1)
+        token_flow(model, [5, 6, 2], [SPECIALS.start, 5, 6], 1, source_position=7, specials=SPECIALS)
+    flow = token_flow(model, [5, 6, 2], [SPECIALS.start, 5, 6], 1, specials=SPECIALS)
     with pytest.raises(ValueError, match="stage must be one of src.embed"):
         flow.stage("nope")
     with pytest.raises(ValueError, match="temperature must be above 0"):
@@ -132,27 +150,28 @@ def test_temperature_is_what_sampling_draws_from(temperature):
     src = [5, 9, 12, 7, 2]
     settings = SearchSettings(do_sample=True, temperature=temperature, seed=3, record_steps=True, candidates=6,
                               max_len_a=0, max_len_b=6)
-    result = sample(model, torch.tensor([src]), settings)[0]
+    result = sample(model, torch.tensor([src]), settings, specials=SPECIALS)[0]
     tokens = result.hypotheses[0].tokens
     assert len(result.steps) >= 3
     for t, step in enumerate(result.steps):
         found = step.live[0].candidates
-        flow = token_flow(model, src, [BOS_ID, *tokens[:t]], t)
+        flow = token_flow(model, src, [SPECIALS.start, *tokens[:t]], t, specials=SPECIALS)
         probs = flow.output.probabilities(temperature)
         assert probs[found.tokens].tolist() == pytest.approx(found.tempered, abs=ATOL)
         assert probs[found.tokens].tolist() == pytest.approx(found.sampled, abs=ATOL)  # no top-k or top-p
         assert flow.output.sampled(temperature, seed=3) == tokens[t]
-    greedy = greedy_decode(model, torch.tensor([src]), SearchSettings(max_len_a=0, max_len_b=6))[0].hypotheses[0].tokens
+    settings = SearchSettings(max_len_a=0, max_len_b=6)
+    greedy = greedy_decode(model, torch.tensor([src]), settings, specials=SPECIALS)[0].hypotheses[0].tokens
     for t, token in enumerate(greedy):
-        assert token_flow(model, src, [BOS_ID, *greedy[:t]], t).output.greedy == token
+        assert token_flow(model, src, [SPECIALS.start, *greedy[:t]], t, specials=SPECIALS).output.greedy == token
     assert TEMPERATURES[0] == 0.05 and TEMPERATURES[-1] == 3.0
 
 
 def test_neurons_fire_on_the_pieces_named():
     torch.manual_seed(3)
     model = Transformer(tiny_config()).eval()
-    pairs = [([5, 9, 12, 2], [BOS_ID, 8, 4]), ([7, 7, 13, 6, 2], [BOS_ID, 9])]
-    flow = token_flow(model, *pairs[0], 1)
+    pairs = [([5, 9, 12, 2], [SPECIALS.start, 8, 4]), ([7, 7, 13, 6, 2], [SPECIALS.start, 9])]
+    flow = token_flow(model, *pairs[0], 1, specials=SPECIALS)
     neuron = flow.stage("dec.0.feed_forward").neurons[0]
     (found,) = neuron_examples(model, pairs, "target", 0, [neuron.index], k=2)
     assert found.firings[0].activation >= found.firings[1].activation
@@ -181,7 +200,7 @@ def test_the_view_draws_every_stage_and_sampling_s_numbers():
 
     torch.manual_seed(4)
     model = Transformer(tiny_config()).eval()
-    flow = token_flow(model, [5, 9, 12, 2], [BOS_ID, 8, 4], 2)
+    flow = token_flow(model, [5, 9, 12, 2], [SPECIALS.start, 8, 4], 2, specials=SPECIALS)
     pieces = {5: "<script>", 9: "سلام"}  # a piece that is markup, and an Arabic one
     label = lambda ids: [pieces.get(i, f"p{i}") for i in ids]  # noqa: E731
     view = token_flow_view(flow, label, label, stage="dec.1.cross_attn", seed=7, font_px=18)

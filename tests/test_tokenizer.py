@@ -1,6 +1,7 @@
 import pytest
 
-from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, TokenizerError, train_tokenizer
+from tests.conftest import SPECIALS
+from transformer.data.tokenizer import Tokenizer, TokenizerError, train_tokenizer
 
 EXAMPLES = {
     "en": ["The man's dog isn't here, is it?", "In the beginning God created the heaven and the earth."],
@@ -37,20 +38,20 @@ def test_french_apostrophe_and_punctuation_pieces():
 
 
 def test_special_ids_fixed(tokenizer):
-    assert (PAD_ID, BOS_ID, EOS_ID, UNK_ID) == (0, 1, 2, 3)
+    assert (SPECIALS.pad, SPECIALS.start, SPECIALS.eos, SPECIALS.unk) == (0, 1, 2, 3)
     assert tokenizer.target_pieces([0, 1, 2, 3]) == ["<pad>", "<s>", "</s>", "<unk>"]
     src, tgt = tokenizer.encode_source("Bonjour !"), tokenizer.encode_target("Bonjour !")
-    assert src[-1] == EOS_ID and BOS_ID not in src
-    assert tgt[0] == BOS_ID and tgt[-1] == EOS_ID
+    assert src[-1] == SPECIALS.eos and SPECIALS.start not in src
+    assert tgt[0] == SPECIALS.start and tgt[-1] == SPECIALS.eos
 
 
 def test_decode_stops_at_eos_and_skips_specials(tokenizer):
     ids = tokenizer.encode_target("Bonjour !")
-    assert tokenizer.decode_target(ids + tokenizer.encode_target("dit-il")[1:] + [PAD_ID]) == "Bonjour !"
+    assert tokenizer.decode_target(ids + tokenizer.encode_target("dit-il")[1:] + [SPECIALS.pad]) == "Bonjour !"
 
 
 def test_unknown_characters_map_to_unk(tokenizer):
-    assert UNK_ID in tokenizer.encode_source("漢字")
+    assert SPECIALS.unk in tokenizer.encode_source("漢字")
 
 
 def test_shared_and_separate_vocabularies():
@@ -62,7 +63,7 @@ def test_shared_and_separate_vocabularies():
     assert separate.tgt_vocab_size < shared.tgt_vocab_size
     fr_word = separate.encode_target("Bonjour")[1]
     assert separate.target_pieces([fr_word]) == ["▁Bonjour"]
-    assert separate.encode_source("Bonjour")[0] == UNK_ID  # "Bonjour" occurs only on the target side
+    assert separate.encode_source("Bonjour")[0] == SPECIALS.unk  # "Bonjour" occurs only on the target side
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -101,23 +102,24 @@ def test_unknown_kind_rejected():
 
 def test_typed_special_tokens_are_text(tokenizer):
     ids = tokenizer.encode_source("the man <pad> said <s> and </s> home")
-    assert PAD_ID not in ids and BOS_ID not in ids and ids.count(EOS_ID) == 1 and ids[-1] == EOS_ID
+    pad, start, eos = SPECIALS.pad, SPECIALS.start, SPECIALS.eos
+    assert pad not in ids and start not in ids and ids.count(eos) == 1 and ids[-1] == eos
     tgt = tokenizer.encode_target("dit <s> et </s>")
-    assert tgt.count(BOS_ID) == 1 and tgt.count(EOS_ID) == 1 and (tgt[0], tgt[-1]) == (BOS_ID, EOS_ID)
+    assert tgt.count(start) == 1 and tgt.count(eos) == 1 and (tgt[0], tgt[-1]) == (start, eos)
 
 
 def test_unseen_diacritics_are_dropped_not_unknown(tokenizer):
     """The Arabic examples have no harakat: typing them (fatha, sukun, kasra) must not make <unk> pieces."""
     plain, marked = "في البدء خلق الله", "في البَدْءِ خَلَقَ الله"
     assert tokenizer.encode_source(marked) == tokenizer.encode_source(plain)
-    assert UNK_ID not in tokenizer.encode_source(marked)
+    assert SPECIALS.unk not in tokenizer.encode_source(marked)
     assert tokenizer.normalize(marked) == plain
 
 
 def test_diacritics_the_vocabulary_knows_are_kept():
     marked = "خَلَقَ الله"
     tok = train_tokenizer([(marked, marked)] * 3, kind="wordlevel", vocab_size=100, min_frequency=1)
-    assert tok.decode_source(tok.encode_source(marked)) == marked and UNK_ID not in tok.encode_source(marked)
+    assert tok.decode_source(tok.encode_source(marked)) == marked and SPECIALS.unk not in tok.encode_source(marked)
 
 
 def test_saved_files_get_the_umask_mode(tmp_path):

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import tiny_config
+from tests.conftest import SPECIALS, tiny_config
 from tests.fuzz_inputs import SEARCH_FLAGS, STDIN_LINES
 from transformer import Transformer
 from transformer.data.corpora.base import normalize_text
-from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
+from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding import translate
 from transformer.decoding.bounds import MAX_BEAM
 from transformer.decoding.search import SearchSettings, greedy_decode
@@ -46,9 +46,9 @@ def test_translation_fields_agree_with_each_other_and_with_greedy_decoding(trans
     assert t.target_pieces == translator.tokenizer.target_pieces(t.token_ids)
     assert len(t.token_probs) == len(t.token_ids) and all(0 < p <= 1 for p in t.token_probs)
     assert t.score == pytest.approx(sum(math.log(p) for p in t.token_probs), abs=1e-5)
-    (decoded,) = greedy_decode(translator.model, torch.tensor([t.source_ids]))
+    (decoded,) = greedy_decode(translator.model, torch.tensor([t.source_ids]), specials=SPECIALS)
     assert decoded.best.tokens == t.token_ids and t.alternatives == [] and t.attention is None
-    assert ("length limit" in " ".join(t.warnings)) == (t.token_ids[-1] != EOS_ID)
+    assert ("length limit" in " ".join(t.warnings)) == (t.token_ids[-1] != SPECIALS.eos)
 
 
 def test_a_batch_comes_back_in_input_order_and_equals_one_at_a_time(translator):
@@ -73,7 +73,8 @@ def test_attention_maps_cover_the_sentence_and_match_the_decoding_steps(translat
     assert [w.shape for w in maps.enc_self] == [(H, S, S)] * 2 and [w.shape for w in maps.cross] == [(H, T, S)] * 2
     assert [w.shape for w in maps.dec_self] == [(H, T, T)] * 2
     torch.testing.assert_close(maps.cross[0].sum(-1), torch.ones(H, T))
-    steps = greedy_decode(translator.model, torch.tensor([t.source_ids]), SearchSettings(record_steps=True))[0].steps
+    steps = greedy_decode(translator.model, torch.tensor([t.source_ids]), SearchSettings(record_steps=True),
+                          specials=SPECIALS)[0].steps
     for layer in range(2):
         torch.testing.assert_close(maps.cross[layer], torch.stack([s.live[0].cross_attention[layer] for s in steps], 1))
 
@@ -89,14 +90,14 @@ def test_empty_input_is_a_clear_error(translator, text):
 def test_typed_special_tokens_stay_text(translator):
     """A typed "<pad>" must not become a padding key (it would get exactly 0 attention)."""
     source = translator.prepare("the <pad> house <s> is </s> big")
-    assert PAD_ID not in source.ids and BOS_ID not in source.ids and source.ids.count(EOS_ID) == 1
+    assert SPECIALS.pad not in source.ids and SPECIALS.start not in source.ids and source.ids.count(SPECIALS.eos) == 1
     t = translator.translate("the <pad> house is big", attention=True)
     assert (t.attention.enc_self[0].sum(-2) > 0).all()  # every source key gets some attention
 
 
 def test_long_input_is_truncated_with_a_warning(translator):
     t = translator.translate(" ".join(["the big house"] * 6))  # 18 pieces + </s>
-    assert len(t.source_ids) == MAX_LEN and t.source_ids[-1] == EOS_ID
+    assert len(t.source_ids) == MAX_LEN and t.source_ids[-1] == SPECIALS.eos
     assert any("truncated" in w for w in t.warnings) and len(t.token_ids) <= MAX_LEN
 
 

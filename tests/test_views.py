@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.app_fixtures import make_checkpoint
-from transformer.data.tokenizer import BOS_ID
+from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
@@ -164,7 +164,7 @@ def test_eq1_picture_prints_the_cells_numbers_and_highlights_the_clicked_key(tra
     t = translator.translate("the cat sleeps .", attention=True)
     source = t.source_ids + [0, 0]  # two <pad> keys, masked
     keys = t.source_pieces + ["<pad>", "<pad>"]
-    cell = cell_arithmetic(translator.model, source, [BOS_ID, *t.token_ids[:-1]], "cross", 1, 2, 1)
+    cell = cell_arithmetic(translator.model, source, [SPECIALS.start, *t.token_ids[:-1]], "cross", 1, 2, 1)
     view = views.cell_flow(cell, t.target_pieces[1], keys, key=2)
     root = svg_of(view, "eq")
     stages = [g.get("data-stage") for g in find(root, "g", **{"class": "st"})]
@@ -235,7 +235,7 @@ def test_beam_tree_labels_fit_their_cell_and_node_prefixes_are_the_next_steps_hy
     for t in range(len(steps) - 1):
         for rank, node in enumerate(steps[t].nodes):
             if node.status == "live":  # its prefix is what the next step feeds in its slot
-                assert [BOS_ID, *tree.node_prefix(steps, t, rank)] == steps[t + 1].live[node.slot].prefix
+                assert [SPECIALS.start, *tree.node_prefix(steps, t, rank)] == steps[t + 1].live[node.slot].prefix
     long = tree._fit("▁commencement" * 3)
     assert long.endswith("…") and views.svg.text_width(long, tree.FONT_PX) <= tree.COL - 2 * tree.RADIUS - 10
 

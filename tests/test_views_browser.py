@@ -8,7 +8,6 @@ from playwright.sync_api import expect  # noqa: I001  (after test_e2e's skip, be
 
 from tests.app_fixtures import make_checkpoint
 from tests.test_e2e import browser_context_args, browser_type_launch_args  # noqa: F401  (pytest fixtures)
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator, find_checkpoint
 from transformer.explain import cell_arithmetic, views
@@ -94,7 +93,7 @@ def test_model_view_click_opens_that_layer_and_head(page, tiny):
 
 def test_eq1_picture_reveals_its_stages_and_follows_a_clicked_key(page, tiny):
     t = tiny.translate("the woman reads a book .", attention=True)
-    cell = cell_arithmetic(tiny.model, t.source_ids, [BOS_ID, *t.token_ids[:-1]], "cross", 0, 1, 1)
+    cell = cell_arithmetic(tiny.model, t.source_ids, [tiny.specials.start, *t.token_ids[:-1]], "cross", 0, 1, 1)
     page.set_content(views.cell_flow(cell, t.target_pieces[1], t.source_pieces, key=0).document())
     stages = "ss => ss.map(s => s.style.display !== 'none')"
     assert page.eval_on_selector_all("svg.eq g.st", stages) == [True] * 7  # all at once by default

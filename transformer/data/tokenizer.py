@@ -1,15 +1,18 @@
 """Subword (BPE) or word-level vocabularies built on Hugging Face `tokenizers`.
 
-Every vocabulary starts with the same four special tokens so that model code can use the id
-constants below without asking the tokenizer. Text is cut Metaspace-style: each space becomes a
-"▁" on the following piece, so decoding is concatenation and `decode(encode(x)) == normalize(x)`
-for any text whose characters were seen in training. Punctuation is split off as its own piece
-and an elided article keeps its apostrophe ("l'homme" -> "▁l'" "homme"); English contractions
+Every vocabulary starts with the same four special tokens, <pad> <s> </s> <unk> = 0 1 2 3, which `specials`
+gives to decoding, explaining and training (`SpecialIds`: other kinds of tokenizer have other ids). Text is cut
+Metaspace-style: each space becomes a "▁" on the following piece, so decoding is concatenation and
+`decode(encode(x)) == normalize(x)` for any text whose characters were seen in training. Punctuation is split
+off as its own piece and an elided article keeps its apostrophe ("l'homme" -> "▁l'" "homme"); English contractions
 split the same way ("isn't" -> "▁isn'" "t"), a price paid for one rule across languages.
 
 User text is encoded as text: a typed "<pad>", "<s>" or "</s>" becomes ordinary pieces, never the control
 token. A combining mark the vocabulary never saw (Arabic harakat typed into a model trained on undotted
 text) is dropped rather than turning its word into `<unk>` pieces.
+
+`load_tokenizer(path)` and `tokenizer_from_json(text, origin)` read a checkpoint's tokenizer of any kind: ours
+(`Tokenizer`), or an imported SentencePiece one (`transformer.data.sentencepiece`), by the JSON's "kind".
 """
 
 from __future__ import annotations
@@ -18,21 +21,24 @@ import json
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers
 from tokenizers import Tokenizer as HFTokenizer
 
+from transformer.data.vocabulary import SpecialIds, TokenizerError, TokenizerLike
 from transformer.files import write_text_atomic
+
+__all__ = ["KINDS", "SPECIAL_TOKENS", "SpecialIds", "Tokenizer", "TokenizerError", "TokenizerLike", "load_tokenizer",
+           "tokenizer_from_json", "train_tokenizer"]
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+_PAD_ID, _BOS_ID, _EOS_ID, _UNK_ID = range(4)  # our vocabularies' own; everything else asks `specials`
+_SPECIALS = SpecialIds(pad=_PAD_ID, start=_BOS_ID, eos=_EOS_ID, unk=_UNK_ID, never=(_PAD_ID, _BOS_ID))
 KINDS = ("bpe", "wordlevel")
+SENTENCEPIECE_KIND = "sentencepiece"  # an imported model's (transformer.data.sentencepiece)
 _FORMAT_VERSION = 1
-
-
-class TokenizerError(ValueError):
-    """A tokenizer file is missing or unusable; the message names it."""
 
 
 def _normalizer() -> normalizers.Normalizer:
@@ -83,6 +89,11 @@ class Tokenizer:
         self._marks = {id(t): _combining_marks(t) for t in (self._src, self._tgt)}
 
     @property
+    def specials(self) -> SpecialIds:
+        """<pad> <s> </s> <unk> = 0 1 2 3; decoding starts from <s> and never emits <pad> or <s>."""
+        return _SPECIALS
+
+    @property
     def src_vocab_size(self) -> int:
         return self._src.get_vocab_size()
 
@@ -95,10 +106,13 @@ class Tokenizer:
         return self._src.normalizer.normalize_str(self._known_marks(self._src, text))
 
     def encode_source(self, text: str) -> list[int]:
-        return self._src.encode(self._known_marks(self._src, text), add_special_tokens=False).ids + [EOS_ID]
+        """The source pieces' ids and </s>: no start token on the source side."""
+        return self._src.encode(self._known_marks(self._src, text), add_special_tokens=False).ids + [_EOS_ID]
 
     def encode_target(self, text: str) -> list[int]:
-        return [BOS_ID] + self._tgt.encode(self._known_marks(self._tgt, text), add_special_tokens=False).ids + [EOS_ID]
+        """<s>, the target pieces' ids and </s>: a training target (the decoder reads all but the last)."""
+        ids = self._tgt.encode(self._known_marks(self._tgt, text), add_special_tokens=False).ids
+        return [_BOS_ID] + ids + [_EOS_ID]
 
     def _known_marks(self, tok: HFTokenizer, text: str) -> str:
         """text (NFKC, as the normalizer would make it) without the combining marks tok's vocabulary lacks."""
@@ -151,14 +165,41 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> Tokenizer:
-        path = Path(path)
+        """One of our vocabularies (load_tokenizer reads any kind)."""
+        return cls.from_json(_read(path), origin=str(path))
+
+
+def _read(path: str | Path) -> str:
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise TokenizerError(f"{path}: tokenizer file not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenizerError(f"{path}: cannot read tokenizer file ({exc})") from exc
+
+
+def tokenizer_from_json(text: str, origin: str = "tokenizer JSON") -> TokenizerLike:
+    """A tokenizer of the kind its JSON names: SentencePiece (imported models), else ours (`Tokenizer`);
+    TokenizerError for anything else or anything unreadable."""
+    try:
+        data: Any = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise TokenizerError(f"{origin}: not a valid tokenizer file ({type(exc).__name__}: {exc})") from exc
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == SENTENCEPIECE_KIND:
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise TokenizerError(f"{path}: tokenizer file not found") from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TokenizerError(f"{path}: cannot read tokenizer file ({exc})") from exc
-        return cls.from_json(text, origin=str(path))
+            from transformer.data.sentencepiece import SentencePieceTokenizer
+        except ImportError as exc:
+            raise TokenizerError(f"{origin}: a SentencePiece tokenizer, which this installation cannot read "
+                                 f"({exc})") from exc
+        return SentencePieceTokenizer.from_json(text, origin)
+    return Tokenizer.from_json(text, origin)  # ours, or a clear TokenizerError
+
+
+def load_tokenizer(path: str | Path) -> TokenizerLike:
+    """The tokenizer file at path, of whatever kind it holds (tokenizer_from_json)."""
+    return tokenizer_from_json(_read(path), origin=str(path))
 
 
 def _combining_marks(tok: HFTokenizer) -> frozenset[str]:
@@ -168,8 +209,8 @@ def _combining_marks(tok: HFTokenizer) -> frozenset[str]:
 
 def _decode(tok: HFTokenizer, ids: Iterable[int]) -> str:
     ids = [int(i) for i in ids]
-    if EOS_ID in ids:
-        ids = ids[:ids.index(EOS_ID)]
+    if _EOS_ID in ids:
+        ids = ids[:ids.index(_EOS_ID)]
     return tok.decode(ids, skip_special_tokens=True)
 
 

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, EOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.results import (
     DecodeResult,
     Hypothesis,
@@ -39,8 +39,9 @@ class BeamSearch:
     """
 
     @torch.inference_mode()
-    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings):
+    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds):
         self.model, self.src, self.settings, self.K = model, src, settings, settings.beam_size
+        self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
         B = src.size(0)
@@ -48,9 +49,9 @@ class BeamSearch:
         self.cache = model.start_cache(model.encode(src).memory, src).reorder(rows)
         self.active = list(range(B))  # sentences still searching, in the order of their rows
         self.scores = torch.full((B, self.K), -math.inf, device=src.device)  # cumulative log-probabilities
-        self.scores[:, 0] = 0.0  # one live hypothesis, <s>, to start from
+        self.scores[:, 0] = 0.0  # one live hypothesis, the start token, to start from
         self.log_probs = torch.zeros(B * self.K, 0, device=src.device)  # (A*K, t) per-token history
-        self.feed = src.new_full((B * self.K,), BOS_ID)
+        self.feed = src.new_full((B * self.K,), specials.start)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(B)]
 
     @property
@@ -61,7 +62,7 @@ class BeamSearch:
     def step(self, record: bool = False) -> dict[int, SearchStep]:
         K, t = self.K, self.log_probs.size(1)
         out = self.model.decode_step(self.feed, self.cache, return_attention=record)
-        logp = next_token_log_probs(out.logits)  # (A*K, V)
+        logp = next_token_log_probs(out.logits, self.specials)  # (A*K, V)
         A, V = len(self.active), logp.size(-1)
         # The 2K best continuations of each sentence are among the 2K best of each of its hypotheses: two small
         # top-ks (per row over V, then per sentence over K * 2K) instead of one over K * V.
@@ -76,7 +77,7 @@ class BeamSearch:
 
         # Each sentence's K slots for the next step: (score, parent row within the sentence, token, log-prob);
         # slots left empty feed </s> and score -inf, so they never produce a real hypothesis.
-        slots = [[(-math.inf, 0, EOS_ID, 0.0)] * K for _ in self.active]
+        slots = [[(-math.inf, 0, self.specials.eos, 0.0)] * K for _ in self.active]
         records, keep = {}, []
         for a, b in enumerate(self.active):
             nodes, slot, at_limit = [], 0, t + 1 >= self.max_new[b]
@@ -84,7 +85,7 @@ class BeamSearch:
                                                        parents[a], tokens[a])):
                 if s == -math.inf:
                     break  # continuations of empty slots
-                if tok == EOS_ID:
+                if tok == self.specials.eos:
                     status = "finished" if rank < K and len(self.finished[b]) < K else "pruned"
                 elif slot < K:
                     status = "stopped" if at_limit else "live"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, PAD_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.settings import SearchSettings, length_penalty
 from transformer.model.layers import Transformer
 
@@ -37,7 +37,7 @@ class Candidates:
 class HypothesisStep:
     """What the decoder saw and predicted for one hypothesis at one step."""
 
-    prefix: list[int]  # tokens fed so far, <s> first; the last one is this step's query
+    prefix: list[int]  # tokens fed so far, the start token first; the last one is this step's query
     score: float  # cumulative log-probability of prefix
     candidates: Candidates
     self_attention: Tensor | None  # (n_layers, H, len(prefix)): the query's row over the prefix
@@ -64,7 +64,7 @@ class SearchStep:
 
 @dataclass
 class Hypothesis:
-    tokens: list[int]  # output ids after <s>, ending with </s> when finished
+    tokens: list[int]  # output ids after the start token, ending with </s> when finished
     log_probs: list[float]  # per token
     score: float  # sum of log_probs
     normalized_score: float  # score / length_penalty(len(tokens)): what beam search ranks by
@@ -112,14 +112,15 @@ def hypothesis_step(prefix: list[int], score: float, found: Candidates, rows: Ro
     return HypothesisStep(prefix, score, found, self_att, cross_att)
 
 
-def next_token_log_probs(logits: Tensor) -> Tensor:
-    """logits (B, V) -> log-probabilities (B, V), with <pad> and <s> ruled out (-inf): never an output.
+def next_token_log_probs(logits: Tensor, specials: SpecialIds) -> Tensor:
+    """logits (B, V) -> log-probabilities (B, V), with specials.never ruled out (-inf): never an output (our
+    <pad> and <s>; Marian's pad).
 
     The other tokens keep the model's own probabilities (no renormalisation), so scores stay what a
     teacher-forced pass gives.
     """
     logp = logits.float().log_softmax(-1)
-    logp[:, [PAD_ID, BOS_ID]] = -math.inf
+    logp[:, list(specials.never)] = -math.inf
     return logp
 
 

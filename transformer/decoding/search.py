@@ -8,9 +8,11 @@ self-attention keys and values. Beam search keeps its hypotheses as rows of the 
 reorders the cache by each survivor's parent row. Both are batched over sentences, and both drop a
 sentence's rows from the batch as soon as it is done.
 
-Step t (from 0) feeds the token before output position t (<s> when t = 0) and emits output token t.
-The attention rows recorded at step t are those of that query: row t of a teacher-forced pass over
-<s> + output[:-1]. Scores are natural-log probabilities; an output counts its </s> in its length.
+Step t (from 0) feeds the token before output position t (the tokenizer's start token when t = 0: <s> for ours,
+pad for Marian's) and emits output token t. The attention rows recorded at step t are those of that query: row t
+of a teacher-forced pass over start + output[:-1]. Every engine takes the tokenizer's `SpecialIds`: where to
+start, which token ends an output, which ids are never emitted. Scores are natural-log probabilities; an output
+counts its </s> in its length.
 
 `GreedySearch`, `SampleSearch` and `BeamSearch` advance one step at a time, so that the one-shot functions
 (`greedy_decode`, `sample`, `beam_search`, `search`) and `DecodingSession` run the same code.
@@ -23,7 +25,7 @@ import dataclasses
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, EOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.beam import BeamSearch
 from transformer.decoding.results import (  # re-exported: their old home
     STATUSES,  # noqa: F401
@@ -63,8 +65,10 @@ class GreedySearch:
     samples = 1
 
     @torch.inference_mode()
-    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, use_cache: bool = True):
+    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
+                 use_cache: bool = True):
         self.model, self.src, self.settings, self.use_cache = model, src, settings, use_cache
+        self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
         self.memory = model.encode(src).memory  # (B, S, D)
@@ -74,7 +78,7 @@ class GreedySearch:
         if self.samples > 1:
             self.cache = self.cache.reorder(torch.tensor(self.sentence, device=src.device))
         self.active = list(range(n_rows))  # the rows still decoding
-        self.feed = src.new_full((n_rows,), BOS_ID)  # (A,)
+        self.feed = src.new_full((n_rows,), specials.start)  # (A,)
         self.tokens: list[list[int]] = [[] for _ in self.active]
         self.log_probs: list[list[float]] = [[] for _ in self.active]
         self.ended: list[bool] = [False for _ in self.active]
@@ -109,7 +113,7 @@ class GreedySearch:
     def step(self, record: bool = False) -> dict[int, SearchStep]:
         """Emit one token per unfinished row; returns {sentence: SearchStep} when record."""
         logits, rows = self._advance(record)
-        logp = next_token_log_probs(logits)  # (A, V)
+        logp = next_token_log_probs(logits, self.specials)  # (A, V)
         chosen, found = self._choose(logp, record)
         chosen_logp = logp.gather(1, chosen[:, None])[:, 0]  # (A,)
         records: dict[int, SearchStep] = {}
@@ -118,13 +122,13 @@ class GreedySearch:
             prefix_score = sum(self.log_probs[r])
             self.tokens[r].append(token)
             self.log_probs[r].append(lp)
-            self.ended[r] = token == EOS_ID
+            self.ended[r] = token == self.specials.eos
             at_limit = len(self.tokens[r]) >= self.max_new[self.sentence[r]]
             status = "finished" if self.ended[r] else "stopped" if at_limit else "live"
             if record:
                 b = self.sentence[r]
                 step = records.setdefault(b, SearchStep([], []))
-                prefix = [BOS_ID, *self.tokens[r][:-1]]
+                prefix = [self.specials.start, *self.tokens[r][:-1]]
                 row = ([w[i] for w in rows[0]], [w[i] for w in rows[1]])
                 slot = sum(self.sentence[self.active[j]] == b for j in keep) if status == "live" else -1
                 step.nodes.append(Node(len(step.live), token, lp, prefix_score + lp, status, slot))
@@ -165,9 +169,10 @@ class SampleSearch(GreedySearch):
     back in the order they were drawn (sample 0 first), not ranked.
     """
 
-    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, use_cache: bool = True):
+    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
+                 use_cache: bool = True):
         self.samples = settings.num_samples
-        super().__init__(model, src, settings, use_cache=use_cache)
+        super().__init__(model, src, settings, specials=specials, use_cache=use_cache)
         self.generators = [sample_generator(settings.seed, r % self.samples) for r in self.active]
 
     def _choose(self, logp: Tensor, record: bool) -> tuple[Tensor, list[Candidates] | None]:
@@ -184,11 +189,14 @@ class SampleSearch(GreedySearch):
 # ----------------------------------------------------------------------------- one-shot functions
 
 
-def make_search(model: Transformer, src: Tensor, settings: SearchSettings) -> GreedySearch | BeamSearch:
+def make_search(model: Transformer, src: Tensor, settings: SearchSettings, specials: SpecialIds
+                ) -> GreedySearch | BeamSearch:
     """The engine the settings ask for: sampling, greedy search (beam_size 1) or beam search."""
     if settings.do_sample:
-        return SampleSearch(model, src, settings)
-    return GreedySearch(model, src, settings) if settings.beam_size == 1 else BeamSearch(model, src, settings)
+        return SampleSearch(model, src, settings, specials=specials)
+    if settings.beam_size == 1:
+        return GreedySearch(model, src, settings, specials=specials)
+    return BeamSearch(model, src, settings, specials=specials)
 
 
 def _run(search: GreedySearch | BeamSearch, record: bool) -> list[DecodeResult]:
@@ -204,25 +212,27 @@ def _run(search: GreedySearch | BeamSearch, record: bool) -> list[DecodeResult]:
 
 
 def greedy_decode(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS, *,
-                  use_cache: bool = True) -> list[DecodeResult]:
+                  specials: SpecialIds, use_cache: bool = True) -> list[DecodeResult]:
     """Greedy search for each sentence of src (B, S), right-padded; beam_size and nbest are ignored."""
-    return _run(GreedySearch(model, src, settings, use_cache=use_cache), settings.record_steps)
+    return _run(GreedySearch(model, src, settings, specials=specials, use_cache=use_cache), settings.record_steps)
 
 
-def sample(model: Transformer, src: Tensor, settings: SearchSettings, *, use_cache: bool = True
-           ) -> list[DecodeResult]:
+def sample(model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
+           use_cache: bool = True) -> list[DecodeResult]:
     """settings.num_samples samples for each sentence of src (B, S), right-padded, in the order drawn."""
-    return _run(SampleSearch(model, src, settings, use_cache=use_cache), settings.record_steps)
+    return _run(SampleSearch(model, src, settings, specials=specials, use_cache=use_cache), settings.record_steps)
 
 
 BEAM_SETTINGS = SearchSettings(beam_size=4)
 
 
-def beam_search(model: Transformer, src: Tensor, settings: SearchSettings = BEAM_SETTINGS) -> list[DecodeResult]:
+def beam_search(model: Transformer, src: Tensor, settings: SearchSettings = BEAM_SETTINGS, *,
+                specials: SpecialIds) -> list[DecodeResult]:
     """Beam search for each sentence of src (B, S), right-padded: settings.nbest hypotheses each."""
-    return _run(BeamSearch(model, src, settings), settings.record_steps)
+    return _run(BeamSearch(model, src, settings, specials=specials), settings.record_steps)
 
 
-def search(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS) -> list[DecodeResult]:
+def search(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS, *,
+           specials: SpecialIds) -> list[DecodeResult]:
     """Sampling when settings.do_sample, else greedy search when settings.beam_size is 1, else beam search."""
-    return _run(make_search(model, src, settings), settings.record_steps)
+    return _run(make_search(model, src, settings, specials), settings.record_steps)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import (
     DEFAULT_SETTINGS,
     DecodeResult,
@@ -33,15 +34,16 @@ class DecodingSession:
     generators restart from the seed), and a replay costs a few cached steps.
     """
 
-    def __init__(self, model: Transformer, src_ids: Sequence[int], settings: SearchSettings = DEFAULT_SETTINGS):
+    def __init__(self, model: Transformer, src_ids: Sequence[int], settings: SearchSettings = DEFAULT_SETTINGS, *,
+                 specials: SpecialIds):
         if not src_ids:
             raise ValueError("a decoding session needs at least one source token")
-        self.model, self.src_ids, self.settings = model, list(src_ids), settings
+        self.model, self.src_ids, self.settings, self.specials = model, list(src_ids), settings, specials
         self.reset()
 
     def reset(self) -> None:
         src = torch.tensor([self.src_ids], device=next(self.model.parameters()).device)  # (1, S)
-        self._search = make_search(self.model, src, self.settings)
+        self._search = make_search(self.model, src, self.settings, self.specials)
         self.history: list[SearchStep] = []  # every step taken, attention rows dropped
         self.current: SearchStep | None = None  # the latest step, with its attention rows
 

@@ -34,7 +34,6 @@ from torch import Tensor
 
 from transformer import arguments
 from transformer.data.corpora.base import normalize_text
-from transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
 from transformer.decoding.session import DecodingSession
 from transformer.model.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
@@ -108,8 +107,9 @@ class Alternative:
 class TranslationAttention:
     """Every attention map of one sentence: a teacher-forced pass over the source and the output.
 
-    The decoder reads <s> + output[:-1]; its query t is the one that emitted output token t, so row t
-    of `cross` and `dec_self` belongs to target_pieces[t] and equals what decoding recorded at step t.
+    The decoder reads start + output[:-1] (start: <s>, or pad for Marian); its query t is the one that emitted
+    output token t, so row t of `cross` and `dec_self` belongs to target_pieces[t] and equals what decoding
+    recorded at step t.
     """
 
     source_pieces: list[str]  # rows and columns of enc_self, columns of cross
@@ -160,6 +160,7 @@ class Translator:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.checkpoint, self.model, self.tokenizer = checkpoint, checkpoint.model, checkpoint.tokenizer
+        self.specials = checkpoint.tokenizer.specials  # where decoding starts and stops, what it never emits
         self.batch_size = batch_size
         self.device = next(self.model.parameters()).device
 
@@ -174,8 +175,8 @@ class Translator:
         if len(ids) > max_len:
             warnings.append(f"input has {len(ids)} tokens; the model reads at most {max_len}, so it was truncated "
                             f"to the first {max_len - 1} pieces")
-            ids = ids[: max_len - 1] + [EOS_ID]
-        if (n_unknown := ids.count(UNK_ID)) > 0:
+            ids = ids[: max_len - 1] + [self.specials.eos]
+        if (n_unknown := ids.count(self.specials.unk)) > 0:
             warnings.append(f"{n_unknown} source piece(s) unknown to the vocabulary (shown as <unk>)")
         for warning in warnings:
             log.warning("%s", warning)
@@ -202,10 +203,12 @@ class Translator:
         results: list[Translation | None] = [None] * len(sources)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            src = torch.full((len(batch), max(len(sources[i].ids) for i in batch)), PAD_ID, device=self.device)
+            src = torch.full((len(batch), max(len(sources[i].ids) for i in batch)), self.specials.pad,
+                             device=self.device)
             for row, i in enumerate(batch):
                 src[row, : len(sources[i].ids)] = torch.tensor(sources[i].ids)
-            for i, decoded in zip(batch, search(self.model, src, dataclasses.replace(settings, record_steps=False))):
+            settings = dataclasses.replace(settings, record_steps=False)
+            for i, decoded in zip(batch, search(self.model, src, settings, specials=self.specials)):
                 results[i] = self._translation(sources[i], decoded.hypotheses, attention)
             if progress is not None:
                 progress(min(start + self.batch_size, len(order)), len(order))
@@ -235,7 +238,7 @@ class Translator:
     @torch.inference_mode()
     def attention_maps(self, source_ids: list[int], token_ids: list[int]) -> TranslationAttention:
         """All attention maps for one source and one output, from a single teacher-forced pass."""
-        decoder_input = [BOS_ID] + token_ids[:-1]
+        decoder_input = [self.specials.start] + token_ids[:-1]
         src = torch.tensor([source_ids], device=self.device)  # (1, S)
         tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
         maps = self.model(src, tgt, return_attention=True).attention
@@ -250,7 +253,7 @@ class Translator:
 
     def session(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS) -> DecodingSession:
         """A step-through decoding of one input (its pieces: `prepare(text).pieces`)."""
-        return DecodingSession(self.model, self.prepare(text).ids, settings)
+        return DecodingSession(self.model, self.prepare(text).ids, settings, specials=self.specials)
 
 
 # ----------------------------------------------------------------------------- command line

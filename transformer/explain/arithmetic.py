@@ -18,7 +18,7 @@ from torch import Tensor
 
 from transformer.explain import checks
 from transformer.explain.interventions import FAMILIES, attention_module
-from transformer.model.layers import Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import Transformer, padding_mask, target_mask
 
 
 @dataclass
@@ -55,7 +55,7 @@ def _inputs(model: Transformer, src: Tensor, tgt: Tensor | None, family: str, la
         h = enc_layer.sublayers[0].input(x)
         return h, h, src_mask[0, 0].expand(src.size(1), -1), reference[0]
     memory = model.encode(src).memory  # (1, S, D)
-    tgt_mask = padding_mask(tgt, model.config.pad_id) & subsequent_mask(tgt.size(1), tgt.device)  # (1, 1, T, T)
+    tgt_mask = target_mask(tgt, model.config.pad_id)  # (1, 1, T, T)
     x = model.tgt_embed(tgt)  # (1, T, D)
     for earlier in model.decoder_layers[:layer]:
         x, *_ = earlier(x, None, earlier.cross_attn.project_kv(memory), tgt_mask, src_mask, False)

@@ -1,6 +1,6 @@
 """Attributions of one output token to the source words and to the target prefix.
 
-The token is output position t of a fixed translation: the decoder reads <s> + output[:t] and the explained
+The token is output position t of a fixed translation: the decoder reads start + output[:t] and the explained
 quantity is f = log p(y_t | x, y_<t) or, contrastively (Yin & Neubig, "Interpreting Language Models with
 Contrastive Explanations", EMNLP 2022), f = log p(y_t) - log p(foil), which asks "why y_t rather than the foil".
 Every method scores the token embeddings e = E[id] * sqrt(D) before the positions are added (Section 3.4):
@@ -9,12 +9,13 @@ Every method scores the token embeddings e = E[id] * sqrt(D) before the position
 - input x gradient (Shrikumar et al., 2016): sum_d e_d df/de_d;
 - integrated gradients (Sundararajan et al., "Axiomatic Attribution for Deep Networks", ICML 2017, Eq. 3):
   (e - e') . integral_0^1 df(e' + a (e - e'))/de da, by a Riemann sum at the midpoints of `steps` intervals, from
-  the baseline e' (zeros, or every token's embedding replaced by <pad>'s) for the source and the prefix at once.
+  the baseline e' (zeros, or every token's embedding replaced by the pad token's) for the source and the prefix at
+  once.
   Completeness (their Proposition 1): the attributions sum to f(e) - f(e'); `Completeness` reports the gap;
 - occlusion (Zeiler & Fergus, 2014): f(x) - f(x with word j's pieces all replaced by <unk>), one word at a time.
 
 Pieces are merged into words as `explain.alignment` merges source columns: a word's score is the sum of its
-pieces' scores. The control tokens (</s> closing the source, <s> opening the prefix) are no word; what the
+pieces' scores. The control tokens (</s> closing the source, the start token opening the prefix) are no word; what the
 gradient methods give them is kept apart in `special`, so that source + prefix + special is the whole total.
 """
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID, PAD_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.explain import checks
 from transformer.explain.alignment import piece_words
 from transformer.explain.occlusion import occluded_rows
@@ -135,19 +136,20 @@ def _objective(logp: Tensor, target: int, foil: int | None) -> Tensor:
 
 
 def candidates(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int], position: int,
-               k: int = 8) -> list[Candidate]:
+               k: int = 8, *, specials: SpecialIds) -> list[Candidate]:
     """The k most probable tokens at output position `position` given the prefix output[:position] (the foils
-    a contrastive question can pick), best first; <pad> and <s> are never candidates."""
+    a contrastive question can pick), best first; the ids decoding never emits (specials.never) are never
+    candidates."""
     source_ids = checks.source_ids(model, source_ids)
     output_ids = checks.target_ids(model, output_ids, "output_ids")
     position = checks.position(position, "position", len(output_ids))
     k = checks.integer(k, "k", 1, model.config.tgt_vocab_size)
-    inputs = Inputs.of(model, list(source_ids), [BOS_ID, *output_ids[:position]])
+    inputs = Inputs.of(model, list(source_ids), [specials.start, *output_ids[:position]])
     with _evaluating(model), torch.no_grad():
         logp = log_probs_from_embeddings(model, inputs, token_embeddings(model, inputs.src, "src"),
                                          token_embeddings(model, inputs.tgt, "tgt"))[0]
-    logp[[PAD_ID, BOS_ID]] = -torch.inf
-    top = logp.topk(min(k, logp.numel() - 2))
+    logp[list(specials.never)] = -torch.inf
+    top = logp.topk(min(k, logp.numel() - len(set(specials.never))))
     return [Candidate(int(i), float(v)) for v, i in zip(top.values, top.indices)]
 
 
@@ -166,8 +168,8 @@ def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_i
         raise ValueError(f"methods must be a list of {', '.join(METHODS)}; got {methods!r}")
     if baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
-    target = int(output_ids[position])
-    decoder_input = [BOS_ID, *output_ids[:position]]
+    target, specials = int(output_ids[position]), tokenizer.specials
+    decoder_input = [specials.start, *output_ids[:position]]
     src_index, src_words = word_labels(tokenizer.source_pieces(source_ids))
     tgt_index, tgt_words = word_labels(tokenizer.target_pieces(decoder_input))
     inputs = Inputs.of(model, list(source_ids), decoder_input)
@@ -194,12 +196,14 @@ def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_i
                                                      (e_tgt * g_tgt).sum(-1)[0])
         if "integrated_gradients" in methods:
             src_ig, tgt_ig, completeness = _integrated_gradients(model, inputs, e_src, e_tgt, target, foil, steps,
-                                                                 baseline, f_input)
+                                                                 baseline, f_input, specials.pad)
             results["integrated_gradients"] = scores("integrated_gradients", src_ig, tgt_ig)
         if "occlusion" in methods:
             with torch.no_grad():
-                src_drop = _occlusion(model, inputs, "src", src_index, len(src_words), target, foil, f_input)
-                tgt_drop = _occlusion(model, inputs, "tgt", tgt_index, len(tgt_words), target, foil, f_input)
+                src_drop = _occlusion(model, inputs, "src", src_index, len(src_words), target, foil, f_input,
+                                      specials.unk)
+                tgt_drop = _occlusion(model, inputs, "tgt", tgt_index, len(tgt_words), target, foil, f_input,
+                                      specials.unk)
             results["occlusion"] = Scores("occlusion", src_drop, tgt_drop, 0.0)
     return TokenAttribution(position, target, foil, float(logp[0, target]),
                             float(logp[0, foil]) if foil is not None else None, f_input, src_words, tgt_words,
@@ -216,11 +220,12 @@ def _gradients(model, inputs: Inputs, e_src: Tensor, e_tgt: Tensor, target: int,
 
 
 def _integrated_gradients(model, inputs: Inputs, e_src: Tensor, e_tgt: Tensor, target: int, foil: int | None,
-                          steps: int, baseline: str, f_input: float) -> tuple[Tensor, Tensor, Completeness]:
+                          steps: int, baseline: str, f_input: float, pad_id: int
+                          ) -> tuple[Tensor, Tensor, Completeness]:
     """Per-token IG (S,) and (T,), and the completeness check, the `steps` path points IG_BATCH at a time."""
     if baseline == "pad":
-        b_src = token_embeddings(model, torch.full_like(inputs.src, PAD_ID), "src").detach()
-        b_tgt = token_embeddings(model, torch.full_like(inputs.tgt, PAD_ID), "tgt").detach()
+        b_src = token_embeddings(model, torch.full_like(inputs.src, pad_id), "src").detach()
+        b_tgt = token_embeddings(model, torch.full_like(inputs.tgt, pad_id), "tgt").detach()
     else:
         b_src, b_tgt = torch.zeros_like(e_src), torch.zeros_like(e_tgt)
     alphas = ((torch.arange(steps, dtype=e_src.dtype, device=e_src.device) + 0.5) / steps)[:, None, None]  # (m, 1, 1)
@@ -240,11 +245,11 @@ def _integrated_gradients(model, inputs: Inputs, e_src: Tensor, e_tgt: Tensor, t
 
 
 def _occlusion(model, inputs: Inputs, side: str, index: Sequence[int | None], n_words: int, target: int,
-               foil: int | None, f_input: float) -> tuple[float, ...]:
+               foil: int | None, f_input: float, unk_id: int) -> tuple[float, ...]:
     """f(x) - f(x with every piece of word j as <unk>) for each word j of one side, all words in one batch."""
     if n_words == 0:
         return ()
-    occluded = occluded_rows(inputs.src if side == "src" else inputs.tgt, index)  # (W, L): row j occludes word j
+    occluded = occluded_rows(inputs.src if side == "src" else inputs.tgt, index, unk_id)  # (W, L): row j, word j
     e_src = token_embeddings(model, occluded if side == "src" else inputs.src, "src")
     e_tgt = token_embeddings(model, occluded if side == "tgt" else inputs.tgt, "tgt")
     e_src, e_tgt = e_src.expand(n_words, -1, -1), e_tgt.expand(n_words, -1, -1)  # (W, S, D), (W, T, D)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from transformer.data.tokenizer import BOS_ID
+from transformer.data.vocabulary import SpecialIds
 from transformer.decoding.results import next_token_log_probs
 from transformer.decoding.sampling import draw, sample_generator, tempered, uniforms
 from transformer.decoding.translate import Translation
@@ -89,7 +89,7 @@ class Output:
 
     state: Tensor  # (D,) the decoder's last vector after the final norm (the output projection's input)
     logits: Tensor  # (V,)
-    log_probs: Tensor  # (V,) float32: log_softmax with the ids decoding never emits at -inf (as every search)
+    log_probs: Tensor  # (V,) float32: log_softmax with specials.never at -inf (as every search)
     candidates: tuple[Candidate, ...]  # the most probable tokens decoding may emit, most probable first
     position: int  # the decoding step: how many draws a sample took before this one
 
@@ -281,10 +281,12 @@ def _embedding_stage(model: Transformer, side: str, ids: Sequence[int], pos: int
 
 @torch.inference_mode()
 def token_flow(model: Transformer, source_ids: Sequence[int], decoder_input: Sequence[int], position: int, *,
-               source_position: int | None = None, top_k: int = 10, top_neurons: int = 5) -> TokenFlow:
+               specials: SpecialIds, source_position: int | None = None, top_k: int = 10,
+               top_neurons: int = 5) -> TokenFlow:
     """Every stage of predicting the token after decoder_input[position] (decoder_input: the start token + the output
     so far), following source piece `source_position` through the encoder (default: the piece the last decoder
-    layer's heads, averaged, cross-attend to most from this position)."""
+    layer's heads, averaged, cross-attend to most from this position). specials: the tokenizer's; its `never` ids
+    get probability 0, as in every search."""
     source_ids = checks.source_ids(model, source_ids)
     decoder_input = checks.target_ids(model, decoder_input, "decoder_input")
     position = checks.position(position, "position", len(decoder_input))
@@ -318,7 +320,7 @@ def token_flow(model: Transformer, source_ids: Sequence[int], decoder_input: Seq
                             (Vector("h = LayerNorm(y)", "the output projection's input", trace.final[position]),),
                             None, 0.0, 0.0))
     logits = trace.logits[position]
-    log_probs = next_token_log_probs(logits[None])[0]
+    log_probs = next_token_log_probs(logits[None], specials)[0]
     top = log_probs.topk(top_k).indices.tolist()  # the ids decoding never emits are -inf: last
     candidates = tuple(Candidate(t, float(logits[t]), float(log_probs[t])) for t in top if log_probs[t] > -math.inf)
     output = Output(trace.final[position], logits, log_probs, candidates, position)
@@ -326,10 +328,10 @@ def token_flow(model: Transformer, source_ids: Sequence[int], decoder_input: Seq
                      output)
 
 
-def translation_inputs(translation: Translation) -> tuple[list[int], list[int]]:
-    """(source ids, decoder input) of a `Translator` translation: the decoder read <s> and the output but its last
-    token, so that position t predicts output token t."""
-    return list(translation.source_ids), [BOS_ID, *translation.token_ids[:-1]]
+def translation_inputs(translation: Translation, specials: SpecialIds) -> tuple[list[int], list[int]]:
+    """(source ids, decoder input) of a `Translator` translation: the decoder read the start token (<s>, or pad for
+    Marian) and the output but its last token, so that position t predicts output token t."""
+    return list(translation.source_ids), [specials.start, *translation.token_ids[:-1]]
 
 
 # ----------------------------------------------------------------------------- neurons across sentences

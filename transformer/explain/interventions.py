@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import next_token_log_probs
 from transformer.decoding.translate import Translator
 from transformer.explain import checks
-from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask, target_padding_mask
 
 FAMILIES = ("enc_self", "dec_self", "cross")
 Head = tuple[str, int, int]  # (family, layer, head)
@@ -157,8 +157,9 @@ class TeacherForced:
 
 @torch.inference_mode()
 def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int], *,
-                   causal: bool = True) -> TeacherForced:
-    """Score output_ids (ending with </s>, as decoding returns them) as the translation of source_ids.
+                   specials: SpecialIds, causal: bool = True) -> TeacherForced:
+    """Score output_ids (ending with </s>, as decoding returns them) as the translation of source_ids: the decoder
+    reads specials.start + output_ids[:-1], and the scores rule out specials.never as decoding does.
 
     causal=False drops the causal mask: decoder query t may then read the tokens after position t, which it
     never could in training; its row of decoder self-attention shows how much it takes from them.
@@ -167,7 +168,7 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     output_ids = checks.target_ids(model, output_ids, "output_ids")
     device = next(model.parameters()).device
     src = torch.tensor([list(source_ids)], device=device)  # (1, S)
-    tgt = torch.tensor([[BOS_ID, *output_ids[:-1]]], device=device)  # (1, T)
+    tgt = torch.tensor([[specials.start, *output_ids[:-1]]], device=device)  # (1, T)
     if causal:
         out = model(src, tgt, return_attention=True)
         logits, maps = out.logits, out.attention
@@ -175,15 +176,15 @@ def teacher_forced(model: Transformer, source_ids: Sequence[int], output_ids: Se
     else:
         enc = model.encode(src, return_attention=True)
         src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-        tgt_mask = padding_mask(tgt, model.config.pad_id)  # (1, 1, 1, T): every query sees every position
+        tgt_mask = target_padding_mask(tgt, model.config.pad_id)  # (1, 1, 1, T): every query sees every position
         x, dec_self, cross = model.tgt_embed(tgt), [], []
         for layer in model.decoder_layers:
             x, _, self_w, cross_w = layer(x, None, layer.cross_attn.project_kv(enc.memory), tgt_mask, src_mask, True)
             dec_self.append(self_w)
             cross.append(cross_w)
-        logits = model.generator(model.decoder_norm(x))  # (1, T, V)
+        logits = model.logits(model.decoder_norm(x))  # (1, T, V)
         enc_self = enc.attention
-    logp = next_token_log_probs(logits[0])  # (T, V), the scores decoding gives
+    logp = next_token_log_probs(logits[0], specials)  # (T, V), the scores decoding gives
     target = torch.tensor(list(output_ids), device=device)
     return TeacherForced(logp.gather(1, target[:, None])[:, 0].cpu(), logp.argmax(-1).tolist(),
                          [w[0].cpu() for w in enc_self], [w[0].cpu() for w in dec_self], [w[0].cpu() for w in cross])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from transformer.data.tokenizer import BOS_ID, PAD_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import checks
@@ -48,16 +48,18 @@ class LogitLens:
 
 
 @torch.inference_mode()
-def logit_lens(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int], k: int = 3) -> LogitLens:
-    """The top-k tokens of generator(decoder_norm(x_l)) at every layer l and output position of a teacher-forced
-    pass over output_ids (the translation of source_ids, ending with </s>)."""
+def logit_lens(model: Transformer, source_ids: Sequence[int], output_ids: Sequence[int], k: int = 3, *,
+               specials: SpecialIds) -> LogitLens:
+    """The top-k tokens of the output projection of decoder_norm(x_l) at every layer l and output position of a
+    teacher-forced pass over specials.start + output_ids[:-1] (output_ids: the translation of source_ids, ending
+    with </s>)."""
     source_ids = checks.source_ids(model, source_ids)
     output_ids = checks.target_ids(model, output_ids, "output_ids")
     k = checks.integer(k, "k", 1, model.config.tgt_vocab_size)
     was_training = model.training
     model.eval()
     try:
-        inputs = Inputs.of(model, list(source_ids), [BOS_ID, *output_ids[:-1]])
+        inputs = Inputs.of(model, list(source_ids), [specials.start, *output_ids[:-1]])
         pad_id = model.config.pad_id
         src_mask = inputs.src_mask(pad_id)
         memory = model.encode(inputs.src).memory  # (1, S, D)
@@ -66,7 +68,7 @@ def logit_lens(model: Transformer, source_ids: Sequence[int], output_ids: Sequen
         probs = next_token_logits(model, stacked).float().softmax(-1)  # (L + 1, T, V)
     finally:
         model.train(was_training)
-    probs[..., [PAD_ID, BOS_ID]] = 0.0  # never an output (as decoding rules them out)
+    probs[..., list(specials.never)] = 0.0  # never an output (as decoding rules them out)
     top = probs.topk(min(k, probs.size(-1)), dim=-1)
     output = torch.tensor(list(output_ids), device=probs.device)[None, :, None].expand(probs.size(0), -1, 1)
     output_prob = probs.gather(-1, output)[..., 0]  # (L + 1, T)

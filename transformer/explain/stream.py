@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from transformer.model.layers import Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import Transformer, padding_mask, target_mask
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,12 @@ class Inputs:
         return padding_mask(self.src, pad_id)  # (1, 1, 1, S): broadcasts over any batch
 
     def tgt_mask(self, pad_id: int) -> Tensor:
-        return padding_mask(self.tgt, pad_id) & subsequent_mask(self.tgt.size(1), self.tgt.device)  # (1, 1, T, T)
+        return target_mask(self.tgt, pad_id)  # (1, 1, T, T)
 
 
 def token_embeddings(model: Transformer, ids: Tensor, side: str) -> Tensor:
-    """ids (B, L) -> e (B, L, D): the scaled token embedding E[id] * sqrt(D), before the positions are added."""
+    """ids (B, L) -> e (B, L, D): the token embedding E[id] * sqrt(D) (unscaled if the config says so), before the
+    positions are added."""
     embed = model.src_embed if side == "src" else model.tgt_embed
     return embed.tokens(ids) * embed.scale
 
@@ -80,7 +81,7 @@ def decoder_states(model: Transformer, y: Tensor, memory: Tensor, src_mask: Tens
 
 def next_token_logits(model: Transformer, state: Tensor) -> Tensor:
     """A decoder state (B, T, D) through the decoder's final norm and the output projection: (B, T, V)."""
-    return model.generator(model.decoder_norm(state))
+    return model.logits(model.decoder_norm(state))
 
 
 def log_probs_from_embeddings(model: Transformer, inputs: Inputs, e_src: Tensor, e_tgt: Tensor) -> Tensor:

@@ -32,9 +32,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.data.tokenizer import Tokenizer
+from transformer.data.tokenizer import TokenizerLike, load_tokenizer
 from transformer.devices import inference_device
-from transformer.model.config import ModelConfig
+from transformer.model.config import ADDED_KEYS, ModelConfig
 from transformer.model.layers import Transformer
 from transformer.model.metadata import metadata_problem
 
@@ -61,7 +61,7 @@ class Checkpoint:
     path: Path
     config: ModelConfig
     model: Transformer  # in eval mode, on the requested device, fp32
-    tokenizer: Tokenizer | None
+    tokenizer: TokenizerLike | None  # ours or an imported one; its `specials` are the ids decoding uses
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -79,7 +79,7 @@ def save_checkpoint(
     path: str | Path,
     model: Transformer,
     *,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: TokenizerLike | None = None,
     metadata: dict[str, Any] | None = None,
     dtype: torch.dtype = torch.float32,
     write_extra: Callable[[Path], None] | None = None,
@@ -268,7 +268,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         config = ModelConfig.from_dict(config_data)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{config_file}: {e}") from e
-    missing_keys = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(config_data))
+    missing_keys = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(config_data) - set(ADDED_KEYS))
     if missing_keys:  # a default would silently stand in for what the weights were trained with
         raise CheckpointError(f"{config_file}: missing ModelConfig keys: {', '.join(missing_keys)}")
     tokenizer = None
@@ -277,7 +277,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         regular_file(tokenizer_file, MAX_TOKENIZER_BYTES)
         verify_checksum(tokenizer_file, sums)
         try:
-            tokenizer = Tokenizer.load(tokenizer_file)
+            tokenizer = load_tokenizer(tokenizer_file)
         except ValueError as e:
             raise CheckpointError(f"{tokenizer_file}: {e}") from e
         sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
@@ -285,6 +285,9 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
             raise CheckpointError(f"{tokenizer_file}: vocabularies of {sizes[0]} (source) and {sizes[1]} (target) "
                                   f"tokens do not match the embeddings of {CONFIG_FILE} ({config.src_vocab_size} and "
                                   f"{config.tgt_vocab_size} rows): is it another model's tokenizer?")
+        if tokenizer.specials.pad != config.pad_id:  # the model would mask another id than the batches pad with
+            raise CheckpointError(f"{tokenizer_file}: its pad id {tokenizer.specials.pad} is not the pad_id "
+                                  f"{config.pad_id} of {CONFIG_FILE}")
     metadata_file = path / METADATA_FILE
     metadata = _read_json(metadata_file) if metadata_file.exists() or metadata_file.is_symlink() else {}
     if (problem := metadata_problem(metadata)) is not None:

@@ -7,12 +7,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "swish")
+POSITIONAL_LAYOUTS = ("interleaved", "halves")
 # Upper bounds on what a config may ask for: far above any model this tool trains (the shipped ones have d_model
 # 256, 3 + 3 layers, max_len 512), low enough that a hostile config.json cannot make a model that fills the memory.
 LIMITS = {"src_vocab_size": 1_000_000, "tgt_vocab_size": 1_000_000, "d_model": 8192, "n_heads": 256,
           "n_encoder_layers": 64, "n_decoder_layers": 64, "d_ff": 65_536, "max_len": 16_384}
-BOOLS = ("norm_first", "share_embeddings", "tie_output")
+BOOLS = ("norm_first", "share_embeddings", "tie_output", "scale_embedding", "final_logits_bias", "final_norm")
+# Keys added after the first checkpoints shipped: a config.json without them loads with their defaults, which are
+# what those checkpoints were trained and computed with. Every other key must be present (a default would silently
+# stand in for what the weights were trained with).
+ADDED_KEYS = ("scale_embedding", "positional_layout", "final_logits_bias", "layer_norm_eps", "final_norm")
 
 
 @dataclass(frozen=True)
@@ -30,9 +35,15 @@ class ModelConfig:
     max_len: int = 512  # longest sequence the positional encoding table covers
     pad_id: int = 0  # masks are built from this id: callers pass token ids only
     norm_first: bool = True  # pre-LN trains without warmup tricks; False is the paper's post-LN
-    activation: str = "relu"  # "relu" as in the paper, or "gelu"
+    activation: str = "relu"  # "relu" as in the paper, "gelu", or "swish" (x * sigmoid(x), Marian's)
     share_embeddings: bool = False  # one embedding table for source and target (needs one vocabulary)
     tie_output: bool = False  # output projection reuses the target embedding (Section 3.4)
+    scale_embedding: bool = True  # token embeddings times sqrt(d_model) (Section 3.4); False leaves them as they are
+    positional_layout: str = "interleaved"  # sin, cos alternating (Section 3.5), or "halves": sines, then cosines
+    final_logits_bias: bool = False  # a fixed (tgt_vocab_size,) bias added to the logits (Marian's)
+    layer_norm_eps: float = 1e-5  # the epsilon of every LayerNorm
+    final_norm: bool = True  # a pre-LN stack ends with a LayerNorm; post-LN stacks have none (their last sublayer's
+    # norm ends them), so with norm_first false this changes nothing
 
     def __post_init__(self) -> None:
         # types first: "no" is not False, 6.0 layers is not 6, and 0 heads must not reach the modulo below
@@ -50,8 +61,14 @@ class ModelConfig:
                 raise ValueError(f"{name} must be true or false, got {_short(getattr(self, name))}")
         if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool):
             raise ValueError(f"dropout must be a number, got {type(self.dropout).__name__} {_short(self.dropout)}")
+        if not isinstance(self.layer_norm_eps, (int, float)) or isinstance(self.layer_norm_eps, bool) \
+                or not 0 < self.layer_norm_eps < 1:
+            raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {_short(self.layer_norm_eps)}")
         if not isinstance(self.activation, str):
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {_short(self.activation)}")
+        if not isinstance(self.positional_layout, str) or self.positional_layout not in POSITIONAL_LAYOUTS:
+            raise ValueError(f"positional_layout must be one of {POSITIONAL_LAYOUTS}, got "
+                             f"{_short(self.positional_layout)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.activation not in ACTIVATIONS:

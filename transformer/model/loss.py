@@ -52,23 +52,26 @@ def compute_dtype(x: Tensor) -> torch.dtype:
 
 
 class ProjectedCrossEntropySum(torch.autograd.Function):
-    """sum over rows of the smoothed NLL of states @ weight^T, with d/dstates and d/dweight taken in forward.
+    """sum over rows of the smoothed NLL of states @ weight^T (+ bias), with d/dstates and d/dweight taken in forward.
 
-    states (N, D), weight (V, D), target (N,). The products run in compute_dtype (bf16 logits and gradients
-    under bf16 autocast, as autocast's own F.linear and its backward would), the log-softmax in fp32.
+    states (N, D), weight (V, D), bias (V,) or None (a fixed bias: no gradient), target (N,). The products run in
+    compute_dtype (bf16 logits and gradients under bf16 autocast, as autocast's own F.linear and its backward
+    would), the log-softmax in fp32.
     """
 
     @staticmethod
-    def forward(ctx, states: Tensor, weight: Tensor, target: Tensor, smoothing: float, chunk_rows: int) -> Tensor:
+    def forward(ctx, states: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, smoothing: float,
+                chunk_rows: int) -> Tensor:
         dtype = compute_dtype(states)
         grad_states, grad_weight = torch.empty_like(states), torch.zeros_like(weight)
         loss = torch.zeros((), dtype=torch.float32, device=states.device)
         with torch.autocast(states.device.type, enabled=False):
             w = weight.to(dtype)  # (V, D), cast once for all chunks
+            b = None if bias is None else bias.to(dtype)  # (V,)
             for start in range(0, states.size(0), chunk_rows):
                 rows = slice(start, start + chunk_rows)
                 h = states[rows].to(dtype)  # (n, D)
-                log_probs = torch.log_softmax(F.linear(h, w), dim=-1, dtype=torch.float32)  # (n, V)
+                log_probs = torch.log_softmax(F.linear(h, w, b), dim=-1, dtype=torch.float32)  # (n, V)
                 loss += smoothed_nll(log_probs, target[rows], smoothing)
                 grad = logits_grad_(log_probs, target[rows], smoothing).to(dtype)  # (n, V)
                 grad_states[rows] = grad @ w  # (n, D)
@@ -81,22 +84,22 @@ class ProjectedCrossEntropySum(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None, None, None]:
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None, None, None, None]:
         grad_states, grad_weight = ctx.saved_tensors
-        return grad_states * grad, grad_weight * grad, None, None, None
+        return grad_states * grad, grad_weight * grad, None, None, None, None
 
 
 def projected_cross_entropy_sum(states: Tensor, weight: Tensor, target: Tensor, smoothing: float = 0.0,
-                                chunk_rows: int = CHUNK_ROWS) -> Tensor:
+                                chunk_rows: int = CHUNK_ROWS, bias: Tensor | None = None) -> Tensor:
     """states (N, D), the output projection's weight (V, D), target (N,) -> the summed label-smoothed
-    cross-entropy of the logits states @ weight^T, a 0-dim fp32 tensor. Without autograd (a dev loss) only
-    the loss is computed, chunk by chunk."""
+    cross-entropy of the logits states @ weight^T + bias (a fixed (V,) bias, e.g. final_logits_bias, or None),
+    a 0-dim fp32 tensor. Without autograd (a dev loss) only the loss is computed, chunk by chunk."""
     if torch.is_grad_enabled() and (states.requires_grad or weight.requires_grad):
-        return ProjectedCrossEntropySum.apply(states, weight, target, smoothing, chunk_rows)
+        return ProjectedCrossEntropySum.apply(states, weight, bias, target, smoothing, chunk_rows)
     loss = torch.zeros((), dtype=torch.float32, device=states.device)
     for start in range(0, states.size(0), chunk_rows):
         rows = slice(start, start + chunk_rows)
-        loss += smoothed_nll(torch.log_softmax(F.linear(states[rows], weight), dim=-1, dtype=torch.float32),
+        loss += smoothed_nll(torch.log_softmax(F.linear(states[rows], weight, bias), dim=-1, dtype=torch.float32),
                              target[rows], smoothing)
     return loss
 
@@ -114,4 +117,5 @@ class TokenLoss(nn.Module):
         real = (tgt_out.flatten() != self.model.config.pad_id).nonzero().squeeze(1)  # (N,) flat positions
         states = self.model.decoder_states(tgt_in, self.model.encode(src).memory, src)  # (B, T, D)
         return projected_cross_entropy_sum(states.flatten(0, 1).index_select(0, real), self.model.generator.weight,
-                                           tgt_out.flatten().index_select(0, real), label_smoothing)
+                                           tgt_out.flatten().index_select(0, real), label_smoothing,
+                                           bias=self.model.final_logits_bias)

@@ -11,13 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.data.tokenizer import PAD_ID
-
 
 @dataclass(frozen=True)
 class Batch:
     src: torch.Tensor  # (B, S) long, right-padded
-    tgt_in: torch.Tensor  # (B, T) long: <s> w1 .. wn, what the decoder reads
+    tgt_in: torch.Tensor  # (B, T) long: start w1 .. wn, what the decoder reads
     tgt_out: torch.Tensor  # (B, T) long: w1 .. wn </s>, what it must predict
     n_tokens: int  # non-pad tokens in tgt_out, the loss normaliser
 
@@ -52,12 +50,13 @@ def make_batches(lengths: list[tuple[int, int]], max_tokens: int, *, shuffle: bo
     return batches
 
 
-def collate(examples: list[tuple[list[int], list[int]]], pad_id: int = PAD_ID) -> Batch:
-    """Pad (source ids, `<s> .. </s>` target ids) pairs into a teacher-forcing batch."""
+def collate(examples: list[tuple[list[int], list[int]]], pad_id: int) -> Batch:
+    """Pad (source ids, `start .. </s>` target ids) pairs with pad_id (the tokenizer's) into a teacher-forcing
+    batch."""
     if not examples:
         raise ValueError("cannot collate an empty batch")
     if any(len(tgt) < 2 for _, tgt in examples):
-        raise ValueError("target ids need at least <s> and </s>")
+        raise ValueError("target ids need at least the start token and </s>")
     S = max(len(src) for src, _ in examples)
     T = max(len(tgt) for _, tgt in examples) - 1  # the shift drops one position
     src = torch.full((len(examples), S), pad_id, dtype=torch.long)

@@ -63,7 +63,7 @@ class DevEvaluator:
         total, tokens = 0.0, 0
         lengths = [(len(s), len(t) - 1) for s, t in self.dev]
         for batch_ids in make_batches(lengths, self.max_tokens, shuffle=False, seed=0):
-            b = collate([self.dev[i] for i in batch_ids])
+            b = collate([self.dev[i] for i in batch_ids], self.translator.specials.pad)
             total += self.loss_fn(*on_device(b, self.translator.device)).item()  # fp32, no label smoothing
             tokens += b.n_tokens
         return total / max(tokens, 1)

@@ -138,6 +138,7 @@ class Trainer:
     def _prepare(self, run: Prepared):
         """Take over a prepared run; drop what a killed run logged after its checkpoint; the step to train with."""
         self.device, self.model, self.loss_fn, self.evaluator = run.device, run.model, run.loss_fn, run.evaluator
+        self.pad_id = run.tokenizer.specials.pad  # what the batches are padded with
         self.checkpoints = RunCheckpoints(self.files, run.model, run.tokenizer, run.meta, self.config.keep_last)
         if self.is_main:  # what a killed run logged after its latest checkpoint is logged again from here
             with writing(self.files, self.files.metrics):
@@ -173,7 +174,7 @@ class Trainer:
                 raise TrainingError(f"the training split makes no batch (of --max-tokens {c.max_tokens}) for each of "
                                     f"{self.world_size} process(es)")
             while state.batch < len(batches) and state.step < c.max_steps:
-                group = [collate([train[i] for i in batches[b]]) for b in
+                group = [collate([train[i] for i in batches[b]], self.pad_id) for b in
                          range(state.batch, min(state.batch + c.accumulation, len(batches)))]
                 state.batch += len(group)
                 model.train()

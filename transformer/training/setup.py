@@ -15,10 +15,11 @@ from typing import Any
 import torch
 
 from transformer.data.load import load_corpus
-from transformer.data.tokenizer import PAD_ID, Tokenizer, train_tokenizer
+from transformer.data.tokenizer import TokenizerLike, load_tokenizer, train_tokenizer
 from transformer.decoding.translate import Translator
 from transformer.model.checkpoint import TOKENIZER_FILE, Checkpoint, load_checkpoint, recover_interrupted_saves
 from transformer.model.config import ModelConfig
+from transformer.model.hf_card import provenance
 from transformer.model.layers import Transformer
 from transformer.model.loss import TokenLoss
 from transformer.runs import RunFiles
@@ -38,7 +39,7 @@ from transformer.training.run import RunSpec, TrainingError, best_saved_score, r
 log = logging.getLogger(__name__)
 
 
-def encode_pairs(pairs, tokenizer: Tokenizer, max_len: int) -> Pairs:
+def encode_pairs(pairs, tokenizer: TokenizerLike, max_len: int) -> Pairs:
     encoded = [(tokenizer.encode_source(s), tokenizer.encode_target(t)) for s, t in pairs]
     kept = [(s, t) for s, t in encoded if len(s) <= max_len and len(t) - 1 <= max_len]
     if len(kept) < len(encoded):
@@ -46,12 +47,12 @@ def encode_pairs(pairs, tokenizer: Tokenizer, max_len: int) -> Pairs:
     return kept
 
 
-def model_config_for(spec: RunSpec, tokenizer: Tokenizer) -> ModelConfig:
+def model_config_for(spec: RunSpec, tokenizer: TokenizerLike) -> ModelConfig:
     fields = dict(spec.model)
     fields.setdefault("share_embeddings", tokenizer.shared)
     fields.setdefault("tie_output", True)
     return ModelConfig(**fields, src_vocab_size=tokenizer.src_vocab_size, tgt_vocab_size=tokenizer.tgt_vocab_size,
-                       pad_id=PAD_ID)
+                       pad_id=tokenizer.specials.pad)
 
 
 def setup_decisions(config: TrainConfig, device: torch.device) -> dict[str, Decision]:
@@ -89,7 +90,7 @@ class Prepared:
     """A run ready for its first step, or for its next one when resumed."""
 
     device: torch.device
-    tokenizer: Tokenizer
+    tokenizer: TokenizerLike
     model: Transformer
     loss_fn: TokenLoss  # the model's loss on real tokens, what a training step calls
     optimizer: torch.optim.Optimizer
@@ -100,7 +101,7 @@ class Prepared:
     meta: dict[str, Any]  # the checkpoints' metadata besides the step
 
 
-def run_tokenizer(files: RunFiles, spec: RunSpec, corpus, is_main: bool, world_size: int) -> Tokenizer:
+def run_tokenizer(files: RunFiles, spec: RunSpec, corpus, is_main: bool, world_size: int) -> TokenizerLike:
     """The run's tokenizer: trained by rank 0 on the corpus, or taken from --init-from's checkpoint, then saved."""
     # Rank 0 alone decides whether to train: another rank that saw the file rank 0 had just written would
     # skip the barrier below and hang the run (seen under load).
@@ -108,7 +109,7 @@ def run_tokenizer(files: RunFiles, spec: RunSpec, corpus, is_main: bool, world_s
         source = Path(spec.init_from) / TOKENIZER_FILE
         if not source.is_file():
             raise TrainingError(f"--init-from {spec.init_from}: the checkpoint has no {TOKENIZER_FILE}")
-        tokenizer = Tokenizer.load(source)  # the weights are loaded once, by prepare_run
+        tokenizer = load_tokenizer(source)  # the weights are loaded once, by prepare_run
         log.info("vocabulary of %s: %s, %d tokens", spec.init_from, tokenizer.kind, tokenizer.src_vocab_size)
         with writing(files, files.tokenizer):
             tokenizer.save(files.tokenizer)
@@ -120,7 +121,7 @@ def run_tokenizer(files: RunFiles, spec: RunSpec, corpus, is_main: bool, world_s
         with writing(files, files.tokenizer):
             tokenizer.save(files.tokenizer)
     distributed.barrier(world_size)
-    return Tokenizer.load(files.tokenizer)
+    return load_tokenizer(files.tokenizer)
 
 
 def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) -> Prepared:
@@ -136,12 +137,14 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
     if latest is not None or spec.init_from:
         checkpoint = load_checkpoint(latest if latest is not None else spec.init_from, device)
         model, model_config = checkpoint.model, checkpoint.config
+        inherited = provenance(checkpoint.metadata)  # an imported model's source and licence stay with its weights
         if latest is None:
             log.info("starting from the weights of %s (%s)", spec.init_from,
                      checkpoint.metadata.get("description", "no description"))
     else:
         model_config = model_config_for(spec, tokenizer)
         model = Transformer(model_config).to(device)
+        inherited = {}
     train = encode_pairs(corpus.train, tokenizer, model_config.max_len)
     dev = encode_pairs(corpus.dev, tokenizer, model_config.max_len)
     for name, split, pairs in (("train", corpus.train, train), ("dev", corpus.dev, dev)):
@@ -161,6 +164,6 @@ def prepare_run(files: RunFiles, spec: RunSpec, world_size: int, is_main: bool) 
     translator = Translator(Checkpoint(files.root, model_config, model, tokenizer), batch_size=64)
     evaluator = DevEvaluator(corpus, dev, translator, loss_fn, max_tokens=c.max_tokens, n_sentences=c.eval_sentences)
     meta = {"corpus": spec.corpus.to_dict(), "description": corpus.description,
-            "n_params": sum(p.numel() for p in model.parameters())}
+            "n_params": sum(p.numel() for p in model.parameters()), **inherited}
     return Prepared(device, tokenizer, model, loss_fn, optimizer, train, state, evaluator, setup_decisions(c, device),
                     meta)

@@ -13,7 +13,6 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
 from transformer.explain.attribution import BASELINES, METHODS, attribute, candidates
@@ -106,7 +105,8 @@ def attribution_view(translator: Translator, text: str, translation: Translation
     target = translation.token_ids[position]
     found = _memo("ex_attr_candidates", (str(translator.checkpoint.path), tuple(translation.source_ids),
                                          tuple(translation.token_ids), position),
-                  lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position))
+                  lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position,
+                                     specials=translator.specials))
     probs = {c.token: c.log_prob for c in found}
     foils = [None, *(c.token for c in found if c.token != target)]
     choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
@@ -143,7 +143,7 @@ def lens_view(translator: Translator, text: str, translation: Translation, setti
                 "predict. The last column is the model's own distribution; bold: the token it emitted.")
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids))
     lens = _memo("ex_lens", request, lambda: logit_lens(translator.model, translation.source_ids,
-                                                         translation.token_ids, k=5))
+                                                         translation.token_ids, k=5, specials=translator.specials))
     chart(st, figs.lens_table(lens, translation.target_pieces, lambda t: _piece(translator, t)), key="ex_lens_table",
           filename="logit-lens", theme=None)
     st.caption("Column “embeddings” reads the decoder's input itself: with tied embeddings it mostly shows the token "
@@ -182,7 +182,8 @@ def _patching(translator: Translator, clean: Translation, other: Translation, po
     request = (str(translator.checkpoint.path), tuple(clean.source_ids), tuple(other.source_ids),
                tuple(clean.token_ids[:position]), token)
     return _memo("ex_patch_result", request, lambda: activation_patching(
-        translator.model, clean.source_ids, other.source_ids, [BOS_ID, *clean.token_ids[:position]], token))
+        translator.model, clean.source_ids, other.source_ids, [translator.specials.start, *clean.token_ids[:position]],
+        token))
 
 
 def patching_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
@@ -211,8 +212,8 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     options = [clean.token_ids[position]]
     if position < len(other.token_ids) and other.token_ids[position] not in options:
         options.append(other.token_ids[position])
-    options += [c.token for c in candidates(translator.model, clean.source_ids, clean.token_ids, position)
-                if c.token not in options]
+    options += [c.token for c in candidates(translator.model, clean.source_ids, clean.token_ids, position,
+                                            specials=translator.specials) if c.token not in options]
     if st.session_state.get("ex_patch_token_for") != (tuple(clean.token_ids), position):  # new options: the clean token
         st.session_state["ex_patch_token_for"] = (tuple(clean.token_ids), position)
         st.session_state.pop("ex_patch_token", None)
@@ -257,7 +258,8 @@ def report_sections(translator: Translator, translation: Translation, settings: 
     position, foil, steps, baseline = picks["attribution"]
     with decode_slot():
         result = _attribute(translator, translation, position, foil, steps, baseline)
-        lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=5)
+        lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=5,
+                          specials=translator.specials)
     layers = decoder_lens(translator, translation.source, bounded(settings))
     patching = pair = pair_pieces = None
     token = ""
@@ -269,7 +271,7 @@ def report_sections(translator: Translator, translation: Translation, settings: 
         target = picks["token"] if picks["token"] is not None else clean.token_ids[pos]
         with decode_slot():
             patching = activation_patching(translator.model, clean.source_ids, sources[1].ids,
-                                           [BOS_ID, *clean.token_ids[:pos]], target)
+                                           [translator.specials.start, *clean.token_ids[:pos]], target)
         pair, pair_pieces, token = (picks["clean"], picks["other"]), (sources[0].pieces, sources[1].pieces), \
             _piece(translator, target)
     except (TranslationError, PatchingError):

@@ -110,7 +110,8 @@ def flow_sections(translator: Translator, translation: Translation) -> list[str]
     if not translation.token_ids:
         return []
     token = min(range(len(translation.token_ids)), key=lambda i: translation.token_probs[i])
-    flow = token_flow(translator.model, *translation_inputs(translation), token)
+    flow = token_flow(translator.model, *translation_inputs(translation, translator.specials), token,
+                      specials=translator.specials)
     tok = translator.tokenizer
     labels = lambda pieces: [piece_labels([p])[0] for p in pieces]  # noqa: E731  (each piece on its own)
     view = views.token_flow_view(flow, lambda ids: labels(tok.source_pieces(ids)),

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer.data.tokenizer import BOS_ID
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
@@ -67,7 +66,8 @@ def marked(pieces: list[str], marks: list[bool]) -> str:
 def as_attention(translator: Translator, source_ids: list[int], output_ids: list[int],
                  forced: TeacherForced) -> TranslationAttention:
     tok = translator.tokenizer
-    return TranslationAttention(tok.source_pieces(source_ids), tok.target_pieces([BOS_ID, *output_ids[:-1]]),
+    decoder_input = [tok.specials.start, *output_ids[:-1]]
+    return TranslationAttention(tok.source_pieces(source_ids), tok.target_pieces(decoder_input),
                                 tok.target_pieces(output_ids), forced.enc_self, forced.dec_self, forced.cross)
 
 
@@ -100,9 +100,10 @@ def translated(translator: Translator, text: str, settings: SearchSettings) -> T
         return None
 
 
-def _forced(model, source_ids: list[int], output_ids: list[int], causal: bool = True) -> TeacherForced:
+def _forced(translator: Translator, source_ids: list[int], output_ids: list[int], causal: bool = True
+            ) -> TeacherForced:
     with decode_turn() as on_wait, decode_slot(on_wait):
-        return teacher_forced(model, source_ids, output_ids, causal=causal)
+        return teacher_forced(translator.model, source_ids, output_ids, specials=translator.specials, causal=causal)
 
 
 # ----------------------------------------------------------------------------- 1. switch heads off
@@ -132,7 +133,7 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     new = translated(changed, text, settings)
     if new is None:
         return
-    under = _forced(changed.model, translation.source_ids, translation.token_ids).score
+    under = _forced(changed, translation.source_ids, translation.token_ids).score
     before, after = changed_tokens(translation.target_pieces, new.target_pieces)
     c1, c2 = st.columns(2)
     c1.markdown(f"**The trained model**\n\n{marked(translation.target_pieces, before)}")
@@ -177,7 +178,7 @@ def cell_view(translator: Translator, translation: Translation, key: str = "ex_c
         st.info("Click a cell of the map: its query's arithmetic opens here.")
         return
     query, column = picked
-    decoder_input = [BOS_ID, *translation.token_ids[:-1]]
+    decoder_input = [translator.specials.start, *translation.token_ids[:-1]]
     cell = svg_views.eq1_picture(translator.model, translation.source_ids, decoder_input, family, layer, head, query,
                              rows[query], cols, column)
     d_head = cell.q.numel()
@@ -226,7 +227,7 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
         return
     changed = _changed(translator, intervention)
     if no_causal:
-        forced = _forced(changed.model, translation.source_ids, translation.token_ids, causal=False)
+        forced = _forced(changed, translation.source_ids, translation.token_ids, causal=False)
         pieces = translator.tokenizer.target_pieces(forced.predicted)
         new_att = as_attention(translator, translation.source_ids, translation.token_ids, forced)
         title = "what it predicts at each position, reading the whole output"
@@ -278,7 +279,7 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         st.warning(plain(e))
         ref_ids = None
     if ref_ids:
-        forced = _forced(translator.model, greedy.source_ids, ref_ids)
+        forced = _forced(translator, greedy.source_ids, ref_ids)
         outputs["reference"] = (ref_ids, as_attention(translator, greedy.source_ids, ref_ids, forced))
         rows.append(["reference (teacher-forced)", translator.tokenizer.decode_target(ref_ids), forced.score])
         rows.append(["its best token at each position", translator.tokenizer.decode_target(forced.predicted), None])

@@ -31,7 +31,7 @@ def report_view(translator: Translator, translation: Translation, settings: Sear
                        lambda: html_report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
                            *attribution.report_sections(translator, translation, settings, picks),
                            *html_report.lens_sections(translation, *lens_switch.report_maps(
-                               translator.model, translation, chosen)),
+                               translator.model, translation, chosen, translator.specials)),
                            *html_report.flow_sections(translator, translation))),
                        "attention-report.html", "text/html", key="ex_report", on_click="ignore",
                        icon=":material/download:")

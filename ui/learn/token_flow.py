@@ -44,7 +44,7 @@ def _neuron_pieces(translator: Translator, flow, sentences: list[str]) -> dict[t
     tok = translator.tokenizer
     pairs = []
     for text in sentences:
-        pairs.append(translation_inputs(translator.translate(text)))
+        pairs.append(translation_inputs(translator.translate(text), translator.specials))
     found: dict[tuple[str, int, int], list[str]] = {}
     for stage in flow.stages:
         if not stage.neurons:
@@ -73,7 +73,8 @@ def flow_section(translator: Translator, translation: Translation, examples: Cal
     token = choice_box(c1, "Output token", list(range(len(out))), key="learn_flow_token",
                        format_func=lambda i: f"{i}: {out[i]}", follow=lambda old, opts: 0)
     with decode_turn() as on_wait, decode_slot(on_wait):
-        flow = token_flow(translator.model, *translation_inputs(translation), token)
+        flow = token_flow(translator.model, *translation_inputs(translation, translator.specials), token,
+                          specials=translator.specials)
     _seed_stage(flow.keys)
     default = next(k for k in reversed(flow.keys) if k.startswith("dec.") or k == "tgt.embed")
     if st.session_state.get("learn_flow_stage") not in flow.keys:

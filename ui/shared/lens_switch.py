@@ -13,7 +13,7 @@ import streamlit as st
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import EOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
@@ -80,14 +80,15 @@ def _memo() -> dict:
     return st.session_state.setdefault(MEMO, {})
 
 
-def lensed_maps(model: Transformer, source_ids: Sequence[int], token_ids: Sequence[int], lens: str) -> LensMaps:
+def lensed_maps(model: Transformer, source_ids: Sequence[int], token_ids: Sequence[int], lens: str,
+                specials: SpecialIds) -> LensMaps:
     """The lens's maps of one sentence, remembered per session (the model, which the app caches, or a changed
     copy of it, the sentence and the lens)."""
     memo_key = (id(model), model.config, tuple(source_ids), tuple(token_ids), lens)
     memo = _memo()
     if memo_key not in memo:
         with st.spinner(f"Computing {LABELS[lens]}…"), decode_turn() as on_wait, decode_slot(on_wait):
-            memo[memo_key] = lens_maps(model, source_ids, token_ids, lens)
+            memo[memo_key] = lens_maps(model, source_ids, token_ids, lens, specials=specials)
         while len(memo) > MEMO_SIZE:
             memo.pop(next(iter(memo)))
     return memo[memo_key]
@@ -100,11 +101,12 @@ def lensed(translator: Translator, att: TranslationAttention, source_ids: Sequen
         return att
     if lens in HEADLESS and st.session_state.get(f"{key}_head", MEAN) not in (MEAN, 0):
         st.session_state[f"{key}_head"] = MEAN  # one map per layer: head pickers have nothing else to show
-    maps = _computed(translator.model, source_ids, token_ids, lens)
+    maps = _computed(translator.model, source_ids, token_ids, lens, translator.specials)
     return None if maps is None else as_attention(att, maps)
 
 
-def _computed(model: Transformer, source_ids: Sequence[int], token_ids: Sequence[int], lens: str) -> LensMaps | None:
+def _computed(model: Transformer, source_ids: Sequence[int], token_ids: Sequence[int], lens: str,
+              specials: SpecialIds) -> LensMaps | None:
     """lensed_maps, or None and a note when the app does not compute it (too long, or every slot busy)."""
     if lens == "value_zeroing" and len(source_ids) + len(token_ids) > MAX_ZEROED:
         st.info(f"Value zeroing re-runs every layer once per token; the app does it for sentences of up to "
@@ -112,7 +114,7 @@ def _computed(model: Transformer, source_ids: Sequence[int], token_ids: Sequence
                 "The command line has no limit.")
         return None
     try:
-        return lensed_maps(model, source_ids, token_ids, lens)
+        return lensed_maps(model, source_ids, token_ids, lens, specials)
     except TranslationError as e:  # every decode slot busy
         st.warning(plain(str(e)))
         return None
@@ -164,7 +166,7 @@ def lens_outputs(translator: Translator, source_ids: Sequence[int],
 
 
 def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[int], cross: Tensor, self_rows: Tensor,
-              lens: str) -> tuple[np.ndarray, np.ndarray, str]:
+              lens: str, specials: SpecialIds) -> tuple[np.ndarray, np.ndarray, str]:
     """A decoding step's query rows as `lens` reads them: cross (L, H', S), self (L, H', len(prefix)), and a note.
 
     The query reads the prefix's last token; a pass over the prefix gives its rows (the token fed after it, which
@@ -173,14 +175,14 @@ def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[in
     below = UNSHIFTED.get(lens, lens)
     note = (f"{LABELS[lens]} reads the step after a token is chosen; this step's rows are shown {LABELS[below]}."
             if below != lens else "")
-    maps = None if below == "raw" else _computed(model, source_ids, [*prefix[1:], EOS_ID], below)
+    maps = None if below == "raw" else _computed(model, source_ids, [*prefix[1:], specials.eos], below, specials)
     if maps is None:
         return cross.numpy(), self_rows.numpy(), note
     stack = lambda ms: torch.stack([m[:, -1] for m in ms]).float().cpu().numpy()  # noqa: E731
     return stack(maps.cross), stack(maps.dec_self), note
 
 
-def report_maps(model: Transformer, translation: Translation, lenses: Sequence[str],
+def report_maps(model: Transformer, translation: Translation, lenses: Sequence[str], specials: SpecialIds,
                 ) -> tuple[dict[str, LensMaps], list[str]]:
     """The lenses' maps of a translation for the HTML report (no streamlit: the download's thread), and a note for
     each lens left out (value zeroing on a sentence over MAX_ZEROED pieces)."""
@@ -191,7 +193,7 @@ def report_maps(model: Transformer, translation: Translation, lenses: Sequence[s
                            "output pieces together (python -m transformer.explain.lenses has no limit).")
             continue
         with decode_slot():
-            maps[lens] = lens_maps(model, translation.source_ids, translation.token_ids, lens)
+            maps[lens] = lens_maps(model, translation.source_ids, translation.token_ids, lens, specials=specials)
     return maps, skipped
 
 

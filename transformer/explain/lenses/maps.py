@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import checks
 from transformer.explain.lenses.alti import alti
@@ -36,15 +37,17 @@ def check_lens(lens: str) -> None:
 
 
 @torch.no_grad()
-def lens_maps(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int], lens: str) -> LensMaps:
-    """The maps `lens` gives for source ids and the output (ending with </s>, as decoding returns it)."""
+def lens_maps(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int], lens: str, *,
+              specials: SpecialIds) -> LensMaps:
+    """The maps `lens` gives for source ids and the output (ending with </s>, as decoding returns it); the decoder
+    reads specials.start first."""
     check_lens(lens)
     # within one app request's limits
     src_ids = checks.source_ids(model, src_ids, "src_ids", checks.MAX_SOURCE_TOKENS)
     output_ids = checks.target_ids(model, output_ids, "output_ids", checks.MAX_OUTPUT_TOKENS, read=1)
     if model.training:
         raise ValueError("the lenses read a model in eval mode (dropout off): call model.eval() first")
-    return LENSES[lens](model, trace(model, src_ids, output_ids))
+    return LENSES[lens](model, trace(model, src_ids, output_ids, specials=specials))
 
 
 def as_attention(att: TranslationAttention, maps: LensMaps) -> TranslationAttention:

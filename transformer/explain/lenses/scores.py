@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.data.words import words
 from transformer.explain.alignment import (
     AlignedExample,
@@ -87,11 +87,11 @@ def spearman(a: Tensor, b: Tensor) -> Tensor:
 
 @torch.no_grad()
 def occlusion_drops(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int],
-                    src_words: Sequence[int | None], log_probs: Tensor) -> Tensor:
+                    src_words: Sequence[int | None], log_probs: Tensor, specials: SpecialIds) -> Tensor:
     """d[t, j] = log p(y_t) - log p(y_t | source word j's pieces all <unk>): (T, source words), one batch."""
     device = next(model.parameters()).device
-    src = occluded_rows(list(src_ids), src_words).to(device)  # (Ws, S)
-    tgt = torch.tensor([[BOS_ID, *output_ids[:-1]]], device=device).expand(src.size(0), -1)  # (Ws, T): <s> + output
+    src = occluded_rows(list(src_ids), src_words, specials.unk).to(device)  # (Ws, S)
+    tgt = torch.tensor([[specials.start, *output_ids[:-1]]], device=device).expand(src.size(0), -1)  # (Ws, T)
     logp = model(src, tgt).logits.float().log_softmax(-1)  # (Ws, T, V)
     target = torch.tensor(list(output_ids), device=device)
     occluded = logp.gather(2, target.expand(src.size(0), -1)[..., None])[..., 0]  # (Ws, T)
@@ -162,8 +162,9 @@ def score_lenses(model: Transformer, tokenizer, examples: Sequence[AlignedExampl
             skipped += 1
             continue
         src_ids, output, src_words, tgt_words = usable
-        traced = trace(model, src_ids, output)
-        drops = _word_rows(occlusion_drops(model, src_ids, output, src_words, traced.log_probs).cpu(), tgt_words)
+        traced = trace(model, src_ids, output, specials=tokenizer.specials)
+        drops = _word_rows(occlusion_drops(model, src_ids, output, src_words, traced.log_probs,
+                                           tokenizer.specials).cpu(), tgt_words)
         for lens in lenses:
             maps = LENSES[lens](model, traced)
             tally = tallies.setdefault(lens, _Tally(len(maps.cross), maps.cross[0].size(0)))

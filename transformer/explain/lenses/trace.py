@@ -1,9 +1,9 @@
 """One teacher-forced pass of one sentence that keeps what the lenses read: every layer's input residual stream,
 the normalised input each attention sublayer projects (its keys' input), and every attention map.
 
-The decoder reads <s> + the whole output, </s> included: one position more than decoding ever feeds. The causal
-mask keeps the earlier rows exactly what decoding computed; the extra row, the query that reads the last output
-token, is the one Shift-Att needs for that token (`lenses.attention.shift_att`).
+The decoder reads the start token + the whole output, </s> included: one position more than decoding ever feeds.
+The causal mask keeps the earlier rows exactly what decoding computed; the extra row, the query that reads the last
+output token, is the one Shift-Att needs for that token (`lenses.attention.shift_att`).
 
 Shape letters as in `transformer.model.layers`: S source length, T output length (the decoder here reads T + 1
 positions), H heads, D d_model, Dh head dim.
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS_ID
+from transformer.data.tokenizer import SpecialIds
 from transformer.explain import checks
-from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, target_mask
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Trace:
     """Everything of one pass (batch of one) that the lenses read."""
 
     src_ids: tuple[int, ...]
-    decoder_input: tuple[int, ...]  # <s> + the output: T + 1 positions
+    decoder_input: tuple[int, ...]  # the start token + the output: T + 1 positions
     enc_self: tuple[SublayerTrace, ...]  # per encoder layer, Lq = Lk = S
     dec_self: tuple[SublayerTrace, ...]  # per decoder layer, Lq = Lk = T + 1
     cross: tuple[SublayerTrace, ...]  # per decoder layer, Lq = T + 1, Lk = S
@@ -71,15 +71,16 @@ def _attend(attn: MultiHeadAttention, x_q: Tensor, keys_input: Tensor, mask: Ten
 
 
 @torch.no_grad()
-def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int]) -> Trace:
-    """Run the model over src_ids and <s> + output_ids, keeping each sublayer's inputs and maps (pre- or post-LN)."""
+def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int], *, specials: SpecialIds) -> Trace:
+    """Run the model over src_ids and specials.start + output_ids, keeping each sublayer's inputs and maps (pre- or
+    post-LN)."""
     device = next(model.parameters()).device
     src_ids = checks.source_ids(model, src_ids, "src_ids")
     output_ids = checks.target_ids(model, output_ids, "output_ids", read=1)
     src = torch.tensor([list(src_ids)], device=device)  # (1, S)
-    tgt = torch.tensor([[BOS_ID, *output_ids]], device=device)  # (1, T + 1)
+    tgt = torch.tensor([[specials.start, *output_ids]], device=device)  # (1, T + 1)
     src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-    tgt_mask = padding_mask(tgt, model.config.pad_id) & subsequent_mask(tgt.size(1), device)  # (1, 1, T+1, T+1)
+    tgt_mask = target_mask(tgt, model.config.pad_id)  # (1, 1, T+1, T+1)
     x, enc_self = model.src_embed(src), []
     for layer in model.encoder_layers:
         h = layer.sublayers[0].input(x)
@@ -98,7 +99,7 @@ def trace(model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int])
         cross.append(SublayerTrace(x[0], memory[0], weights, out[0]))
         x = layer.sublayers[1](x, out)
         x = layer.sublayers[2](x, layer.feed_forward(layer.sublayers[2].input(x)))
-    logp = model.generator(model.decoder_norm(x[0, :-1])).float().log_softmax(-1)  # (T, V)
+    logp = model.logits(model.decoder_norm(x[0, :-1])).float().log_softmax(-1)  # (T, V)
     target = torch.tensor(list(output_ids), device=device)
-    return Trace(tuple(src_ids), (BOS_ID, *output_ids), tuple(enc_self), tuple(dec_self), tuple(cross), memory[0],
-                 logp.gather(1, target[:, None])[:, 0])
+    return Trace(tuple(src_ids), (specials.start, *output_ids), tuple(enc_self), tuple(dec_self), tuple(cross),
+                 memory[0], logp.gather(1, target[:, None])[:, 0])

@@ -20,7 +20,7 @@ from torch import Tensor
 from transformer.explain import checks
 from transformer.explain.lenses.attention import LensMaps, crop, renormalise
 from transformer.explain.lenses.trace import Trace
-from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask
+from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, target_mask
 
 
 def _zeroed_outputs(attn: MultiHeadAttention, x_q: Tensor, keys_input: Tensor, mask: Tensor) -> Tensor:
@@ -56,7 +56,7 @@ def value_zeroing(model: Transformer, trace: Trace) -> LensMaps:
     src = torch.tensor([list(trace.src_ids)], device=device)
     tgt = torch.tensor([list(trace.decoder_input)], device=device)
     src_mask = padding_mask(src, model.config.pad_id)  # (1, 1, 1, S)
-    tgt_mask = padding_mask(tgt, model.config.pad_id) & subsequent_mask(tgt.size(1), device)
+    tgt_mask = target_mask(tgt, model.config.pad_id)
     enc = []
     for layer, sub in zip(model.encoder_layers, trace.enc_self):
         out = _zeroed_outputs(layer.self_attn, sub.keys_input, sub.keys_input, src_mask)  # (S + 1, S, D)

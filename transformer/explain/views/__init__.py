@@ -98,7 +98,8 @@ def one_token(translator: Translator, text: str, token: int = 0, *, stage: str |
     from transformer.explain.flow import token_flow, translation_inputs
 
     translation = translator.translate(text)
-    flow = token_flow(translator.model, *translation_inputs(translation), token)
+    flow = token_flow(translator.model, *translation_inputs(translation, translator.specials), token,
+                      specials=translator.specials)
     tok = translator.tokenizer
     return token_flow_view(flow, tok.source_pieces, tok.target_pieces, stage=stage, seed=seed, font_px=font_px,
                            title=f"{text} → {translation.text}")

@@ -191,6 +191,7 @@ def test_neurons_fire_on_the_pieces_named():
 
 def test_the_view_draws_every_stage_and_sampling_s_numbers():
     import base64
+    import html
     import json
     import re
     import zlib
@@ -217,6 +218,12 @@ def test_the_view_draws_every_stage_and_sampling_s_numbers():
         assert row["label"] == label([flow.output.sampled(row["t"], seed=7)])[0]
     assert data["greedy"] == label([flow.output.greedy])[0]
     assert stage_label("dec.1.cross_attn") == "decoder layer 1: cross-attention"
+    busiest = flow.stage("enc.0.feed_forward").neurons[0].index
+    found = neuron_examples(model, [([5, 9, 12, 2], [SPECIALS.start, 8, 4])], "source", 0, [busiest], k=2)
+    named = token_flow_view(flow, label, label, neurons=found).html
+    assert named.count("fires most on") == 1  # beside that neuron of that stage only
+    first = html.escape(label([found[0].firings[0].token])[0])  # the piece that fires it most, escaped
+    assert f"<b>{busiest}</b>" in named and f'title="{first}"' in named.split("fires most on")[1][:300]
     with pytest.raises(ValueError, match="stage must be one of src.embed"):
         token_flow_view(flow, label, label, stage="dec.9.ffn")
     with pytest.raises(ValueError, match="font_px must be from 12 to 40"):

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from transformer.decoding.translate import Translation, Translator
-from transformer.explain.flow import neuron_examples, token_flow, translation_inputs
+from transformer.explain.flow import NeuronExamples, neuron_examples, token_flow, translation_inputs
 from transformer.explain.views import stage_label, token_flow_view
 from ui.shared import class_mode
 from ui.shared.bidi import piece_labels
@@ -39,20 +39,11 @@ def _seed_stage(keys: tuple[str, ...]) -> None:
                        f"{', '.join(keys)}."])
 
 
-def _neuron_pieces(translator: Translator, flow, sentences: list[str]) -> dict[tuple[str, int, int], list[str]]:
-    """(side, layer, neuron) -> the pieces of `sentences` and their greedy translations that fire it most."""
-    tok = translator.tokenizer
-    pairs = []
-    for text in sentences:
-        pairs.append(translation_inputs(translator.translate(text), translator.specials))
-    found: dict[tuple[str, int, int], list[str]] = {}
-    for stage in flow.stages:
-        if not stage.neurons:
-            continue
-        for ex in neuron_examples(translator.model, pairs, stage.side, stage.layer, [n.index for n in stage.neurons]):
-            label = tok.source_pieces if stage.side == "source" else tok.target_pieces
-            found[(stage.side, stage.layer, ex.neuron)] = _labels(label([f.token for f in ex.firings]))
-    return found
+def _neurons(translator: Translator, flow, sentences: list[str]) -> list[NeuronExamples]:
+    """Where each stage's busiest neurons fire most in `sentences` and their greedy translations."""
+    pairs = [translation_inputs(translator.translate(text), translator.specials) for text in sentences]
+    return [ex for stage in flow.stages if stage.neurons for ex in
+            neuron_examples(translator.model, pairs, stage.side, stage.layer, [n.index for n in stage.neurons])]
 
 
 def flow_section(translator: Translator, translation: Translation, examples: Callable[[], list[str]]) -> None:
@@ -81,16 +72,16 @@ def flow_section(translator: Translator, translation: Translation, examples: Cal
         st.session_state["learn_flow_stage"] = default
     stage = choice_box(c2, "Stage", list(flow.keys), key="learn_flow_stage", format_func=stage_label)
     share(token=str(token), stage=stage)
-    neurons = {}
+    neurons: list[NeuronExamples] = []
     if st.checkbox(f"Find the pieces that fire the busiest neurons in {DEV_SENTENCES} test sentences",
                    key="learn_flow_neurons"):
         sentences = examples()[:DEV_SENTENCES]
         if not sentences:
             st.info("The corpus this model was trained on cannot be loaded here, so there are no test sentences.")
         with decode_turn() as on_wait, decode_slot(on_wait):
-            neurons = _neuron_pieces(translator, flow, sentences)
+            neurons = _neurons(translator, flow, sentences)
     tok = translator.tokenizer
     view = token_flow_view(flow, lambda ids: _labels(tok.source_pieces(ids)),
-                           lambda ids: _labels(tok.target_pieces(ids)), stage=stage, neuron_pieces=neurons,
+                           lambda ids: _labels(tok.target_pieces(ids)), stage=stage, neurons=neurons,
                            font_px=CLASS_FONT_PX if class_mode.is_on() else FONT_PX)
     st.iframe(view.document(), height=min(view.height, MAX_HEIGHT))

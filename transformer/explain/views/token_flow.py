@@ -18,7 +18,7 @@ import struct
 import zlib
 from collections.abc import Callable, Sequence
 
-from transformer.explain.flow import TEMPERATURES, Stage, TokenFlow
+from transformer.explain.flow import TEMPERATURES, NeuronExamples, Stage, TokenFlow
 from transformer.explain.views.svg import FONT, View, data_json, esc, new_id, shorten
 
 POS, NEG = (59, 117, 175), (208, 100, 76)  # the other views' blue and red
@@ -143,10 +143,11 @@ def _output_html(flow: TokenFlow, pieces: Pieces, seed: int, on: bool) -> tuple[
 
 
 def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Pieces, *, stage: str | None = None,
-                    neuron_pieces: dict[tuple[str, int, int], list[str]] | None = None, seed: int = 0,
+                    neurons: Sequence[NeuronExamples] = (), seed: int = 0,
                     font_px: int = 13, title: str = "") -> View:
     """The flow of `flow` with `stage` (one of flow.keys; default: the decoder's last layer) highlighted, its layer
-    open and scrolled to; neuron_pieces[(side, layer, neuron)]: the pieces that fire a neuron most, if known;
+    open and scrolled to; neurons: where the stages' neurons fire most in some sentences
+    (`transformer.explain.flow.neuron_examples`), named beside each;
     font_px: every text's size (at least 12; class mode: 18)."""
     if not 12 <= font_px <= 40:
         raise ValueError(f"font_px must be from 12 to 40, got {font_px}")
@@ -173,8 +174,9 @@ def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Piece
                              for s in stages if s.layer is not None)
         body = "".join(_stage_html(s, s.key == stage, vectors, dec_pieces if s.key.startswith("dec.") and
                                    s.key.endswith("self_attn") else src_pieces,
-                                   {n: ps for (sd, ly, n), ps in (neuron_pieces or {}).items()
-                                    if sd == s.side and ly == s.layer}) for s in stages)
+                                   {ex.neuron: (source_pieces if ex.side == "source" else target_pieces)(
+                                       [f.token for f in ex.firings]) for ex in neurons
+                                    if ex.side == s.side and ex.layer == s.layer}) for s in stages)
         panels.append(f'<details{" open" if group == open_group else ""} data-group="{group}"><summary>{name}'
                       f'{" <span class=sum>" + esc(summary) + "</span>" if summary else ""}</summary>{body}</details>')
     output_html, data = _output_html(flow, target_pieces, seed, stage == "output")

@@ -247,6 +247,8 @@ def test_learn_keeps_layer_head_and_query_in_the_link(at):
     again = opened(AppTest.from_file(APP, default_timeout=120), "pages/4_Learn.py", **shared)
     assert (again.selectbox(key="learn_layer").value, again.selectbox(key="learn_head").value) == (1, 3)
     assert again.session_state["learn_query"] == 2
+    again.session_state["learn_tables_open"] = True  # the tables' expander, opened
+    again.run()
     table = again.dataframe[1].value
     assert again.dataframe[0].value.index[0].startswith("q (") and len(table) > 2
     bad = opened(AppTest.from_file(APP, default_timeout=120), "pages/4_Learn.py", model="en-fr-teaching", head="9")

@@ -17,6 +17,9 @@
   temperature, what each sublayer adds to the residual stream, the neurons that fire most
 - `lenses`: other readings of attention (norm-weighted, Shift-Att, rollout, ALTI+, value zeroing), each scored on
   gold links and for faithfulness (`python -m transformer.explain.lenses`)
+- `dataset`: a whole split as a table (translation, chrF, BLEU, length ratio, mean probability, exact match, AER,
+  constructions), with `dataset_slices` (metrics, head statistics and lenses' AER per slice; the PCA projector)
+  and `dataset_cache` (its cache on disk)
 - `views`: the pictures of all these that display themselves (Jupyter, a browser, the app): the head view and
   model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree, one token's flow
 

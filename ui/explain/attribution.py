@@ -19,6 +19,7 @@ from transformer.explain.attribution import BASELINES, METHODS, attribute, candi
 from transformer.explain.interventions import changed_tokens
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
+from transformer.explain.views.svg import shorten
 from ui.explain import attribution_figures as figs
 from ui.shared import linked_choices, links
 from ui.shared.bidi import isolate
@@ -59,14 +60,15 @@ def _piece(translator: Translator, token: int) -> str:
 
 
 def _marked(pieces: list[str], marks: list[bool]) -> str:
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
+    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
 
 
 def token_picker(container, key: str, translator: Translator, token_ids: list[int], label: str = "Output token"
                  ) -> int:
     pieces = translator.tokenizer.target_pieces(token_ids)
     return choice_box(container, label, list(range(len(token_ids))), key=key,
-                      format_func=lambda t: f"{t}: {isolate(pieces[t])}",
+                      format_func=lambda t: f"{t}: {isolate(shorten(pieces[t]))}",
                       follow=lambda old, opts: min(old or 0, len(opts) - 1))
 
 

@@ -17,8 +17,9 @@ from plotly.subplots import make_subplots
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
+from transformer.explain.views.svg import HOVER_CHARS
 from ui.explain.head_maps import DIVERGING
-from ui.shared.heatmaps import escape, label_text, label_texts
+from ui.shared.heatmaps import escape, label_text, label_texts, short
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
@@ -53,7 +54,8 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
                 marker_color=[POSITIVE if v >= 0 else NEGATIVE for v in values],
                 hovertemplate=f"{escape(METHODS[method])}<br>%{{customdata}}: %{{y:.4f}}<extra></extra>"),
                 row=row, col=col)
-            fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
+            fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=[short(t) for t in labels],
+                             tickangle=-60,
                              tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col)
     fig.update_layout(title=title or None, height=140 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=80),
                       bargap=0.25)
@@ -65,13 +67,14 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
     per layer; each cell holds that layer's top token, coloured by its probability, with the top k in the hover.
     piece_of(token id) -> its piece."""
     probs = np.array([[cell.probs[0] for cell in row] for row in lens.cells]).T  # (T, L + 1)
-    text = [[label_text(piece_of(cell.tokens[0])) for cell in row] for row in lens.cells]
+    text = [[short(label_text(piece_of(cell.tokens[0]))) for cell in row] for row in lens.cells]
     text = [list(col) for col in zip(*text)]  # (T, L + 1)
-    outputs = label_texts(output_pieces)
+    outputs = [short(t, HOVER_CHARS) for t in label_texts(output_pieces)]  # (T,) in each cell's hover
     hover = [[f"{lens.layers[layer]}, emits {outputs[t]}<br>" + "<br>".join(
-        f"{label_text(piece_of(tok))}: {p:.3f}" for tok, p in zip(cell.tokens, cell.probs))
+        f"{short(label_text(piece_of(tok)), HOVER_CHARS)}: {p:.3f}" for tok, p in zip(cell.tokens, cell.probs))
         + f"<br>the emitted token: p {cell.output_prob:.3f}, rank {cell.output_rank}"
         for layer, cell in enumerate(column)] for t, column in enumerate(zip(*lens.cells))]
+    ticks = [short(t) for t in outputs]
     bold = [[f"<b>{tx}</b>" if lens.cells[layer][t].output_rank == 0 else tx for layer, tx in enumerate(row)]
             for t, row in enumerate(text)]
     fig = go.Figure(go.Heatmap(
@@ -79,10 +82,10 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
         customdata=hover, hovertemplate="%{customdata}<extra></extra>", zmin=0, zmax=1, colorscale="Blues",
         xgap=2, ygap=1, colorbar=dict(title="p(top)", thickness=12), textfont=dict(size=11)))
     fig.update_layout(
-        title=title or None, height=110 + 24 * len(outputs), margin=dict(l=30 + 7 * max(map(len, outputs), default=4),
+        title=title or None, height=110 + 24 * len(outputs), margin=dict(l=30 + 7 * max(map(len, ticks), default=4),
                                                                           r=10, t=60 if title else 30, b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(len(lens.layers))), ticktext=list(lens.layers), side="top"),
-        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=outputs, autorange="reversed"))
+        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=ticks, autorange="reversed"))
     return fig
 
 
@@ -94,20 +97,22 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
     top = max(float(scale), float(np.abs(z).max(initial=0.0)), 1e-6)
     text = [[f"{v:+.2f}" for v in row] for row in z]
     rotated = z.shape[1] > 8
-    longest = max((len(c) for c in col_labels), default=1)
+    rows, cols = [short(t) for t in row_labels], [short(t) for t in col_labels]  # the axes'; hovers: up to HOVER_CHARS
+    longest = max((len(c) for c in cols), default=1)
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(z.shape[1])), y=list(range(z.shape[0])), zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING,
         text=text, texttemplate="%{text}" if z.shape[1] <= 16 else None, xgap=1, ygap=1,
-        customdata=[[f"{row_labels[r]} · {col_labels[c]}" for c in range(z.shape[1])] for r in range(z.shape[0])],
+        customdata=[[f"{short(row_labels[r], HOVER_CHARS)} · {short(col_labels[c], HOVER_CHARS)}"
+                     for c in range(z.shape[1])] for r in range(z.shape[0])],
         hovertemplate="%{customdata}<br>Δ log p: %{z:+.4f}<extra></extra>", colorbar=dict(title="Δ log p",
                                                                                            thickness=12)))
     fig.update_layout(
         title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)), height=150 + 40 * z.shape[0] + 6 * longest,
-        margin=dict(l=20 + 7 * max(map(len, row_labels), default=4), r=10, t=50 + (8 * longest if rotated else 20),
+        margin=dict(l=20 + 7 * max(map(len, rows), default=4), r=10, t=50 + (8 * longest if rotated else 20),
                     b=10),
-        xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=list(col_labels), side="top",
+        xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=cols, side="top",
                    tickangle=-60 if rotated else 0),
-        yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=list(row_labels),
+        yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=rows,
                    autorange="reversed"))
     return fig
 

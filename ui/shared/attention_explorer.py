@@ -13,6 +13,7 @@ import streamlit as st
 
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
+from transformer.explain.lenses import HEADLESS
 from ui.shared import attention_maps, gold_alignment, heatmaps, links, svg_views
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.widgets import chart, choice_box, link, link_problems, share
@@ -34,7 +35,8 @@ NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query"
 
 def _restore(att: TranslationAttention, key: str, n_layers: dict[str, int], n_heads: int) -> None:
     """The link's family, layer, head and toggle, before their widgets are drawn."""
-    values, problems = links.read_view(link(), n_layers, n_heads)
+    headless = st.session_state.get(f"{key}_lens") in HEADLESS  # the page's lens switch, drawn above
+    values, problems = links.read_view(link(), n_layers, n_heads, headless)
     link_problems(problems)
     names = {"family": f"{key}_family", "layer": f"{key}_layer", "hide": f"{key}_hide"}
     for name, value in values.items():

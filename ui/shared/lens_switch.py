@@ -17,6 +17,7 @@ from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
+from ui.shared.links import quoted
 from ui.shared.text import plain
 from ui.shared.translation_gate import decode_slot
 from ui.shared.widgets import decode_turn, link, link_problems, share
@@ -54,7 +55,7 @@ def read_lens(params: Mapping[str, str]) -> tuple[str | None, list[str]]:
         return None, []
     if params[PARAM] in LENSES:
         return params[PARAM], []
-    return None, [f"Unknown lens {params[PARAM]!r} in the link (use {', '.join(LENSES)})."]
+    return None, [f"Unknown lens {quoted(params[PARAM])} in the link (use {', '.join(LENSES)})."]
 
 
 def lens_switch(container, key: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from transformer.explain.views.svg import shorten
 from ui.shared.bidi import piece_labels
 
 PER_ROW = 10  # pieces per row: ten columns fit the wide layout of a 1280 px window at any font size the app uses
@@ -29,14 +30,21 @@ def rows(pieces: Sequence[str], probs: Sequence[float], per_row: int = PER_ROW) 
     return [cells[i:i + per_row] for i in range(0, len(cells), per_row)]
 
 
+def _heading(label: str) -> str:
+    """A piece's cell: shortened when long, the whole piece then in its title (the hover)."""
+    shown = shorten(label)
+    title = "" if shown == label else f' title="{html.escape(label)}"'
+    return f"<th{title}>{html.escape(shown)}</th>"
+
+
 def probability_table(pieces: Sequence[str], probs: Sequence[float], *, rtl: bool = False,
                       per_row: int = PER_ROW) -> str:
-    """The table as one HTML block (escaped pieces: a piece cannot become markup). rtl lays every row out right to
-    left, the first piece on the right."""
+    """The table as one HTML block (escaped pieces: a piece cannot become markup; a long one shortened, whole in its
+    title). rtl lays every row out right to left, the first piece on the right."""
     direction = ' dir="rtl"' if rtl else ""
     body = []
     for row in rows(pieces, probs, per_row):
         body.append("<tr>" + "".join(f'<td class="pos">{i}</td>' for i, _, _ in row) + "</tr>")
-        body.append("<tr>" + "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in row) + "</tr>")
+        body.append("<tr>" + "".join(_heading(label) for _, label, _ in row) + "</tr>")
         body.append("<tr>" + "".join(f"<td>{p:.3f}</td>" for _, _, p in row) + "</tr>")
     return f'{STYLE}<table class="prob-table"{direction}>{"".join(body)}</table>'

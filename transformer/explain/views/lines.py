@@ -18,6 +18,7 @@ from transformer.explain import checks
 from transformer.explain.views.svg import (
     BASE_CSS,
     HEAD_COLOURS,
+    LABEL_CHARS,
     View,
     anchored,
     column_is_rtl,
@@ -31,7 +32,6 @@ from transformer.explain.views.svg import (
 MIN_WEIGHT = 0.005  # lines fainter than this are invisible at opacity = weight, and left out
 ROW = 20  # px per token
 GAP = 240  # px between the two columns, where the lines run
-LABEL_CHARS = 24  # longer labels are shortened (the full piece is in its title)
 THUMB_W, THUMB_H = 96, 140  # px of a model view drawing
 HIDDEN = ' style="display:none"'
 

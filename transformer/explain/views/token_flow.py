@@ -23,7 +23,6 @@ from transformer.explain.views.svg import FONT, View, data_json, esc, new_id, sh
 
 POS, NEG = (59, 117, 175), (208, 100, 76)  # the other views' blue and red
 Pieces = Callable[[Sequence[int]], list[str]]
-PIECE_CHARS = 24
 CSS = """.tf{font-family:%(font)s;font-size:%(px)spx;color:#222;line-height:1.35;max-width:100%%}
 .tf details{border:1px solid #ddd;border-radius:6px;margin:0 0 6px;padding:2px 8px}
 .tf summary{cursor:pointer;font-weight:600}.tf .sum{font-weight:400;color:#555}
@@ -78,7 +77,7 @@ def _group(stage: Stage) -> str:
 
 
 def _piece(label: str) -> str:
-    return f'<bdi dir="auto" title="{esc(label)}">{esc(shorten(label, PIECE_CHARS))}</bdi>'
+    return f'<bdi dir="auto" title="{esc(label)}">{esc(shorten(label))}</bdi>'
 
 
 def _added(stage: Stage) -> str:

@@ -1,4 +1,5 @@
-"""Learn: positional encodings, masks and scaled dot-product attention, with the real model's numbers."""
+"""Learn: positional encodings, masks, scaled dot-product attention and one token through the whole model, with the
+real model's numbers."""
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,7 @@ from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
 from ui.learn.attention_steps import AttentionSteps, encoder_attention_steps
 from ui.learn.positional_figures import positional_heatmap, sinusoids
+from ui.learn.token_flow import flow_section
 from ui.shared import heatmaps, svg_views
 from ui.shared.defaults import default_sentence
 from ui.shared.linked_choices import seed_indexes, share_indexes
@@ -19,6 +21,7 @@ from ui.shared.widgets import (
     choice_box,
     current_translator,
     decode_turn,
+    example_sentences,
     page_setup,
     sentence_input,
     tokens_help,
@@ -138,6 +141,7 @@ def main() -> None:
     tokens_help()
     pad_to = masks(translation.source_pieces, translation.attention.target_input_pieces[:16])
     dot_product(translator.checkpoint, translation.source_ids, translation.source_pieces, pad_to)
+    flow_section(translator, translation, lambda: example_sentences(translator.checkpoint.metadata))
 
 
 main()

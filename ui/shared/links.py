@@ -26,7 +26,7 @@ ATTRIBUTION = ("pos", "foil")  # Explain heads' attribution view: its output pos
 VIEW_ONLY = {"search": ("ref",), "compare": ("partner",), "attribution": ATTRIBUTION, "patching": PATCHING}
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
-               "learn": ("model", "text", "layer", "head", "query"),
+               "learn": ("model", "text", "layer", "head", "query", "token", "stage"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
                "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING, "foil"),
                "dataset": ("model", "split", "limit")}

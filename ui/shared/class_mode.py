@@ -2,7 +2,8 @@
 
 Larger text everywhere (Streamlit sizes its text in rem, so one root font size scales it), chart labels and
 cell numbers at a size read from the back of a room at 1280x720 (`enlarge`, applied by `ui.shared.widgets.chart` to
-every plotly figure), and tables drawn whole rather than in a grid that scrolls inside itself (`table`).
+every plotly figure; `view` and `zoom` for the package's SVG views, applied by `ui.shared.svg_views`), and tables
+drawn whole rather than in a grid that scrolls inside itself (`table`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+
+from transformer.explain.views import View
 
 PARAM = "class"  # its query parameter, on every page: class=1
 KEY = "class_mode"  # session state: on or off, across pages
@@ -52,6 +55,17 @@ def sidebar_toggle(params: dict[str, str]) -> None:
         st.html(CSS)
     elif PARAM in st.query_params:
         del st.query_params[PARAM]
+
+
+def zoom(font_px: float) -> float:
+    """The factor that brings a drawing whose smallest text is font_px to LABEL_PX in class mode (1 otherwise)."""
+    return max(1.0, LABEL_PX / font_px) if is_on() else 1.0
+
+
+def view(drawn: View) -> View:
+    """An SVG view of `transformer.explain.views` at class mode's size: magnified whole, so that its smallest text
+    is LABEL_PX and nothing that was apart runs together."""
+    return drawn.zoomed(LABEL_PX) if is_on() else drawn
 
 
 def table(container: Any, data: pd.DataFrame, **kwargs: Any) -> Any:
@@ -104,8 +118,9 @@ def enlarge(fig: go.Figure) -> go.Figure:
         axis.tickfont.size = max(axis.tickfont.size or 0, LABEL_PX)
         count = len(axis.tickvals) if axis.tickvals is not None else 0
         horizontal = name.startswith("xaxis")
+        share = axis.domain[1] - axis.domain[0] if axis.domain else 1.0  # of a figure of several maps
         if count:  # 700: ui.shared.heatmaps.PLOT_WIDTH, a heatmap's grid in the wide layout
-            _thinned(axis, (700 if horizontal else plot_height) / count, horizontal)
+            _thinned(axis, (700 if horizontal else plot_height) * share / count, horizontal)
     for trace in fig.data:
         if getattr(trace, "texttemplate", None) or (trace.type == "scatter" and trace.text is not None):
             trace.textfont.size = CELL_PX

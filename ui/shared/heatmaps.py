@@ -108,6 +108,15 @@ def attention_heatmap(
     return fig
 
 
+def without_zero_lines(fig: go.Figure) -> go.Figure:
+    """fig without plotly's zero lines on a heatmap's axes (they cross the first row and column and run past the
+    grid); every chart of the app passes here (`ui.shared.widgets.chart`). Changes fig in place and returns it."""
+    if any(trace.type == "heatmap" for trace in fig.data):
+        fig.update_xaxes(zeroline=False)
+        fig.update_yaxes(zeroline=False)
+    return fig
+
+
 MIN_FONT = 10  # px: the smallest column label; below it a projected or printed token cannot be read
 
 

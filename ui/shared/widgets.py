@@ -197,8 +197,9 @@ def _chosen(key: str, widget: str, options: list) -> None:
 def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
     """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG)."""
     config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
+    fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
     if class_mode.is_on():
-        fig = class_mode.enlarge(go.Figure(fig))  # a copy: a cached figure stays as it was
+        fig = class_mode.enlarge(fig)
     return container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 

@@ -169,4 +169,4 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
             '<span class="note">Click a key\'s row to follow it through every stage; hover a bar vector for its '
             f'first numbers.</span></div><div class="cap"></div><div style="overflow-x:auto">{svg}</div></div>'
             f"<script>({FLOW_JS})(document.getElementById('{root}'),{data_json(data)});</script>")
-    return View("Eq. 1", html, height + 110, width)
+    return View("Eq. 1", html, height + 110, width, 12)

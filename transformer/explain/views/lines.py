@@ -156,7 +156,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
             "Line opacity is the weight.</div>"
             f'<div style="overflow-x:auto">{svg}</div></div>')
     script = f"<script>({HEAD_JS})(document.getElementById('{root}'));</script>"
-    return View("head view", f"<style>{CSS}</style>{body}{script}", height + 90, width)
+    return View("head view", f"<style>{CSS}</style>{body}{script}", height + 90, width, 12)
 
 
 def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str = "",
@@ -185,4 +185,4 @@ def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[s
             f"keys on the right; click a drawing to open it below.</div>{grid}{head.html}</div>")
     script = f"<script>({MODEL_JS})(document.getElementById('{root}'));</script>"
     height = 60 + n_layers * (THUMB_H + 24) + head.height
-    return View("model view", body + script, height, max(head.width, 40 + n_heads * (THUMB_W + 12)))
+    return View("model view", body + script, height, max(head.width, 40 + n_heads * (THUMB_W + 12)), 11)

@@ -232,7 +232,8 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
     for column, fig, family in zip(st.columns(len(heads)), heads, result.heads):
-        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None)
+        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None,
+              share=1 / len(heads))
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
                "W^O at every query position. Red raises the token's log-probability towards the clean run.")

@@ -98,9 +98,10 @@ def _thinned(axis: Any, spacing_px: float, horizontal: bool) -> None:
         axis.tickvals, axis.ticktext = list(values)[::step], list(texts)[::step]
 
 
-def enlarge(fig: go.Figure) -> go.Figure:
+def enlarge(fig: go.Figure, share: float = 1.0) -> go.Figure:
     """fig with class mode's sizes: labels at LABEL_PX (thinned where they would overlap), cell numbers at CELL_PX,
-    titles at TITLE_PX, and margins and height grown to hold them. Changes fig in place and returns it."""
+    titles at TITLE_PX, and margins and height grown to hold them; share: the part of the page's width the figure
+    has (0.5 in one of two columns). Changes fig in place and returns it."""
     layout = fig.layout
     scale = LABEL_PX / 12  # plotly's default label size
     top_labels = layout.xaxis.side == "top"  # the heatmaps' column labels: the top margin holds them
@@ -118,9 +119,9 @@ def enlarge(fig: go.Figure) -> go.Figure:
         axis.tickfont.size = max(axis.tickfont.size or 0, LABEL_PX)
         count = len(axis.tickvals) if axis.tickvals is not None else 0
         horizontal = name.startswith("xaxis")
-        share = axis.domain[1] - axis.domain[0] if axis.domain else 1.0  # of a figure of several maps
+        part = axis.domain[1] - axis.domain[0] if axis.domain else 1.0  # of a figure of several maps
         if count:  # 700: ui.shared.heatmaps.PLOT_WIDTH, a heatmap's grid in the wide layout
-            _thinned(axis, (700 if horizontal else plot_height) * share / count, horizontal)
+            _thinned(axis, (700 * share if horizontal else plot_height) * part / count, horizontal)
     for trace in fig.data:
         if getattr(trace, "texttemplate", None) or (trace.type == "scatter" and trace.text is not None):
             trace.textfont.size = CELL_PX

@@ -194,12 +194,13 @@ def _chosen(key: str, widget: str, options: list) -> None:
     st.session_state[key] = options[st.session_state[widget]]
 
 
-def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
-    """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG)."""
+def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, **kwargs) -> Any:
+    """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG); share: the part
+    of the page's width its container has (0.5 in one of two columns), which class mode fits its labels to."""
     config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
     fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
     if class_mode.is_on():
-        fig = class_mode.enlarge(fig)
+        fig = class_mode.enlarge(fig, share)
     return container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 

@@ -19,12 +19,14 @@ const label = t => { const b = t.getBBox(), m = t.getScreenCTM(); if (!m || b.wi
   const scale = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
   return {text: t.textContent, font: parseFloat(getComputedStyle(t).fontSize) * scale * (scale > 1.001 ? 1 : zoom),
           pts}; };
-const charts = [...root.querySelectorAll('[data-testid="stPlotlyChart"], .js-plotly-plot, body > div.tv, div.tv')];
+const roots = [root, ...[...root.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];
+const charts = roots.flatMap(r => [...r.querySelectorAll('[data-testid="stPlotlyChart"], div.tv')]);
 const seen = new Set();
 for (const c of charts) { const texts = [...c.querySelectorAll('svg text')].filter(t => !seen.has(t));
   texts.forEach(t => seen.add(t)); const labels = texts.filter(visible).map(label).filter(Boolean);
-  if (labels.length) groups.push({name: (c.className && c.className.baseVal === undefined ? c.className : '')
-    .toString().slice(0, 40) || c.tagName, labels}); }
+  const box = c.getBoundingClientRect();
+  if (labels.length) groups.push({plot: c.dataset.testid === 'stPlotlyChart', labels,
+    box: [box.left, box.top, box.right, box.bottom]}); }
 return groups; }"""
 
 
@@ -35,8 +37,28 @@ class Label:
     corners: tuple[tuple[float, float], ...]
 
 
-def labels_of(groups: list[dict]) -> list[list[Label]]:
-    return [[Label(g["text"], g["font"], tuple(map(tuple, g["pts"]))) for g in group["labels"]] for group in groups]
+@dataclass(frozen=True)
+class Group:
+    """The labels of one chart or view; box: (left, top, right, bottom) of a plotly chart, None for a view (which
+    may scroll inside itself)."""
+
+    labels: list[Label]
+    box: tuple[float, float, float, float] | None
+
+
+def groups_of(found: list[dict]) -> list[Group]:
+    return [Group([Label(g["text"], g["font"], tuple(map(tuple, g["pts"]))) for g in group["labels"]],
+                  tuple(group["box"]) if group["plot"] else None) for group in found]
+
+
+def clipped(group: Group, slack: float = 2.0) -> list[str]:
+    """Labels of a chart that run past its edges (plotly cuts them there)."""
+    if group.box is None:
+        return []
+    left, top, right, bottom = group.box
+    return [label.text for label in group.labels
+            if any(x < left - slack or x > right + slack or y < top - slack or y > bottom + slack
+                   for x, y in label.corners)]
 
 
 def _axes(corners: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -69,12 +91,12 @@ def overlapping(labels: Sequence[Label], slack: float = 0.2) -> list[tuple[str, 
             if overlap_depth(a, b) > slack * min(a.font, b.font)]
 
 
-def measure(page) -> list[list[Label]]:
+def measure(page) -> list[Group]:
     """Every label group of the page and of its frames (the SVG views are drawn in iframes)."""
     groups = []
     for frame in page.frames:
         try:
-            groups += labels_of(frame.evaluate(f"({LABELS_JS})(document)"))
+            groups += groups_of(frame.evaluate(f"({LABELS_JS})(document)"))
         except Exception:  # noqa: BLE001  a frame that navigated away or is not ready: nothing of it to measure
             continue
     return groups

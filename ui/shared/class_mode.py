@@ -25,6 +25,8 @@ LABEL_PX = 18  # tick labels of every chart, the heatmaps' token labels included
 CELL_PX = 18  # numbers written in heatmap cells
 TITLE_PX = 22
 LINE_HEIGHT = 1.25  # a label's height in font sizes, rotated labels included
+PAGE_PX = 770  # the page's width at 1280x720 in class mode, beside the open sidebar
+COLOUR_BAR_PX = 100  # a heatmap's colour bar with its numbers at LABEL_PX
 CSS = f"""<style>
 html {{ font-size: {ROOT_PX}px; }}
 .prob-table td, .prob-table th {{ font-size: 1.05rem; padding: 4px 10px; }}
@@ -112,21 +114,32 @@ def enlarge(fig: go.Figure, share: float = 1.0) -> go.Figure:
     fig.update_layout(font=dict(size=LABEL_PX), title_font=dict(size=TITLE_PX), hoverlabel=dict(font_size=LABEL_PX),
                       legend=dict(font=dict(size=LABEL_PX)),
                       margin=dict(l=math.ceil(left * scale), t=top, r=layout.margin.r, b=bottom))
+    title = layout.title.text or ""
+    if "<br>" not in title and " " in title and 0.6 * TITLE_PX * len(title) > PAGE_PX * share - 20:
+        middle = min((i for i, c in enumerate(title) if c == " "), key=lambda i: abs(i - len(title) / 2))
+        # two lines rather than cut at the edges; plotly sets the first line above the anchor, so the pad
+        layout.title.update(text=title[:middle] + "<br>" + title[middle + 1:], y=1, yref="container", yanchor="top",
+                            pad=dict(t=6 + TITLE_PX))
+        top += math.ceil(LINE_HEIGHT * TITLE_PX) + TITLE_PX
+        layout.margin.t = top
     if layout.height:
         fig.update_layout(height=top + bottom + plot_height)
+    bar = any(t.type == "heatmap" and t.showscale is not False for t in fig.data)
+    grid_px = max(PAGE_PX * share - layout.margin.l - (layout.margin.r or 0) - COLOUR_BAR_PX * bar, 100)
     for name in [n for n in layout if n.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
         axis.tickfont.size = max(axis.tickfont.size or 0, LABEL_PX)
         count = len(axis.tickvals) if axis.tickvals is not None else 0
         horizontal = name.startswith("xaxis")
         part = axis.domain[1] - axis.domain[0] if axis.domain else 1.0  # of a figure of several maps
-        if count:  # 700: ui.shared.heatmaps.PLOT_WIDTH, a heatmap's grid in the wide layout
-            _thinned(axis, (700 * share if horizontal else plot_height) * part / count, horizontal)
+        if count:
+            _thinned(axis, (grid_px if horizontal else plot_height) * part / count, horizontal)
     for trace in fig.data:
         if getattr(trace, "texttemplate", None) or (trace.type == "scatter" and trace.text is not None):
             trace.textfont.size = CELL_PX
         if trace.type == "heatmap":
             trace.colorbar.tickfont.size = LABEL_PX
+            trace.colorbar.title.side = "right"  # along the bar: above it, the title runs into the top number
     for note in layout.annotations or ():
         note.font.size = max(note.font.size or 0, LABEL_PX)
     return fig

@@ -200,7 +200,10 @@ def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, *
     config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
     fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
     if class_mode.is_on():
-        fig = class_mode.enlarge(fig, share)
+        fig = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, share), class_mode.CELL_PX, class_mode.PAGE_PX, share,
+                                        class_mode.COLOUR_BAR_PX)
+    else:
+        fig = heatmaps.fit_cell_numbers(fig, share=share)
     return container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 

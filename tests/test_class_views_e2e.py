@@ -25,8 +25,9 @@ pytestmark = pytest.mark.e2e
 if find_checkpoint() is None:
     pytest.skip("the views are measured on the shipped teaching model", allow_module_level=True)
 
-# page -> (link, what to click before measuring, what must be on the page): every view of issue 37's item 2.
+# page -> (link, what to click before measuring, what must be on the page then): every view of issue 37's item 2.
 PAGES = {
+    "translate": ("Translate?model=en-fr-teaching", None, PLOT),  # heatmap, AER grids
     "learn": ("Learn?model=en-fr-teaching", None, "iframe"),  # masks, Eq. 1 picture
     "step": ("Step_by_step?model=en-fr-teaching&search=beam", "Run to end", "iframe"),  # bars, per-head maps, tree
     "stats": ("Explain_heads?model=en-fr-teaching&view=stats", None, PLOT),
@@ -51,11 +52,12 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
     page = context.new_page()
     try:
         page.goto(f"{server}/{link}" + ("&class=1" if mode == "class" else ""))
-        page.locator(ready).first.wait_for(timeout=180_000)
         if click:
-            page.locator(f'button:has-text("{click}")').first.click()
+            button = page.locator(f'button:has-text("{click}")').first
+            button.wait_for(timeout=180_000)
+            button.click()
             page.wait_for_timeout(3000)
-            page.locator(ready).first.wait_for(timeout=180_000)
+        page.locator(ready).first.wait_for(timeout=180_000)
         page.wait_for_timeout(3000)  # plotly's layout pass, the views' scripts
         assert page.locator(EXCEPTION).count() == 0
         groups = measure(page)

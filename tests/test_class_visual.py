@@ -94,3 +94,13 @@ def test_the_sampling_charts_title_stands_above_its_legend():
     assert (title.y, title.yref, title.yanchor) == (1, "container", "top")  # not centred in the margin
     assert (legend.y, legend.yanchor) == (1, "bottom")  # on the plot, under the title's line
     assert fig.layout.margin.t >= title.pad.t + 22 + 40  # room for the title's line and two lines of legend
+
+
+def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hover():
+    fig = gold_alignment.aer_grid([[10.0, 20.0, 30.0, 40.0], [30.0, 40.0, 50.0, 60.0]], [25.0, 45.0])
+    axis = fig.layout.xaxis
+    assert list(axis.ticktext) == ["h0", "h1", "h2", "h3", "mean"] and axis.tickangle == 0
+    assert list(axis.tickvals) == list(fig.data[0].x) and fig.data[0].x[-1] == "mean of heads"  # the hover's name
+    spacing = (class_mode.PAGE_PX * 0.5 - 70 - class_mode.COLOUR_BAR_PX) / len(axis.ticktext)  # class mode, half page
+    widths = [0.6 * class_mode.LABEL_PX * len(t) for t in axis.ticktext]
+    assert all((a + b) / 2 < spacing for a, b in zip(widths, widths[1:]))  # upright neighbours never meet

@@ -91,11 +91,11 @@ def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypat
     assert 'dir="rtl"' in table  # the first piece on the right
     heatmap_rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]
     for label in piece_labels(translation.target_pieces):  # the heatmap's labels, joiners and marks included
-        assert f"<th>{label.replace('<', '&lt;').replace('>', '&gt;')}</th>" in table
+        assert f"<th><bdi>{label.replace('<', '&lt;').replace('>', '&gt;')}</bdi></th>" in table
     assert [heatmaps.escape(p) for p in piece_labels(translation.target_pieces)] == [
         t.replace("\u200b", "") for t in heatmap_rows]
     joined = probability_table(["▁ال", "له", "▁لي"], [0.5, 0.5, 0.5], rtl=True)
-    assert f"<th>\u200f▁ال{ZWJ}</th><th>\u200f{ZWJ}له</th>" in joined
+    assert f"<th><bdi>\u200f▁ال{ZWJ}</bdi></th><th><bdi>\u200f{ZWJ}له</bdi></th>" in joined
 
 
 # ----------------------------------------------------------------------------- 6. the guide's links
@@ -166,7 +166,7 @@ def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readabl
     pieces = [f"▁w{i}" for i in range(57)] + ["</s>"]
     wrapped = rows(pieces, [0.5] * 58)
     assert [len(r) for r in wrapped] == [10] * 5 + [8] and wrapped[-1][-1][:2] == (58, "</s>")
-    assert "<th>&lt;/s&gt;</th>" in probability_table(pieces, [0.5] * 58)
+    assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 58)
     fig = heatmaps.attention_heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)])
     assert fig.layout.xaxis.tickfont.size >= 10  # never the 7 px it shrank to
     at = app(monkeypatch, tmp_path, tiny)

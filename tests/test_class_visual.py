@@ -104,3 +104,20 @@ def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hov
     spacing = (class_mode.PAGE_PX * 0.5 - 70 - class_mode.COLOUR_BAR_PX) / len(axis.ticktext)  # class mode, half page
     widths = [0.6 * class_mode.LABEL_PX * len(t) for t in axis.ticktext]
     assert all((a + b) / 2 < spacing for a, b in zip(widths, widths[1:]))  # upright neighbours never meet
+
+
+def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
+    from ui.shared.bidi import FSI, PDI, RLI
+    from ui.shared.text import piece_line
+    from ui.translate.probability_table import probability_table
+
+    pieces = ["▁الله", "▁قال", ".", "</s>"]
+    line = piece_line(pieces, [False, True, False, False])
+    assert line.startswith(RLI) and line.endswith(PDI)  # the line reads right to left: "</s>" ends it, on the left
+    inner = line[1:-1].split(" ")
+    assert all(part.count(FSI) == 1 for part in inner) and len(inner) == 4  # every piece kept apart
+    assert inner[1].startswith(":orange-background[" + FSI)
+    assert inner[3] == FSI + "\\<\\/s\\>" + PDI  # "</s>" whole, not "<s/>"
+    assert piece_line(["▁the", "</s>"]) == f"{FSI}▁the{PDI} {FSI}\\<\\/s\\>{PDI}"  # left to right: no line isolate
+    assert piece_line([]) == "∅"
+    assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 4, rtl=True)

@@ -23,7 +23,7 @@ from transformer.explain.patching import PatchingError, activation_patching, che
 from ui.explain import attribution_figures as figs
 from ui.shared import linked_choices, links
 from ui.shared.bidi import isolate
-from ui.shared.text import plain
+from ui.shared.text import piece_line, plain
 from ui.shared.translation_gate import bounded, decode_slot, prepare, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
@@ -60,7 +60,7 @@ def _piece(translator: Translator, token: int) -> str:
 
 
 def _marked(pieces: list[str], marks: list[bool]) -> str:
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    return piece_line(pieces, marks)
 
 
 def token_picker(container, key: str, translator: Translator, token_ids: list[int], label: str = "Output token"

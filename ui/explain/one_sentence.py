@@ -32,7 +32,7 @@ from ui.explain import head_maps, model_comparison, search_comparison, switched_
 from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.models import checkpoint_stamp, find_models
-from ui.shared.text import code, plain
+from ui.shared.text import code, piece_line, plain
 from ui.shared.translation_gate import decode_slot, reference_ids, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
@@ -60,8 +60,8 @@ def _changed(translator: Translator, intervention: Intervention) -> Translator:
 
 
 def marked(pieces: list[str], marks: list[bool]) -> str:
-    """Pieces as Markdown, the changed ones on an orange background."""
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    """Pieces as Markdown, the changed ones on an orange background (right-to-left pieces kept apart)."""
+    return piece_line(pieces, marks)
 
 
 def as_attention(translator: Translator, source_ids: list[int], output_ids: list[int],

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from transformer.explain.views import View
+from ui.shared import heatmaps
 
 PARAM = "class"  # its query parameter, on every page: class=1
 KEY = "class_mode"  # session state: on or off, across pages
@@ -89,15 +90,34 @@ def _label_room(axis: Any, horizontal: bool, font: int) -> float:
     return 0.6 * font * longest + 8
 
 
-def _thinned(axis: Any, spacing_px: float, horizontal: bool) -> None:
-    """Keep every k-th label of an array axis so that labels of LABEL_PX do not overlap (the hover still names
+def _thinned(axis: Any, spacing_px: float, horizontal: bool, font: int = LABEL_PX) -> None:
+    """Keep every k-th label of an array axis so that labels of `font` do not overlap (the hover still names
     every token)."""
     values, texts = axis.tickvals, axis.ticktext
     if axis.tickmode != "array" or not values or not texts or spacing_px <= 0:
         return
-    step = max(1, math.ceil(_label_room(axis, horizontal, LABEL_PX) / spacing_px))
+    step = max(1, math.ceil(_label_room(axis, horizontal, font) / spacing_px))
     if step > 1:
         axis.tickvals, axis.ticktext = list(values)[::step], list(texts)[::step]
+
+
+def thin_columns(fig: go.Figure, share: float) -> go.Figure:
+    """Outside class mode: a heatmap's column labels, at their own size, thinned to the width of the page's column
+    the figure has (share: 0.5 in one of two; heatmaps size them for the page's whole width). Changes fig in place
+    and returns it."""
+    if share >= 1:
+        return fig
+    layout = fig.layout
+    bar = any(t.type == "heatmap" and t.showscale is not False for t in fig.data)
+    grid_px = max(heatmaps.PAGE_PX * share - (layout.margin.l or 80) - (layout.margin.r or 80)
+                  - heatmaps.COLOUR_BAR_PX * bar, 60)
+    for name in [n for n in layout if n.startswith("xaxis")]:
+        axis = layout[name]
+        count = len(axis.tickvals) if axis.tickvals is not None else 0
+        part = axis.domain[1] - axis.domain[0] if axis.domain else 1.0
+        if count:
+            _thinned(axis, grid_px * part / count, True, axis.tickfont.size or 12)
+    return fig
 
 
 def enlarge(fig: go.Figure, share: float = 1.0) -> go.Figure:

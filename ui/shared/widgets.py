@@ -203,7 +203,7 @@ def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, *
         fig = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, share), class_mode.CELL_PX, class_mode.PAGE_PX, share,
                                         class_mode.COLOUR_BAR_PX)
     else:
-        fig = heatmaps.fit_cell_numbers(fig, share=share)
+        fig = heatmaps.fit_cell_numbers(class_mode.thin_columns(fig, share), share=share)
     return container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 

@@ -34,7 +34,7 @@ def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *,
     sampling = c.sampled is not None
     title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
     fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept)
-    chart(container, fig, key=key, filename=filename)
+    chart(container, fig, key=key, filename=filename, share=0.5)  # the left one of the page's two columns
     drawn = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
     if sampling:
         container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "

@@ -32,11 +32,11 @@ def rows(pieces: Sequence[str], probs: Sequence[float], per_row: int = PER_ROW) 
 def probability_table(pieces: Sequence[str], probs: Sequence[float], *, rtl: bool = False,
                       per_row: int = PER_ROW) -> str:
     """The table as one HTML block (escaped pieces: a piece cannot become markup). rtl lays every row out right to
-    left, the first piece on the right."""
+    left, the first piece on the right; each piece is isolated (<bdi>), so "</s>" does not turn into "<s/>"."""
     direction = ' dir="rtl"' if rtl else ""
     body = []
     for row in rows(pieces, probs, per_row):
         body.append("<tr>" + "".join(f'<td class="pos">{i}</td>' for i, _, _ in row) + "</tr>")
-        body.append("<tr>" + "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in row) + "</tr>")
+        body.append("<tr>" + "".join(f"<th><bdi>{html.escape(label)}</bdi></th>" for _, label, _ in row) + "</tr>")
         body.append("<tr>" + "".join(f"<td>{p:.3f}</td>" for _, _, p in row) + "</tr>")
     return f'{STYLE}<table class="prob-table"{direction}>{"".join(body)}</table>'

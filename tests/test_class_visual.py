@@ -121,3 +121,16 @@ def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
     assert piece_line(["▁the", "</s>"]) == f"{FSI}▁the{PDI} {FSI}\\<\\/s\\>{PDI}"  # left to right: no line isolate
     assert piece_line([]) == "∅"
     assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 4, rtl=True)
+
+
+def test_the_report_of_a_short_sentence_carries_plotly_packed_and_stays_small(tiny):
+    from plotly.offline import get_plotlyjs
+
+    from ui.explain import html_report
+
+    translation = tiny.translate("the woman reads a book .", attention=True)
+    doc = html_report.sentence_report(translation, model="tiny")
+    assert len(doc.encode()) < 2_800_000  # was 5.4 MB: plotly.js alone is 4.8 MB
+    assert get_plotlyjs()[:2000] not in doc and "DecompressionStream('gzip')" in doc
+    figures = doc.count("Plotly.newPlot(")
+    assert figures >= 3 and doc.count("window.plotlyReady.then(") == figures  # each figure waits for plotly.js

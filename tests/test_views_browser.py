@@ -122,3 +122,15 @@ def test_eq1_picture_reveals_its_stages_and_follows_a_clicked_key(page, tiny):
         assert float(page.get_attribute("rect.hl", "y")) == pytest.approx(y0 + 2 * 22), part
         page.locator("svg.eq g.row[data-j='0'] text").click()
         assert float(page.get_attribute("rect.hl", "y")) == pytest.approx(y0), part
+
+
+def test_the_reports_packed_plotly_unpacks_and_draws_every_figure(page, tiny):
+    from ui.explain import html_report
+
+    doc = html_report.sentence_report(tiny.translate("the woman reads a book .", attention=True), model="tiny")
+    page.set_content(doc)
+    page.wait_for_function("window.Plotly !== undefined", timeout=60_000)
+    figures = doc.count("Plotly.newPlot(")
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {figures}",
+                           timeout=60_000)
+    assert page.locator("svg.hv").count() == 3  # the head views, one per family, beside the maps

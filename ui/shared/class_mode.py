@@ -155,8 +155,10 @@ def enlarge(fig: go.Figure, share: float = 1.0) -> go.Figure:
         if count:
             _thinned(axis, (grid_px if horizontal else plot_height) * part / count, horizontal)
     for trace in fig.data:
-        if getattr(trace, "texttemplate", None) or (trace.type == "scatter" and trace.text is not None):
+        if getattr(trace, "texttemplate", None) or (trace.type in ("scatter", "bar") and trace.text is not None):
             trace.textfont.size = CELL_PX
+        if trace.type == "bar":
+            trace.constraintext = "none"  # plotly would shrink a bar's number to the bar's thickness
         if trace.type == "heatmap":
             trace.colorbar.tickfont.size = LABEL_PX
             trace.colorbar.title.side = "right"  # along the bar: above it, the title runs into the top number

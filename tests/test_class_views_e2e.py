@@ -1,6 +1,6 @@
 """Real browser at a projector's 1280x720, in both modes, on every SVG view and chart of the pages a class uses
-(issue 37, item 2): in class mode no label under 18 px; in both modes no two labels of a chart or view overlapping
-and no label of a chart cut at its edges. Labels are measured in the page as Chromium lays them out
+(issue 37, items 2 and 22): in class mode no label under 18 px; in both modes no two labels of a chart or view
+overlapping and no label of a chart cut at its edges. Labels are measured in the page as Chromium lays them out
 (tests/label_boxes.py). One server for the module (tests/test_e2e.py's); CLASS_SHOTS=DIR keeps the pictures."""
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
         assert groups and all(group.labels for group in groups)
         if name in ("learn", "step"):
             assert _views(page) >= 1
+        if name == "translate":  # item 22: the search methods on one line at 1280 px
+            radio = page.locator('[data-testid="stRadio"]', has_text="sample").first
+            tops = radio.locator("label").evaluate_all("ls => ls.slice(1).map(l => l.getBoundingClientRect().top)")
+            assert len(tops) == 3 and max(tops) - min(tops) < 2, tops
         folder = Path(os.environ.get("CLASS_SHOTS") or tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / f"views-{name}-{mode}.png"))

@@ -217,8 +217,9 @@ def search_settings(key: str):
     for name, default in {"method": "greedy", "beam": 4, "alpha": 0.6, "nbest": 3}.items():
         if name in values or f"{key}_{name}" not in st.session_state:  # set before the widgets, which get no default
             st.session_state[f"{key}_{name}"] = values.get(name, default)
-    c1, c2, c3, c4 = st.columns(4)
-    method = c1.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    # The methods on a line of their own: in a quarter of the page "sample" went to a second line at 1280 px.
+    method = st.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    c2, c3, c4 = st.columns(3)
     if method == "sample":
         settings, problems = sampling.sampling_controls(key, link(), [c2, c3, c4])
         link_problems(problems)

@@ -223,7 +223,7 @@ def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 1
     assert {blue, orange} == {training_curves.COLORS["train_loss"], training_curves.COLORS["dev_loss"]}
     assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
     fig = metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
-    assert list(fig.layout.xaxis.range) == [24, 26] and fig.layout.xaxis.tickformat == "d"
+    assert list(fig.layout.xaxis.range) == [24, 26] and list(fig.layout.xaxis.ticktext) == ["25"]
     assert fig.data[0].name == "tokens / s" and metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 

@@ -134,3 +134,13 @@ def test_the_report_of_a_short_sentence_carries_plotly_packed_and_stays_small(ti
     assert get_plotlyjs()[:2000] not in doc and "DecompressionStream('gzip')" in doc
     figures = doc.count("Plotly.newPlot(")
     assert figures >= 3 and doc.count("window.plotlyReady.then(") == figures  # each figure waits for plotly.js
+
+
+def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
+    from ui.train.metric_curves import metric_curves
+
+    fig = metric_curves([{"step": 250, "tokens_per_s": 1234.0}], ["tokens_per_s"])
+    axis = fig.layout.xaxis
+    assert list(axis.tickvals) == [250] and list(axis.ticktext) == ["250"] and list(axis.range) == [249, 251]
+    two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
+    assert two.layout.xaxis.tickvals is None  # more than one step: plotly's own ticks

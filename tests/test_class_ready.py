@@ -63,6 +63,9 @@ def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny):  # i
     opened(at, "pages/3_Train.py")
     (more,) = [n for n in at.number_input if n.label == "Resume until step"]
     assert more.value == 1500  # not 740, twice the current step
+    columns = list(at.columns)  # issue 37 item 21: after Stop, Resume stands in the first of the three columns
+    i = next(k for k, c in enumerate(columns) if any(n.label == "Resume until step" for n in c.number_input))
+    assert [b.label for b in columns[i + 2].button] == ["Open in the explorer"]
     write_status(RunFiles(root), "finished", step=1500, max_steps=1500)  # at its end: as many steps again
     at.run()
     (more,) = [n for n in at.number_input if n.label == "Resume until step"]

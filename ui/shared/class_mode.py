@@ -145,6 +145,8 @@ def enlarge(fig: go.Figure, share: float = 1.0) -> go.Figure:
     if layout.height:
         fig.update_layout(height=top + bottom + plot_height)
     bar = any(t.type == "heatmap" and t.showscale is not False for t in fig.data)
+    if bar:  # the colour bar's title stands along it, on its right: room for one line
+        layout.margin.r = max(layout.margin.r or 0, math.ceil(LINE_HEIGHT * LABEL_PX) + 6)
     grid_px = max(PAGE_PX * share - layout.margin.l - (layout.margin.r or 0) - COLOUR_BAR_PX * bar, 100)
     for name in [n for n in layout if n.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]

@@ -34,6 +34,7 @@ PAGES = {
     "patching": ("Explain_heads?model=en-fr-teaching&view=patching&other=The+chaplains+offered+your+wide+saxophones"
                  "+to+the+lucky+judge.", None, PLOT),
     "sampling": ("Step_by_step?model=en-fr-teaching&search=sample", "Run to end", PLOT),
+    "compare": ("Explain_heads?model=en-fr-bible&view=compare&partner=en-fr-bible-debian", None, PLOT),  # item 13
 }
 
 

@@ -145,9 +145,10 @@ def enlarge(fig: go.Figure, share: float = 1.0) -> go.Figure:
     if layout.height:
         fig.update_layout(height=top + bottom + plot_height)
     bar = any(t.type == "heatmap" and t.showscale is not False for t in fig.data)
-    if bar:  # the colour bar's title stands along it, on its right: room for one line
-        layout.margin.r = max(layout.margin.r or 0, math.ceil(LINE_HEIGHT * LABEL_PX) + 6)
-    grid_px = max(PAGE_PX * share - layout.margin.l - (layout.margin.r or 0) - COLOUR_BAR_PX * bar, 100)
+    if bar:  # the colour bar, its numbers and its title along it stand in the right margin (plotly's own room for
+        # a colour bar leaves the title out)
+        layout.margin.r = max(layout.margin.r or 0, COLOUR_BAR_PX + math.ceil(LINE_HEIGHT * LABEL_PX))
+    grid_px = max(PAGE_PX * share - layout.margin.l - (layout.margin.r or 0), 30)
     for name in [n for n in layout if n.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
         axis.tickfont.size = max(axis.tickfont.size or 0, LABEL_PX)

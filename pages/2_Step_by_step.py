@@ -54,9 +54,9 @@ def current_step(session, tok, src_pieces) -> None:
                                        hyp.self_attention, lens, session.specials)
     layer = c2.selectbox("Decoder layer", range(cross.shape[0]), key="step_layer")
     chart(c2, heatmaps.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
-          key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None)
+          key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None, share=0.5)
     chart(c2, heatmaps.head_rows(self_rows[layer], prefix, title="self-attention per head"),
-          key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None)
+          key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None, share=0.5)
     c2.caption(" ".join(filter(None, [NOTES[lens], note])))
     svg_views.step_head_view(hyp, prefix, src_pieces, layer, key="step_lines")
 

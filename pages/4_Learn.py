@@ -55,10 +55,10 @@ def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
     mask = padding_mask(ids, 0).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
     c1, c2 = st.columns(2)
     chart(c1, heatmaps.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
-          filename="padding-mask", theme=None)
+          filename="padding-mask", theme=None, share=0.5)
     causal = subsequent_mask(len(tgt_pieces))[0, 0].numpy()
     chart(c2, heatmaps.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
-          key="learn_causal", filename="causal-mask", theme=None)
+          key="learn_causal", filename="causal-mask", theme=None, share=0.5)
     st.caption("Green: may attend (True). Grey: masked; its score becomes -inf before the softmax, so it gets "
                "exactly 0 weight (the model writes the smallest float instead, which gives the same 0). Rows are "
                "queries, columns keys.")

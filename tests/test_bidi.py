@@ -87,6 +87,7 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
     assert [m.value for m in at.markdown if "rtl-text" in m.value] == [rtl_html(translation.text, "h3")]
     (table,) = [m.value for m in at.markdown if "prob-table" in m.value]  # laid out right to left: first piece right
     assert 'dir="rtl"' in table
-    assert re.findall(r"<th>(.*?)</th>", table) == [heatmaps.escape(p) for p in piece_labels(translation.target_pieces)]
+    assert re.findall(r"<th><bdi>(.*?)</bdi></th>", table) == [heatmaps.escape(p)
+                                                               for p in piece_labels(translation.target_pieces)]
     rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]  # cross-attention rows: the Arabic pieces
     assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))

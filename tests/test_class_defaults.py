@@ -101,6 +101,14 @@ def figures_of(at):
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
+def _walk(node) -> list:
+    """Every element under node, in the order the page shows them."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        out += [child, *_walk(child)]
+    return out
+
+
 def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner_in_the_link(at):
     opened(at, "pages/6_Explain_heads.py", model="en-fr-bible", view="compare")
     box = at.selectbox(key="ex_other")
@@ -109,6 +117,9 @@ def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner
     box.set_value(str(CHECKPOINTS / "en-ar-bible")).run()
     assert at.query_params["partner"] == "en-ar-bible"
     assert len(figures_of(at)) == 2  # the two maps, no difference of French rows and Arabic rows
+    shown = _walk(at.main)  # issue 37 item 13: the pickers stand above the maps they control
+    picker = next(i for i, e in enumerate(shown) if e.type == "radio" and getattr(e, "key", None) == "ex_cmp_family")
+    assert picker < min(i for i, e in enumerate(shown) if e.type == "plotly_chart")
     assert any("writes French, the other Arabic" in i.value for i in at.info)
     shared = dict(at.query_params)
     again = AppTest.from_file(APP, default_timeout=120)  # the link opens the same comparison

@@ -63,6 +63,9 @@ def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny):  # i
     opened(at, "pages/3_Train.py")
     (more,) = [n for n in at.number_input if n.label == "Resume until step"]
     assert more.value == 1500  # not 740, twice the current step
+    columns = list(at.columns)  # issue 37 item 21: after Stop, Resume stands in the first of the three columns
+    i = next(k for k, c in enumerate(columns) if any(n.label == "Resume until step" for n in c.number_input))
+    assert [b.label for b in columns[i + 2].button] == ["Open in the explorer"]
     write_status(RunFiles(root), "finished", step=1500, max_steps=1500)  # at its end: as many steps again
     at.run()
     (more,) = [n for n in at.number_input if n.label == "Resume until step"]
@@ -91,11 +94,11 @@ def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypat
     assert 'dir="rtl"' in table  # the first piece on the right
     heatmap_rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]
     for label in piece_labels(translation.target_pieces):  # the heatmap's labels, joiners and marks included
-        assert f"<th>{label.replace('<', '&lt;').replace('>', '&gt;')}</th>" in table
+        assert f"<th><bdi>{label.replace('<', '&lt;').replace('>', '&gt;')}</bdi></th>" in table
     assert [heatmaps.escape(p) for p in piece_labels(translation.target_pieces)] == [
         t.replace("\u200b", "") for t in heatmap_rows]
     joined = probability_table(["▁ال", "له", "▁لي"], [0.5, 0.5, 0.5], rtl=True)
-    assert f"<th>\u200f▁ال{ZWJ}</th><th>\u200f{ZWJ}له</th>" in joined
+    assert f"<th><bdi>\u200f▁ال{ZWJ}</bdi></th><th><bdi>\u200f{ZWJ}له</bdi></th>" in joined
 
 
 # ----------------------------------------------------------------------------- 6. the guide's links
@@ -167,7 +170,7 @@ def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readabl
     pieces = [f"▁w{i}" for i in range(57)] + ["</s>"]
     wrapped = rows(pieces, [0.5] * 58)
     assert [len(r) for r in wrapped] == [10] * 5 + [8] and wrapped[-1][-1][:2] == (58, "</s>")
-    assert "<th>&lt;/s&gt;</th>" in probability_table(pieces, [0.5] * 58)
+    assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 58)
     fig = heatmaps.attention_heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)])
     assert fig.layout.xaxis.tickfont.size >= 10  # never the 7 px it shrank to
     at = app(monkeypatch, tmp_path, tiny)
@@ -224,7 +227,7 @@ def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 1
     assert {blue, orange} == {training_curves.COLORS["train_loss"], training_curves.COLORS["dev_loss"]}
     assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
     fig = metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
-    assert list(fig.layout.xaxis.range) == [24, 26] and fig.layout.xaxis.tickformat == "d"
+    assert list(fig.layout.xaxis.range) == [24, 26] and list(fig.layout.xaxis.ticktext) == ["25"]
     assert fig.data[0].name == "tokens / s" and metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 

@@ -56,6 +56,13 @@ def test_a_25_step_beam_of_5_has_no_two_labels_overlapping(page, tmp_path):
     assert page.locator("svg.bt g.node.picked").count() == 14  # its path: <s> and steps 1..13
     assert "step 13, rank 0" in page.locator(".bt .info").text_content()
     page.screenshot(path=str(tmp_path / "beam-tree.png"), full_page=True)
+    wins = "ns => ns.map(n => { const b = n.getBoundingClientRect(); return [b.left, b.right]; })"
+    assert max(r for _, r in page.eval_on_selector_all("svg.bt g.node.win", wins)) > 1280  # steps 1-8 only, at first
+    page.get_by_role("button", name="Whole tree").click()  # the overview: the whole tree in the page's width
+    boxes = page.eval_on_selector_all("svg.bt g.node.win", wins)
+    assert len(boxes) == 25 and min(x for x, _ in boxes) >= 0 and max(r for _, r in boxes) <= 1280
+    page.get_by_role("button", name="Actual size").click()
+    assert max(r for _, r in page.eval_on_selector_all("svg.bt g.node.win", wins)) > 1280
 
 
 def test_head_view_hover_layer_and_head_toggles(page, tiny):
@@ -109,6 +116,12 @@ def test_eq1_picture_reveals_its_stages_and_follows_a_clicked_key(page, tiny):
     expect(page.locator(".eq .cap")).to_contain_text(f"«{t.source_pieces[3]}»")
     page.get_by_role("button", name="All steps").click()
     assert page.eval_on_selector_all("svg.eq g.st", stages) == [True] * 7
+    for part in ("text.w", "text.score", "g.vec", "text.mask"):  # the whole row answers, not its label alone
+        page.locator(f"svg.eq {part}[data-j='2']").first.click(force=True)
+        assert float(page.get_attribute("rect.hl", "y")) == pytest.approx(y0 + 2 * 22), part
+        page.locator("svg.eq g.row[data-j='0'] text").click()
+        assert float(page.get_attribute("rect.hl", "y")) == pytest.approx(y0), part
+
 
 
 def test_eq1_picture_works_with_a_piece_that_opens_a_comment_and_a_script(page, tiny):
@@ -119,3 +132,15 @@ def test_eq1_picture_works_with_a_piece_that_opens_a_comment_and_a_script(page, 
     expect(page.locator(".eq .cap")).to_contain_text(f"The head's output for «{piece}»")  # the script ran
     page.get_by_role("button", name="Step through").click()
     expect(page.locator(".eq .cap")).to_contain_text(f"Step 1 of 7. The input at query «{piece}»")
+
+
+def test_the_reports_packed_plotly_unpacks_and_draws_every_figure(page, tiny):
+    from ui.explain import html_report
+
+    doc = html_report.sentence_report(tiny.translate("the woman reads a book .", attention=True), model="tiny")
+    page.set_content(doc)
+    page.wait_for_function("window.Plotly !== undefined", timeout=60_000)
+    figures = doc.count("Plotly.newPlot(")
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {figures}",
+                           timeout=60_000)
+    assert page.locator("svg.hv").count() == 3  # the head views, one per family, beside the maps

@@ -23,7 +23,7 @@ from transformer.explain.views.svg import shorten
 from ui.explain import attribution_figures as figs
 from ui.shared import linked_choices, links
 from ui.shared.bidi import isolate
-from ui.shared.text import plain
+from ui.shared.text import piece_line, plain
 from ui.shared.translation_gate import bounded, decode_slot, prepare, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
@@ -61,8 +61,7 @@ def _piece(translator: Translator, token: int) -> str:
 
 
 def _marked(pieces: list[str], marks: list[bool]) -> str:
-    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
-    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
+    return piece_line(pieces, marks)
 
 
 def token_picker(container, key: str, translator: Translator, token_ids: list[int], label: str = "Output token"
@@ -250,7 +249,8 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
     for column, fig, family in zip(st.columns(len(heads)), heads, result.heads):
-        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None)
+        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None,
+              share=1 / len(heads))
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
                "W^O at every query position. Red raises the token's log-probability towards the clean run.")

@@ -235,6 +235,7 @@ def importance_view(translator: Translator) -> None:
         fig = head_maps.heads_map(values[family].numpy(), title=SHORT[family], diverging=True, zmax=top,
                                         fmt=".3f" if by == "log_likelihood" else ".1f")
         chart(column, fig, key=f"ex_imp_map_{family}", filename=f"head-importance-{family}", theme=None,
+              share=1 / len(FAMILIES),
               on_select=lambda f=family: _head_clicked(f), selection_mode="points")
     ranked = result.ranked(by)
     st.markdown("**The most important heads**")

@@ -1,13 +1,22 @@
 """A self-contained HTML report of one translated sentence: the translation, the n-best list, every family's
 token lines (the head view) and attention maps (with hover) and the statistics of every head, readable in any
-browser without the app (plotly.js is inlined: about 5 MB). No streamlit."""
+browser without the app. No streamlit.
+
+plotly.js, inlined, was 4.8 MB of a 5.5 MB report (BENCHMARKS.md): it travels gzip-compressed (1.4 MB, base64
+1.9 MB) and the page unpacks it with the browser's own DecompressionStream before drawing the figures, whose
+scripts wait for it."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
@@ -30,7 +39,51 @@ NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query"
          "cross": ("target query", "source key")}
 
 
+_FIGURE_SCRIPT = re.compile(r'<script(?: type="text/javascript")?>(\s*window\.PLOTLYENV.*?)</script>', re.S)
+
+
+@functools.cache
+def _packed_plotlyjs() -> str:
+    """plotly.js gzip-compressed in base64, and a script that unpacks and runs it: `window.plotlyReady` resolves
+    when Plotly is defined."""
+    packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
+    return ('<script>window.plotlyReady=(async()=>{const b=atob("' + packed + '");const a=new Uint8Array(b.length);'
+            "for(let i=0;i<b.length;i++)a[i]=b.charCodeAt(i);const s=new Blob([a]).stream().pipeThrough("
+            "new DecompressionStream('gzip'));(0,eval)(await new Response(s).text());})();</script>")
+
+
+def _json_object(text: str, start: int) -> int:
+    """The index just past the JSON object that opens at text[start] ("{")."""
+    depth, quoted, escaped = 0, False, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if quoted:
+            quoted, escaped = (c != '"' or escaped), (c == "\\" and not escaped)
+        elif c == '"':
+            quoted = True
+        elif c in "{}":
+            depth += 1 if c == "{" else -1
+            if depth == 0:
+                return i + 1
+    raise ValueError("unbalanced JSON object")
+
+
+def _after_plotly(body: str) -> str:
+    """Every figure's script (plotly's `Plotly.newPlot`) run once plotly.js is unpacked, and plotly's template
+    (6 kB of the same JSON in every figure) written once and named in each."""
+    at = body.find('"template":{')
+    if at >= 0:
+        template = body[at + 11:_json_object(body, at + 11)]
+        body = body.replace(f'"template":{template}', '"template":window.plotlyTemplate')
+        body = f"<script>window.plotlyTemplate={template};</script>" + body
+    return _FIGURE_SCRIPT.sub(lambda m: f"<script>window.plotlyReady.then(()=>{{{m.group(1)}}});</script>", body)
+
+
 def _figure(fig: go.Figure) -> str:
+    """A figure's HTML, its heatmaps' weights to the 3 decimals the hover shows, in 4-byte floats."""
+    for trace in fig.data:
+        if trace.type == "heatmap" and trace.z is not None and np.asarray(trace.z).dtype.kind == "f":
+            trace.z = np.round(np.asarray(trace.z), 3).astype(np.float32)
     return f'<div class="map">{pio.to_html(fig, include_plotlyjs=False, full_html=False)}</div>'
 
 
@@ -79,9 +132,9 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
                     key_name=NAMES[family][1], row_px=16)
                 fig.update_layout(width=520)
                 parts.append(_figure(fig))
-    body = "\n".join([*parts, *extra])
+    body = _after_plotly("\n".join([*parts, *extra]))
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(translation.source)}</title>"
-            f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>{body}</body></html>")
+            f"<style>{STYLE}</style>{_packed_plotlyjs()}</head><body>{body}</body></html>")
 
 
 def lens_sections(translation: Translation, maps: Mapping[str, LensMaps], skipped: Sequence[str] = ()) -> list[str]:

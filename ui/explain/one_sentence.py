@@ -26,13 +26,12 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.explain.lenses import LABELS as LENS_LABELS
-from transformer.explain.views.svg import shorten
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
 from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.models import checkpoint_stamp, find_model, find_models
-from ui.shared.text import code, plain
+from ui.shared.text import code, piece_line, plain
 from ui.shared.translation_gate import decode_slot, reference_ids, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
 
@@ -60,9 +59,8 @@ def _changed(translator: Translator, intervention: Intervention) -> Translator:
 
 
 def marked(pieces: list[str], marks: list[bool]) -> str:
-    """Pieces as Markdown, the changed ones on an orange background."""
-    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
-    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
+    """Pieces as Markdown, the changed ones on an orange background (right-to-left pieces kept apart)."""
+    return piece_line(pieces, marks)
 
 
 def as_attention(translator: Translator, source_ids: list[int], output_ids: list[int],
@@ -86,11 +84,11 @@ def map_picker(key: str, att: TranslationAttention, mean: bool = True) -> tuple[
 
 
 def draw_map(container, att: TranslationAttention, family: str, layer: int, head: int | None, *, key: str,
-             title: str) -> None:
+             title: str, share: float = 1.0) -> None:
     matrix, rows, cols = attention_maps.matrix(att, family, layer, head)
     fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=NAMES[family][0],
                                     key_name=NAMES[family][1], row_notes=attention_maps.row_notes(att, family))
-    chart(container, fig, key=key, filename=title, theme=None)
+    chart(container, fig, key=key, filename=title, theme=None, share=share)
 
 
 def translated(translator: Translator, text: str, settings: SearchSettings) -> Translation | None:
@@ -360,10 +358,11 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
                 "as far as both have them.")
         att_b = dataclasses.replace(att_b, **{f: getattr(att_b, f)[: len(getattr(translation.attention, f))]
                                               for f in FAMILIES})
-    family, layer, head = map_picker("ex_cmp", translation.attention)
+    family, layer, head = map_picker("ex_cmp", translation.attention)  # above the maps it controls
     layer = min(layer, len(getattr(att_b, family)) - 1)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_cmp_map_a", title="this model")
-    draw_map(c2, att_b, family, layer, head, key="ex_cmp_map_b", title="the other model")
+    m1, m2 = st.columns(2)
+    draw_map(m1, translation.attention, family, layer, head, key="ex_cmp_map_a", title="this model", share=0.5)
+    draw_map(m2, att_b, family, layer, head, key="ex_cmp_map_b", title="the other model", share=0.5)
     me = next((c for c in models if c.path == str(translator.checkpoint.path)), None)
     why_not = model_comparison.why_no_difference(family, translation, other, me, partner)
     if why_not:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-RLM, ZWJ, RLI, PDI = "\u200f", "\u200d", "\u2067", "\u2069"
+RLM, ZWJ, RLI, FSI, PDI = "\u200f", "\u200d", "\u2067", "\u2068", "\u2069"
 WORD_START = "▁"
 # Arabic letters that join only to the letter before them (Unicode ArabicShaping.txt, joining type R): a letter
 # after one of them starts a new connected group. Hamza (U+0621) joins neither side.

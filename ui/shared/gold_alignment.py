@@ -48,6 +48,11 @@ def aer_grid(heads: Sequence[Sequence[float]], layer_mean: Sequence[float], *, t
         hovertemplate=f"best {'layer' if n_heads == 1 else 'head'}: {rows[best_layer]}, {columns[best_head]}"
                       "<extra></extra>",
     ))
+    # Short column labels ("h0", "mean"), upright: "mean of heads" was turned and cut at the figure's edge in a
+    # half-width column; the hover keeps the full names.
+    ticks = ["all heads"] if n_heads == 1 and len(columns) == 1 else [f"h{h}" for h in range(n_heads)] + ["mean"]
     fig.update_layout(title=title, height=130 + 48 * n_layers, margin=dict(l=70, r=10, t=40 if title else 10, b=50),
-                      yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category", side="bottom"))
+                      yaxis=dict(autorange="reversed", type="category"),
+                      xaxis=dict(type="category", side="bottom", tickmode="array", tickvals=columns, ticktext=ticks,
+                                 tickangle=0))
     return fig

@@ -119,6 +119,53 @@ def attention_heatmap(
     return fig
 
 
+def without_zero_lines(fig: go.Figure) -> go.Figure:
+    """fig without plotly's zero lines on a heatmap's axes (they cross the first row and column and run past the
+    grid); every chart of the app passes here (`ui.shared.widgets.chart`). Changes fig in place and returns it."""
+    if any(trace.type == "heatmap" for trace in fig.data):
+        fig.update_xaxes(zeroline=False)
+        fig.update_yaxes(zeroline=False)
+    return fig
+
+
+CELL_FONT = 11  # px of the numbers written in cells (plotly would shrink them to fit, down to unreadable)
+PAGE_PX = 900  # the page's width beside the open sidebar at 1280 px
+COLOUR_BAR_PX = 70
+
+
+def _cell_lines(trace) -> list[str]:
+    texts = np.asarray(trace.text, dtype=object).ravel() if trace.text is not None else ["+0.00"]
+    return [line for t in texts for line in re.split(r"<br\s*/?>", str(t))] or [""]
+
+
+def fit_cell_numbers(fig: go.Figure, font_px: int = CELL_FONT, page_px: float = PAGE_PX, share: float = 1.0,
+                     bar_px: float = COLOUR_BAR_PX) -> go.Figure:
+    """Every heatmap's cell numbers at font_px where they fit their cells, and left out where they would not (the
+    hover still gives each one): never shrunk to a size no one can read, never running into the next cell.
+    share: the part of the page's width the figure has. Changes fig in place and returns it."""
+    layout = fig.layout
+    margin = layout.margin
+    for trace in fig.data:
+        if trace.type != "heatmap" or not trace.texttemplate or trace.z is None:
+            continue
+        rows, cols = np.shape(trace.z)[:2]
+        xaxis = layout["xaxis" + (trace.xaxis or "x")[1:]]
+        yaxis = layout["yaxis" + (trace.yaxis or "y")[1:]]
+        x_part = xaxis.domain[1] - xaxis.domain[0] if xaxis.domain else 1.0
+        y_part = yaxis.domain[1] - yaxis.domain[0] if yaxis.domain else 1.0
+        bar = bar_px if trace.showscale is not False else 0
+        cell_w = (page_px * share - (margin.l or 80) - (margin.r or 80) - bar) * x_part / max(cols, 1)
+        cell_h = ((layout.height or 450) - (margin.t or 100) - (margin.b or 80)) * y_part / max(rows, 1)
+        lines = _cell_lines(trace)
+        wide = max(len(line) for line in lines)
+        per_cell = max(1, round(len(lines) / max(rows * cols, 1)))
+        if 0.62 * font_px * wide + 4 > cell_w or LINE_HEIGHT * font_px * per_cell > cell_h:
+            trace.texttemplate = None  # the hover keeps every number
+        else:
+            trace.textfont.size = font_px
+    return fig
+
+
 MIN_FONT = 10  # px: the smallest column label; below it a projected or printed token cannot be read
 
 

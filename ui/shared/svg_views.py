@@ -14,7 +14,7 @@ from transformer.decoding.search import HypothesisStep
 from transformer.decoding.translate import TranslationAttention, Translator
 from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import tree
-from ui.shared import attention_maps
+from ui.shared import attention_maps, class_mode
 from ui.shared.bidi import piece_labels
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import decode_slot
@@ -29,7 +29,8 @@ _tree_component = bidi_components.component("attention_beam_tree", js=TREE_JS)
 
 
 def show(view: views.View, container=None) -> None:
-    """A view in an iframe of its own height (at most MAX_HEIGHT, then it scrolls)."""
+    """A view in an iframe of its own height (at most MAX_HEIGHT, then it scrolls), at class mode's size."""
+    view = class_mode.view(view)
     with container or st.container():
         st.iframe(view.document(), height=min(view.height, MAX_HEIGHT))
 
@@ -73,9 +74,11 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str) 
     tok = translator.tokenizer
     best = (session.finished or session.live or [None])[0]
     svg, _, height = tree.beam_tree_svg(session.history, tok.target_pieces, best.tokens if best else None)
-    body = (f"<style>{tree.CSS}</style><div class='tv bt'>{tree.legend()}<div style='overflow-x:auto'>{svg}</div>"
-            "<div class='info note'></div></div>")
-    result = _tree_component(data={"html": body}, key=key, on_node_change=lambda: None, height=height + 70)
+    factor = class_mode.zoom(tree.FONT_PX)
+    body = (f"<style>{tree.CSS}</style><div class='tv bt' style='zoom:{factor:.3f}'>{tree.legend()}"
+            f"<div class='wide'>{svg}</div><div class='info note'></div></div>")
+    result = _tree_component(data={"html": body}, key=key, on_node_change=lambda: None,
+                             height=math.ceil((height + 100) * factor))
     if st.session_state.get(f"{key}_session") != id(session):  # another sentence's tree: nothing opened yet
         st.session_state[f"{key}_session"] = id(session)
         st.session_state.pop(f"{key}_open", None)

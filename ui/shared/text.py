@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 
-from ui.shared.bidi import is_rtl
+from transformer.explain.views.svg import shorten
+from ui.shared.bidi import FSI, PDI, RLI, is_rtl, piece_labels
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark, and then is only itself.
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -56,3 +58,16 @@ def html_text(text: object) -> str:
 def score(value: float) -> str:
     """A log-probability or a search score, with the one precision the app shows them in (-4.694)."""
     return f"{value:.3f}"
+
+
+def piece_line(pieces: Sequence[str], marks: Sequence[bool] | None = None) -> str:
+    """Pieces as one line of Markdown, kept apart as the heatmap's axes keep them: each piece isolated (FSI … PDI),
+    so that "</s>" and "." keep their own order and a right-to-left piece its ▁ at its start, and the whole line
+    isolated right to left when its pieces read so (an Arabic output starts on the right and ends with </s> on
+    the left). A long piece is shortened, as on every chart. Marked pieces on an orange background; "∅" for none."""
+    marks = list(marks) if marks is not None else [False] * len(pieces)
+    shown = [f"{FSI}{plain(shorten(label))}{PDI}" for label in piece_labels(pieces)]
+    line = " ".join(f":orange-background[{s}]" if m else s for s, m in zip(shown, marks))
+    if not line:
+        return "∅"
+    return f"{RLI}{line}{PDI}" if is_rtl("".join(pieces)) else line

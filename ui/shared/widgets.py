@@ -224,11 +224,16 @@ def _chosen(key: str, widget: str, options: list) -> None:
         st.session_state[key] = options[index]
 
 
-def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:
-    """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG)."""
+def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, **kwargs) -> Any:
+    """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG); share: the part
+    of the page's width its container has (0.5 in one of two columns), which class mode fits its labels to."""
     config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
+    fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
     if class_mode.is_on():
-        fig = class_mode.enlarge(go.Figure(fig))  # a copy: a cached figure stays as it was
+        fig = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, share), class_mode.CELL_PX, class_mode.PAGE_PX, share,
+                                        class_mode.COLOUR_BAR_PX)
+    else:
+        fig = heatmaps.fit_cell_numbers(class_mode.thin_columns(fig, share), share=share)
     return container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 
@@ -242,8 +247,9 @@ def search_settings(key: str):
     for name, default in {"method": "greedy", "beam": 4, "alpha": 0.6, "nbest": 3}.items():
         if name in values or f"{key}_{name}" not in st.session_state:  # set before the widgets, which get no default
             st.session_state[f"{key}_{name}"] = values.get(name, default)
-    c1, c2, c3, c4 = st.columns(4)
-    method = c1.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    # The methods on a line of their own: in a quarter of the page "sample" went to a second line at 1280 px.
+    method = st.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    c2, c3, c4 = st.columns(3)
     if method == "sample":
         settings, problems = sampling.sampling_controls(key, link(), [c2, c3, c4])
         link_problems(problems)

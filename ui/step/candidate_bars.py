@@ -76,7 +76,10 @@ def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: st
     per_row = 54 if sampling else 30
     fig = go.Figure(traces)
     top = (40 if title else 10) + (48 if sampling else 0)  # the legend (two lines in a narrow column) under the title
-    fig.update_layout(title=title or None, height=70 + per_row * n + top, barmode="group",
+    # The title at the top of the figure, the legend on the plot: plotly would centre the title in the margin,
+    # over the legend.
+    heading = dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=8)) if title else None
+    fig.update_layout(title=heading, height=70 + per_row * n + top, barmode="group",
                       margin=dict(l=10, r=10, t=top, b=10), bargap=0.25, showlegend=sampling,
                       legend=dict(orientation="h", x=0, y=1, yanchor="bottom", traceorder="normal"),
                       xaxis=dict(title="probability", range=[0, 1.12], tickvals=[0, 0.25, 0.5, 0.75, 1]),

@@ -6,13 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import streamlit as st
-
 from transformer.decoding.search import SearchStep
 from transformer.decoding.session import DecodingSession
-from ui.shared import heatmaps
 from ui.shared.bidi import isolate
 from ui.shared.text import code
+from ui.shared.widgets import chart
 from ui.step import candidate_bars
 
 
@@ -36,8 +34,7 @@ def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *,
     sampling = c.sampled is not None
     title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
     fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept)
-    container.plotly_chart(fig, key=key, config=heatmaps.chart_config(filename, st.session_state.get("chart_format",
-                                                                                                      "png")))
+    chart(container, fig, key=key, filename=filename, share=0.5)  # the left one of the page's two columns
     drawn = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
     if sampling:
         container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "

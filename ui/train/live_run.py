@@ -63,10 +63,10 @@ def _controls(info: training_jobs.RunInfo) -> None:
         training_jobs.stop_run(info.root)
         st.toast("Stopping: the run saves a checkpoint first.")
     latest = RunFiles(info.root).checkpoint("latest")
-    if not info.active and latest.is_dir():
-        more = c2.number_input("Resume until step", info.step + 1, 10_000_000, training_jobs.resume_target(info),
+    if not info.active and latest.is_dir():  # where Stop was: the controls start at the left
+        more = c1.number_input("Resume until step", info.step + 1, 10_000_000, training_jobs.resume_target(info),
                                key=f"train_more_{info.name}_{info.max_steps}")
-        if c2.button("Resume", key="train_resume"):
+        if c1.button("Resume", key="train_resume"):
             try:
                 training_jobs.resume_run(info.root, int(more))
             except ValueError as e:

@@ -38,8 +38,8 @@ def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = 
                       xaxis_title="step", yaxis_type="log" if log_y else "linear",
                       legend=dict(orientation="h", y=-0.3), colorway=CURVE_COLORS)
     single = {x for trace in fig.data for x in trace.x}
-    if len(single) == 1:  # one logged step: a range around it, integer ticks (not "25.000000")
+    if len(single) == 1:  # one logged step: a range around it, one tick at it (plotly's half steps read "250 250")
         (step,) = single
-        fig.update_xaxes(range=[step - 1, step + 1], tickformat="d")
+        fig.update_xaxes(range=[step - 1, step + 1], tickmode="array", tickvals=[step], ticktext=[str(step)])
     fig.update_yaxes(tickformat="~g")
     return fig

@@ -40,13 +40,14 @@ def _heading(label: str) -> str:
     """A piece's cell: shortened when long, the whole piece then in its title (the hover)."""
     shown = shorten(label)
     title = "" if shown == label else f' title="{html.escape(label)}"'
-    return f"<th{title}>{html.escape(shown)}</th>"
+    return f"<th{title}><bdi>{html.escape(shown)}</bdi></th>"
 
 
 def probability_table(pieces: Sequence[str], probs: Sequence[float], *, rtl: bool = False,
                       per_row: int = PER_ROW) -> str:
     """The table as one HTML block (escaped pieces: a piece cannot become markup; a long one shortened, whole in its
-    title). rtl lays every row out right to left, the first piece on the right."""
+    title). rtl lays every row out right to left, the first piece on the right; each piece is isolated (<bdi>), so
+    "</s>" does not turn into "<s/>"."""
     direction = ' dir="rtl"' if rtl else ""
     body = []
     for row in rows(pieces, probs, per_row):

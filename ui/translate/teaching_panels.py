@@ -104,9 +104,9 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
         f"layer {best_layer}, head {best_head}, AER {100 * best:.1f}% over {split.sentences} sentences.")
     c1, c2 = st.columns(2)
     chart(c1, gold_alignment.aer_grid(mine.heads, mine.layer_mean, title="AER %, this sentence"),
-          key=f"{key}_aer_sentence", filename="aer-this-sentence", theme=None)
+          key=f"{key}_aer_sentence", filename="aer-this-sentence", theme=None, share=0.5)
     chart(c2, gold_alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split"),
-          key=f"{key}_aer_split", filename="aer-test-split", theme=None)
+          key=f"{key}_aer_split", filename="aer-test-split", theme=None, share=0.5)
     st.caption("AER (Och and Ney, 2003) compares the links read off attention (each target word to the source "
                "word its row attends to most, pieces merged into words) with the grammar's gold links; the ring "
                "marks the best head. Heads that align well are the ones to show a class.")

@@ -34,7 +34,7 @@ COLUMNS = {  # the query's input and q share the first column, input on top
 Q_TOP = TOP + 124  # y of q's bars, under the input's
 STAGES = (("input", ["input"]), ("qkv", ["q", "key", "k", "v"]), ("score", ["score"]), ("mask", ["mask"]),
           ("softmax", ["weight"]), ("weighted", ["wv"]), ("sum", ["output"]))
-CSS = BASE_CSS + """.eq svg text{font-size:12px}.eq .row{cursor:pointer}.eq text.on{font-weight:700}
+CSS = BASE_CSS + """.eq svg text{font-size:12px}.eq [data-j]{cursor:pointer}.eq text.on{font-weight:700}
 .eq text.off{fill:#999}.eq .cap{min-height:2.8em;margin:4px 0}.eq .head{font-weight:600}"""
 FLOW_JS = """function(root,data){const svg=root.querySelector('svg.eq');const cap=root.querySelector('.cap');
 const stages=[...svg.querySelectorAll('g.st')];let shown=data.reveal==='all'?stages.length:1,key=data.key;
@@ -56,7 +56,7 @@ const ln=svg.querySelector('line.qk');ln.setAttribute('y2',data.top+key*data.row
 root.querySelector('.next').onclick=()=>{shown=Math.min(shown+1,stages.length);draw();};
 root.querySelector('.all').onclick=()=>{shown=stages.length;draw();};
 root.querySelector('.first').onclick=()=>{shown=1;draw();};
-svg.querySelectorAll('g.row').forEach(r=>r.addEventListener('click',()=>{key=+r.dataset.j;draw();}));draw();}"""
+svg.querySelectorAll('[data-j]').forEach(r=>r.addEventListener('click',()=>{key=+r.dataset.j;draw();}));draw();}"""
 
 
 def _np(t) -> np.ndarray:
@@ -169,4 +169,4 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
             '<span class="note">Click a key\'s row to follow it through every stage; hover a bar vector for its '
             f'first numbers.</span></div><div class="cap"></div><div style="overflow-x:auto">{svg}</div></div>'
             f"<script>({FLOW_JS})(document.getElementById('{root}'),{data_json(data)});</script>")
-    return View("Eq. 1", html, height + 110, width)
+    return View("Eq. 1", html, height + 110, width, 12)

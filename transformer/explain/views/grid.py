@@ -80,4 +80,4 @@ def heatmaps_from(weights, query_labels: Sequence[str], key_labels: Sequence[str
         width = max(width, sum(w for _, w, _ in svgs) + 10 * len(svgs))
     heading = f"<div><b>{esc(title)}</b></div>" if title else ""
     html = f'<style>{CSS}</style><div class="tv hm">{heading}{"".join(rows)}</div>'
-    return View("heatmaps", html, height, width)
+    return View("heatmaps", html, height, width, 10)

@@ -39,7 +39,7 @@ CSS = BASE_CSS + """
 .hv text.tq,.hv text.tk{cursor:pointer}.hv text.on{font-weight:700}.hv text.dim{fill:#999}
 .hv .heads label{margin-right:10px;white-space:nowrap}.hv .sw{display:inline-block;width:10px;height:10px;
 margin:0 3px 0 2px;border-radius:2px}.mv .grid{display:grid;gap:6px 10px;align-items:end;margin-bottom:12px}
-.mv .cell{cursor:pointer;text-align:center;font-size:11px;color:#555}.mv .cell svg{border:1px solid #ddd;
+.mv .cell{cursor:pointer;text-align:center;font-size:12px;color:#555}.mv .cell svg{border:1px solid #ddd;
 background:#fff}.mv .cell:hover svg,.mv .cell.open svg{border-color:#333}"""
 
 HEAD_JS = """function(root){const svg=root.querySelector('svg.hv');const sel=root.querySelector('select.layer');
@@ -158,7 +158,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
             "Line opacity is the weight.</div>"
             f'<div style="overflow-x:auto">{svg}</div></div>')
     script = f"<script>({HEAD_JS})(document.getElementById('{root}'));</script>"
-    return View("head view", f"<style>{CSS}</style>{body}{script}", height + 90, width)
+    return View("head view", f"<style>{CSS}</style>{body}{script}", height + 90, width, 12)
 
 
 def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str = "",
@@ -187,4 +187,4 @@ def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[s
             f"keys on the right; click a drawing to open it below.</div>{grid}{head.html}</div>")
     script = f"<script>({MODEL_JS})(document.getElementById('{root}'));</script>"
     height = 60 + n_layers * (THUMB_H + 24) + head.height
-    return View("model view", body + script, height, max(head.width, 40 + n_heads * (THUMB_W + 12)))
+    return View("model view", body + script, height, max(head.width, 40 + n_heads * (THUMB_W + 12)), 12)

@@ -109,9 +109,19 @@ class View:
     html: str
     height: int
     width: int
+    font_px: float = 12.0  # the smallest text it draws (class mode zooms it until that one reads from afar)
 
     def _repr_html_(self) -> str:
         return self.html
+
+    def zoomed(self, font_px: float) -> View:
+        """The view magnified (CSS zoom: text, lines and spacing together, so nothing that was apart runs into
+        anything) until its smallest text is font_px; the view itself when that text is already as large."""
+        factor = font_px / self.font_px
+        if factor <= 1:
+            return self
+        return View(self.kind, f'<div class="zoom" style="zoom:{factor:.3f}">{self.html}</div>',
+                    math.ceil(self.height * factor), math.ceil(self.width * factor), font_px)
 
     def document(self, title: str = "") -> str:
         return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title or self.kind)}</title>"

@@ -28,13 +28,16 @@ WIN = "#0b2e6b"
 CSS = BASE_CSS + """
 .bt .node{cursor:pointer}.bt .node text{font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .bt .node.win text{font-weight:700}.bt .node.pruned text{fill:#888}.bt .node.picked text{fill:#c00}
-.bt .edge.picked{stroke:#c00 !important;stroke-opacity:1}.bt .info{min-height:1.4em}"""
+.bt .edge.picked{stroke:#c00 !important;stroke-opacity:1}.bt .info{min-height:1.4em}
+.bt svg.fit{width:100%;height:auto}.bt .wide{overflow-x:auto}"""
 TREE_JS = """function(root,onpick){const svg=root.querySelector('svg.bt');const info=root.querySelector('.info');
 svg.querySelectorAll('g.node').forEach(n=>n.addEventListener('click',()=>{
 svg.querySelectorAll('.picked').forEach(e=>e.classList.remove('picked'));let at=n;
 while(at){at.classList.add('picked');const e=svg.querySelector('line.edge[data-to="'+at.dataset.id+'"]');
 if(e)e.classList.add('picked');at=at.dataset.up?svg.querySelector('g.node[data-id="'+at.dataset.up+'"]'):null;}
-if(info)info.textContent=n.dataset.summary;if(onpick)onpick(+n.dataset.step,+n.dataset.rank);}));}"""
+if(info)info.textContent=n.dataset.summary;if(onpick)onpick(+n.dataset.step,+n.dataset.rank);}));
+const fit=root.querySelector('button.fit');if(fit)fit.onclick=()=>{const on=svg.classList.toggle('fit');
+fit.textContent=on?'Actual size':'Whole tree';};}"""
 
 
 def node_prefix(steps: Sequence[SearchStep], step: int, rank: int) -> list[int]:
@@ -132,7 +135,8 @@ def legend() -> str:
     marks = {"live": "●", "finished": "■", "stopped": "◆", "pruned": "○"}
     parts = [f'<span style="color:{STYLES[s][0]}">{marks[s]}</span> {esc(STYLES[s][2])}' for s, _ in items]
     parts.append(f'<span style="color:{WIN};font-weight:700">━</span> the best hypothesis')
-    return ('<div class="note">' + " &nbsp; ".join(parts)
+    return ('<div class="note"><button class="fit" type="button" title="Shrink the tree to the width of the page: '
+            'every step and the best path at once">Whole tree</button>' + " &nbsp; ".join(parts)
             + ". Hover a node for its numbers, click it for its path.</div>")
 
 
@@ -143,6 +147,6 @@ def beam_tree_from(steps: Sequence[SearchStep], pieces: Callable[[list[int]], li
     root = new_id("bt")
     heading = f"<div><b>{esc(title)}</b></div>" if title else ""
     body = (f'<style>{CSS}</style><div class="tv bt" id="{root}">{heading}{legend()}'
-            f'<div style="overflow-x:auto">{svg}</div><div class="info note"></div></div>')
+            f'<div class="wide">{svg}</div><div class="info note"></div></div>')
     script = f"<script>({TREE_JS})(document.getElementById('{root}'));</script>"
-    return View("beam tree", body + script, height + 80, width)
+    return View("beam tree", body + script, height + 80, width, FONT_PX)

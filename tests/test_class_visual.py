@@ -1,0 +1,146 @@
+"""Class mode's sizes on the SVG views and the plotly figures, and the figures' small fixes of issue 37 (items 2,
+9, 11, 16, 18), checked on the figures' JSON and the views' markup; the browser half is
+tests/test_class_views_e2e.py."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from tests.app_fixtures import make_checkpoint
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translator
+from transformer.explain import views
+from transformer.model.checkpoint import load_checkpoint
+from ui.explain import head_maps
+from ui.shared import class_mode, gold_alignment, heatmaps
+from ui.step import candidate_bars
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Translator:
+    return Translator(load_checkpoint(make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny")))
+
+
+def _smallest_font(html: str) -> float:
+    return min(float(px) for px in re.findall(r"font-size:(\d+(?:\.\d+)?)px", html))
+
+
+def test_every_view_knows_its_smallest_text_and_class_mode_zooms_it_to_18_px(tiny):
+    translation = tiny.translate("the woman reads a book .", attention=True)
+    session = tiny.session("the woman reads a book .", SearchSettings(beam_size=3))
+    session.run_to_end()
+    drawn = [views.head_view(translation.attention), views.model_view(translation.attention),
+             views.heatmaps(translation.attention),
+             views.beam_tree(session.history, tiny.tokenizer.target_pieces, session.finished[0].tokens)]
+    for view in drawn:
+        assert view.font_px == _smallest_font(view.html), view.kind  # what the view says is what it draws
+        big = view.zoomed(class_mode.LABEL_PX)
+        factor = float(re.match(r'<div class="zoom" style="zoom:([\d.]+)">', big.html).group(1))
+        assert view.font_px * factor == pytest.approx(class_mode.LABEL_PX, abs=0.01)
+        exact = class_mode.LABEL_PX / view.font_px
+        assert big.height == math.ceil(view.height * exact) and big.width == math.ceil(view.width * exact)
+        assert big.zoomed(class_mode.LABEL_PX) is big  # already large enough: unchanged
+
+
+def test_the_beam_tree_has_a_whole_tree_overview(tiny):
+    session = tiny.session("the woman reads a book .", SearchSettings(beam_size=3))
+    session.run_to_end()
+    view = views.beam_tree(session.history, tiny.tokenizer.target_pieces)
+    assert '<button class="fit"' in view.html and "svg.fit{width:100%;height:auto}" in view.html
+    assert 'viewBox="0 0 ' in view.html  # what lets the overview scale the whole drawing to the page's width
+
+
+@pytest.mark.parametrize("fig", [
+    heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"]),
+    heatmaps.mask_heatmap(np.ones((3, 3), dtype=bool), ["a", "b", "c"], ["a", "b", "c"]),
+    gold_alignment.aer_grid([[10.0, 20.0], [30.0, 40.0]], [15.0, 35.0]),
+    head_maps.heads_map(np.zeros((2, 4)), title="x"),
+], ids=["attention", "mask", "aer", "heads"])
+def test_no_heatmap_keeps_plotlys_zero_lines(fig):
+    fig = heatmaps.without_zero_lines(fig)
+    axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
+    assert axes and all(axis.zeroline is False for axis in axes)
+
+
+def test_a_half_width_mask_thins_its_column_labels_to_fit_in_class_mode():
+    labels = [f"▁word{i}" for i in range(18)]
+    fig = class_mode.enlarge(heatmaps.mask_heatmap(np.ones((18, 18), dtype=bool), labels, labels), share=0.5)
+    kept = len(fig.layout.xaxis.tickvals)
+    grid = class_mode.PAGE_PX * 0.5 - fig.layout.margin.l - fig.layout.margin.r
+    room = class_mode.LINE_HEIGHT * class_mode.LABEL_PX / math.sin(math.radians(60))  # a label turned 60 degrees
+    assert grid / kept >= room and kept < 18
+    whole = class_mode.enlarge(heatmaps.mask_heatmap(np.ones((18, 18), dtype=bool), labels, labels))
+    assert len(whole.layout.xaxis.tickvals) > kept  # the full width keeps more of them
+
+
+def test_cell_numbers_are_written_only_where_they_fit():
+    small = head_maps.heads_map(np.zeros((6, 16)), title="x")  # 16 heads across a third of the page
+    heatmaps.fit_cell_numbers(small, share=1 / 3)
+    assert not small.data[0].texttemplate  # left out, not shrunk to 6 px (the hover keeps them)
+    big = head_maps.heads_map(np.zeros((2, 4)), title="x")
+    heatmaps.fit_cell_numbers(big)
+    assert big.data[0].texttemplate and big.data[0].textfont.size == heatmaps.CELL_FONT
+
+
+def test_the_sampling_charts_title_stands_above_its_legend():
+    bars = candidate_bars.ordered([1, 2], ["▁a", "▁b"], [0.6, 0.4], chosen={1}, tempered=[0.5, 0.5],
+                                  sampled=[0.5, 0.5])
+    fig = candidate_bars.candidates_figure(bars, title="next token: model → temperature → drawn from", kept=2)
+    title, legend = fig.layout.title, fig.layout.legend
+    assert (title.y, title.yref, title.yanchor) == (1, "container", "top")  # not centred in the margin
+    assert (legend.y, legend.yanchor) == (1, "bottom")  # on the plot, under the title's line
+    assert fig.layout.margin.t >= title.pad.t + 22 + 40  # room for the title's line and two lines of legend
+
+
+def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hover():
+    fig = gold_alignment.aer_grid([[10.0, 20.0, 30.0, 40.0], [30.0, 40.0, 50.0, 60.0]], [25.0, 45.0])
+    axis = fig.layout.xaxis
+    assert list(axis.ticktext) == ["h0", "h1", "h2", "h3", "mean"] and axis.tickangle == 0
+    assert list(axis.tickvals) == list(fig.data[0].x) and fig.data[0].x[-1] == "mean of heads"  # the hover's name
+    spacing = (class_mode.PAGE_PX * 0.5 - 70 - class_mode.COLOUR_BAR_PX) / len(axis.ticktext)  # class mode, half page
+    widths = [0.6 * class_mode.LABEL_PX * len(t) for t in axis.ticktext]
+    assert all((a + b) / 2 < spacing for a, b in zip(widths, widths[1:]))  # upright neighbours never meet
+
+
+def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
+    from ui.shared.bidi import FSI, PDI, RLI
+    from ui.shared.text import piece_line
+    from ui.translate.probability_table import probability_table
+
+    pieces = ["▁الله", "▁قال", ".", "</s>"]
+    line = piece_line(pieces, [False, True, False, False])
+    assert line.startswith(RLI) and line.endswith(PDI)  # the line reads right to left: "</s>" ends it, on the left
+    inner = line[1:-1].split(" ")
+    assert all(part.count(FSI) == 1 for part in inner) and len(inner) == 4  # every piece kept apart
+    assert inner[1].startswith(":orange-background[" + FSI)
+    assert inner[3] == FSI + "\\<\\/s\\>" + PDI  # "</s>" whole, not "<s/>"
+    assert piece_line(["▁the", "</s>"]) == f"{FSI}▁the{PDI} {FSI}\\<\\/s\\>{PDI}"  # left to right: no line isolate
+    assert piece_line([]) == "∅"
+    assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 4, rtl=True)
+
+
+def test_the_report_of_a_short_sentence_carries_plotly_packed_and_stays_small(tiny):
+    from plotly.offline import get_plotlyjs
+
+    from ui.explain import html_report
+
+    translation = tiny.translate("the woman reads a book .", attention=True)
+    doc = html_report.sentence_report(translation, model="tiny")
+    assert len(doc.encode()) < 2_800_000  # was 5.4 MB: plotly.js alone is 4.8 MB
+    assert get_plotlyjs()[:2000] not in doc and "DecompressionStream('gzip')" in doc
+    figures = doc.count("Plotly.newPlot(")
+    assert figures >= 3 and doc.count("window.plotlyReady.then(") == figures  # each figure waits for plotly.js
+
+
+def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
+    from ui.train.metric_curves import metric_curves
+
+    fig = metric_curves([{"step": 250, "tokens_per_s": 1234.0}], ["tokens_per_s"])
+    axis = fig.layout.xaxis
+    assert list(axis.tickvals) == [250] and list(axis.ticktext) == ["250"] and list(axis.range) == [249, 251]
+    two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
+    assert two.layout.xaxis.tickvals is None  # more than one step: plotly's own ticks

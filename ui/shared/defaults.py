@@ -6,6 +6,7 @@ verse for a Bible model), so that every page opens on text the model can transla
 
 from __future__ import annotations
 
+from ui.shared.models import languages
 from ui.shared.widgets import example_sentences
 
 FALLBACK = "In the beginning God created the heaven and the earth."  # for an English model whose corpus is not here
@@ -17,5 +18,5 @@ def default_sentence(metadata: dict | None) -> str:
     examples = example_sentences(metadata) if metadata else []
     if examples:
         return examples[0]
-    source = str(((metadata or {}).get("corpus") or {}).get("src") or "en")
+    source = (languages(metadata or {}) or ("en",))[0]
     return FALLBACK if source == "en" else ""

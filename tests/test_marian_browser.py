@@ -60,7 +60,7 @@ def text_link() -> str:
     return "text=" + SENTENCE.replace(" ", "+")
 
 
-def test_every_page_opens_on_the_full_size_model(server, page):
+def test_every_page_opens_on_the_full_size_model(server, page, tmp_path):
     page.goto(server + "/")
     expect(page.get_by_role("heading", name="Attention Explorer")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("6 encoder + 6 decoder")).to_be_visible(timeout=60_000)  # the model is loaded
@@ -77,6 +77,7 @@ def test_every_page_opens_on_the_full_size_model(server, page):
     expect(cells).to_have_count(48, timeout=30_000)  # 6 layers x 8 heads of one family
     sizes = [cells.nth(i).bounding_box() for i in (0, 47)]
     assert all(box["width"] >= 60 and box["height"] >= 60 for box in sizes), sizes  # a head stays readable
+    page.screenshot(path=str(tmp_path / "model-view.png"), full_page=True)
     assert page.locator(EXCEPTION).count() == 0
 
     page.goto(server + "/Step_by_step?" + text_link())
@@ -97,4 +98,5 @@ def test_every_page_opens_on_the_full_size_model(server, page):
     page.goto(server + "/Explain_heads?view=ablate&" + text_link())
     expect(page.get_by_text("Translation:")).to_be_visible(timeout=60_000)
     page.wait_for_timeout(2000)  # the rest of the view after the translation
+    page.screenshot(path=str(tmp_path / "ablate.png"), full_page=True)
     assert page.locator(EXCEPTION).count() == 0

@@ -29,6 +29,7 @@ NAME = "opus-mt-en-fr"
 PAGES = ["pages/1_Translate.py", "pages/2_Step_by_step.py", "pages/3_Train.py", "pages/4_Learn.py",
          "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py"]
 SENTENCE = "The cat sat on the mat."
+TEXT_BOXES = {PAGES[0]: "tr_text", PAGES[1]: "step_text", PAGES[5]: "ex_text"}
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +77,13 @@ def test_every_page_opens_from_a_link(at):
     assert not at.exception
     assert "English to French" in " ".join(m.value for m in at.markdown)  # the Home page's first line
     for page in PAGES:
+        at.query_params.update(model=NAME, text=SENTENCE)  # the link a page shares
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         assert not at.error, (page, [e.value for e in at.error])
+        assert at.query_params["model"] == NAME
+        if page in TEXT_BOXES:
+            assert at.text_input(key=TEXT_BOXES[page]).value == SENTENCE, page
 
 
 def test_a_translation_with_every_map(at, checkpoints):

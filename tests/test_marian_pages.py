@@ -19,8 +19,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests.marian_fixtures import write_marian_folder  # noqa: E402
 from tests.test_app import APP  # noqa: E402
+from transformer.decoding.evaluate import evaluate_checkpoint  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.model import hf  # noqa: E402
+from transformer.model.checkpoint import CheckpointError  # noqa: E402
 from transformer.model.metadata import metadata_problem  # noqa: E402
 from ui.explain import attribution  # noqa: E402
 from ui.shared.models import describe, find_models, languages, no_corpus, source_language  # noqa: E402
@@ -63,6 +65,11 @@ def test_the_picker_names_an_imported_models_languages_without_a_corpus(checkpoi
     facts = describe(Translator(checkpoints / NAME).model.config, metadata, None)
     assert facts["languages"] == "en → fr" and facts["imported from"].startswith(metadata["source_model"])
     assert "imported from" in no_corpus(metadata) and "head statistics" in no_corpus(metadata)
+
+
+def test_evaluate_says_an_imported_model_has_no_corpus_to_score(checkpoints):
+    with pytest.raises(CheckpointError, match="imported from .*transformer-translate"):
+        evaluate_checkpoint(checkpoints / NAME)
 
 
 def test_languages_fall_back_only_to_a_well_formed_pair():

@@ -13,7 +13,11 @@ over and it has kept still for QUIET seconds (Plotly's hover layer aside), so th
    request after its own start (each page gets a freshly started server).
 2. **warm**: once the server has served the page once, `--rounds` loads of the page alternating with the bare
    page; the medians and their ratio.
-3. **buttons** on the shipped models: Next, Back and Run to end on Step by step, Draw again (sampling), a lens
+3. **breakdown** (`--breakdown`): where one warm load's time goes: the server's script run (the browser's rerun
+   request to the last websocket message), the bytes it sent, the JavaScript the browser fetched (Plotly's module
+   among it), the browser's time after the last message, Chromium's script and layout time, and the page's charts,
+   iframes and data grids.
+4. **buttons** on the shipped models: Next, Back and Run to end on Step by step, Draw again (sampling), a lens
    switch on Translate: the time from the click to the page's last change.
 
 Goal (issue 42): every page at most 1.5x the bare page warm, 3x cold, every button under 1 s.
@@ -62,6 +66,26 @@ new MutationObserver(records => {
     if (drawn) window.__clock.changed = performance.now();
 }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
 """
+# The websocket's traffic and the page's long tasks, on the same clock (for --breakdown).
+PROBE = """
+window.__ws = {sent: 0, last: 0, bytes: 0, frames: 0};
+const NativeSocket = window.WebSocket;
+window.WebSocket = class extends NativeSocket {
+    constructor(...args) {
+        super(...args);
+        this.addEventListener("message", e => {
+            window.__ws.last = performance.now();
+            window.__ws.bytes += e.data.byteLength ?? e.data.size ?? e.data.length;
+            window.__ws.frames += 1;
+        });
+    }
+    send(data) { if (!window.__ws.sent) window.__ws.sent = performance.now(); super.send(data); }
+};
+"""
+COUNTS = """[document.querySelectorAll('.js-plotly-plot').length, document.querySelectorAll('iframe').length,
+             document.querySelectorAll('[data-testid="stDataFrame"]').length]"""
+RESOURCES = ("performance.getEntriesByType('resource').filter(r => r.name.endsWith('.js'))"
+             ".map(r => [r.name, r.decodedBodySize])")
 SCRIPT_DONE = "document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'"
 
 
@@ -126,6 +150,33 @@ def load(browser, url: str) -> float:
         context.close()
 
 
+def breakdown(browser, url: str) -> str:
+    """One fresh-tab load, taken apart: server script run, bytes, JavaScript, browser time, what was drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.add_init_script(PAGE_CLOCK)
+    page.add_init_script(PROBE)
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    try:
+        page.goto(url, wait_until="commit")
+        page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
+        total = settle(page)
+        ws = page.evaluate("window.__ws")
+        js = page.evaluate(RESOURCES)
+        charts, iframes, grids = page.evaluate(COUNTS)
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    finally:
+        context.close()
+    plotly, scripts = sum(size for name, size in js if "Plotly" in name), sum(size for _, size in js)
+    return (f"{total:5.2f} s: server {(ws['last'] - ws['sent']) / 1000:4.2f} s ({ws['frames']} messages, "
+            f"{ws['bytes'] / 1e3:.0f} kB), browser after it {total - ws['last'] / 1000:5.2f} s; "
+            f"JS {scripts / 1e6:.1f} MB "
+            f"(plotly {plotly / 1e6:.1f}), script {metrics['ScriptDuration']:.2f} s, layout+style "
+            f"{metrics['LayoutDuration'] + metrics['RecalcStyleDuration']:.2f} s; {charts} charts, {iframes} iframes, "
+            f"{grids} data grids")
+
+
 def click(page, name: str) -> float:
     """Seconds from a click on the button `name` to the page's last change."""
     page.get_by_role("button", name=name, exact=True).first.click()
@@ -163,6 +214,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
     parser.add_argument("--no-cold", action="store_true", help="skip the first-request-after-a-start loads")
     parser.add_argument("--no-buttons", action="store_true")
+    parser.add_argument("--breakdown", action="store_true", help="after the warm loads, one load of each page taken "
+                        "apart (server, bytes, JavaScript, browser)")
     args = parser.parse_args(argv)
     if not CHROMIUM:
         parser.error("chromium not found: apt-get install -y chromium")
@@ -208,6 +261,10 @@ def main(argv: list[str] | None = None) -> None:
                 page_s, bare_s = statistics.median(page_times), statistics.median(bare_times)
                 print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}"
                       f"   (page {min(page_times):.2f}-{max(page_times):.2f} s)", flush=True)
+            if args.breakdown:
+                print("breakdown: one more fresh-tab load of each page (and of the bare page)")
+                for name, url in [("bare", bare.url), *((name, app.url + path(name)) for name in args.pages)]:
+                    print(f"  {name:15s} {breakdown(browser, url)}", flush=True)
             if not args.no_buttons:
                 print("buttons on the teaching model: click to the last change (3 each)")
                 for name, times in buttons(browser, app.url).items():

@@ -36,8 +36,8 @@ from ui.translate.teaching_panels import (
 
 
 def _use_example() -> None:
-    if st.session_state.tr_example:
-        st.session_state.tr_text = st.session_state.tr_example
+    if example := st.session_state.get("tr_example"):
+        st.session_state.tr_text = example
 
 
 def result(translation: Translation, specials: SpecialIds) -> None:

@@ -43,7 +43,7 @@ def current_step(session, tok, src_pieces) -> None:
     hyp = step.live[prefixes.index(hypotheses.followed_prefix(prefixes, lambda p: isolate(" ".join(
         tok.target_pieces(p)))))]
     prefix = tok.target_pieces(hyp.prefix)
-    st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-prob "
+    st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-probability "
                 f"{score(hyp.score)}); its newest token {code(isolate(prefix[-1]))} is the query whose "
                 "attention is shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
@@ -114,11 +114,12 @@ def main() -> None:
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")
         labels = [hypotheses.nbest_label(plain(isolate(tok.decode_target(h.tokens))), h, settings) for h in finished]
-        pick = st.radio("Open a hypothesis to see its attention", range(len(labels)), format_func=labels.__getitem__,
-                        key="step_pick")
-        st.caption(hypotheses.penalty_note(settings))
-        hyp = finished[min(pick, len(finished) - 1)]
-        st.markdown(f"**Result:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
+        hyp = hypotheses.opened_hypothesis(finished, labels)
+        if note := hypotheses.penalty_note(settings):
+            st.caption(note)
+        st.markdown(f"**Result:** {plain(isolate(tok.decode_target(finished[0].tokens)))}")  # the tree's winner
+        if hyp is not finished[0]:
+            st.markdown(f"**Opened below:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):
             maps = translator.attention_maps(source.ids, hyp.tokens)
         lens = st.session_state.get("step_lens", "raw")  # the switch above, at the current step

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from ui.shared import training_jobs
-from ui.shared.models import runs_dir
+from ui.shared.models import PAGE_SIZE, runs_dir
 from ui.shared.widgets import choice_box, page_setup
 from ui.train.command_form import corpus_args, model_args
 from ui.train.live_run import live_run
@@ -15,7 +15,7 @@ def start_form() -> None:
     if st.session_state.pop("train_fresh_name", False) or "train_name" not in st.session_state:
         # set before the widget: a box created with a new default keeps showing the old text in the browser
         st.session_state.train_name = time.strftime("run-%Y%m%d-%H%M%S")
-    with st.expander("Start a new run", expanded=not training_jobs.list_runs(runs_dir())):
+    with st.expander("Start a new run", expanded=not training_jobs.list_runs(runs_dir(), limit=1)):
         name = st.text_input("Run name", key="train_name")
         corpus = corpus_args()
         args = model_args(corpus)
@@ -39,14 +39,32 @@ def main() -> None:
     st.markdown("Training runs as a background process of `python -m transformer.train`: it keeps going when you "
                 "reload the page or close the browser, and **Stop** saves a checkpoint that **Resume** continues from.")
     start_form()
-    runs = training_jobs.list_runs(runs_dir())
+    runs, more = listed_runs()
     if not runs:
         st.info(f"No runs yet in `{runs_dir()}`.")
         return
     states = {r.name: r.state for r in runs}
     name = choice_box(st, "Run", list(states), key="train_run", format_func=lambda n: f"{n} ({states[n]})",
                       help="Its state as of the page's last update; the panel below follows it live.")
+    if more:
+        st.button(f"Show {PAGE_SIZE} more runs", key="train_more", on_click=_more_runs,
+                  help="Runs are listed newest first, a page at a time.")
     live_run(runs_dir() / name)
+
+
+def listed_runs() -> tuple[list[training_jobs.RunInfo], bool]:
+    """The newest runs, a page at a time (and the picked one wherever it is); whether there are more."""
+    shown = st.session_state.setdefault("train_shown", PAGE_SIZE)
+    runs = training_jobs.list_runs(runs_dir(), limit=shown + 1)
+    more, runs = len(runs) > shown, runs[:shown]
+    picked = st.session_state.get("train_run")
+    if picked and picked not in {r.name for r in runs} and training_jobs.is_run(runs_dir() / picked):
+        runs.append(training_jobs.run_info(runs_dir() / picked))
+    return runs, more
+
+
+def _more_runs() -> None:
+    st.session_state.train_shown += PAGE_SIZE
 
 
 main()

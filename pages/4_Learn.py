@@ -1,4 +1,5 @@
-"""Learn: positional encodings, masks and scaled dot-product attention, with the real model's numbers."""
+"""Learn: positional encodings, masks, scaled dot-product attention and one token through the whole model, with the
+real model's numbers."""
 
 import numpy as np
 import pandas as pd
@@ -8,8 +9,9 @@ import torch
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
-from ui.learn.attention_steps import encoder_attention_steps
+from ui.learn.attention_steps import AttentionSteps, encoder_attention_steps
 from ui.learn.positional_figures import positional_heatmap, sinusoids
+from ui.learn.token_flow import flow_section
 from ui.shared import heatmaps, svg_views
 from ui.shared.defaults import default_sentence
 from ui.shared.linked_choices import seed_indexes, share_indexes
@@ -19,6 +21,7 @@ from ui.shared.widgets import (
     choice_box,
     current_translator,
     decode_turn,
+    example_sentences,
     page_setup,
     sentence_input,
     tokens_help,
@@ -82,26 +85,34 @@ def dot_product(checkpoint, src_ids: list[int], pieces: list[str], pad_to: int) 
     padded = src_ids + [checkpoint.tokenizer.specials.pad] * n_pad
     svg_views.eq1_picture(checkpoint.model, padded, None, "enc_self", layer, head, query, pieces[query], keys)
     d_head = len(s.q)
-    with st.expander("The same numbers as tables"):
-        st.markdown(f"**Q and K.** The layer input (LayerNorm'd) is projected to a query of the chosen token and a key "
-                    f"and value for every token, each of $d_k$ = {d_head} numbers (first 8 shown).")
-        show = min(8, d_head)
-        st.dataframe(pd.DataFrame(np.vstack([s.q[None, :show], s.k[:, :show]]),
-                                  index=[f"q ({pieces[query]})"] + [f"k {i} ({p})" for i, p in enumerate(keys)],
-                                  columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key="learn_qk")
-        table = pd.DataFrame({"key": keys, f"q·k / √{d_head}": s.scores, "may attend": s.mask,
-                              "after mask": s.masked, "softmax": s.weights, "model's weight": s.model_weights})
-        st.markdown("**Scores, mask, softmax.** The dot product of the query with each key, divided by "
-                    "$\\sqrt{d_k}$ so that the softmax does not saturate; the `<pad>` keys may not be attended to, so "
-                    "their scores become `-inf` and their weights exactly 0; softmax turns scores into weights that "
-                    "sum to 1. The last column is what the model itself returned: they agree.")
-        st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}),
-                     key="learn_table", height="content")  # every row, the -inf of the <pad> keys, no scrolling
-        st.markdown(f"**Times V.** The output is the weighted sum of the values: first {show} of {d_head} numbers.")
-        st.dataframe(pd.DataFrame([s.output[:show]], index=["output"], columns=[f"d{j}" for j in range(show)]),
-                     key="learn_out")
+    # tracked, so that the tables (and the browser's data grid) are built only while the expander is open
+    tables = st.expander("The same numbers as tables", key="learn_tables_open", on_change="rerun")
+    with tables:
+        if tables.open:
+            number_tables(s, pieces, keys, query, d_head)
     if not np.allclose(s.weights, s.model_weights, atol=1e-5):
         st.warning("The hand computation differs from the model's weights.")
+
+
+def number_tables(s: AttentionSteps, pieces: list[str], keys: list[str], query: int, d_head: int) -> None:
+    """Eq. 1's numbers of one cell as tables: Q and K, the scores through the softmax, the output."""
+    st.markdown(f"**Q and K.** The layer input (LayerNorm'd) is projected to a query of the chosen token and a key "
+                f"and value for every token, each of $d_k$ = {d_head} numbers (first 8 shown).")
+    show = min(8, d_head)
+    st.dataframe(pd.DataFrame(np.vstack([s.q[None, :show], s.k[:, :show]]),
+                              index=[f"q ({pieces[query]})"] + [f"k {i} ({p})" for i, p in enumerate(keys)],
+                              columns=[f"d{j}" for j in range(show)]).style.format("{:.3f}"), key="learn_qk")
+    table = pd.DataFrame({"key": keys, f"q·k / √{d_head}": s.scores, "may attend": s.mask,
+                          "after mask": s.masked, "softmax": s.weights, "model's weight": s.model_weights})
+    st.markdown("**Scores, mask, softmax.** The dot product of the query with each key, divided by "
+                "$\\sqrt{d_k}$ so that the softmax does not saturate; the `<pad>` keys may not be attended to, so "
+                "their scores become `-inf` and their weights exactly 0; softmax turns scores into weights that "
+                "sum to 1. The last column is what the model itself returned: they agree.")
+    st.dataframe(table.style.format({c: "{:.4f}" for c in table.columns[1:] if c != "may attend"}),
+                 key="learn_table", height="content")  # every row, the -inf of the <pad> keys, no scrolling
+    st.markdown(f"**Times V.** The output is the weighted sum of the values: first {show} of {d_head} numbers.")
+    st.dataframe(pd.DataFrame([s.output[:show]], index=["output"], columns=[f"d{j}" for j in range(show)]),
+                 key="learn_out")
 
 
 def main() -> None:
@@ -130,6 +141,7 @@ def main() -> None:
     tokens_help()
     pad_to = masks(translation.source_pieces, translation.attention.target_input_pieces[:16])
     dot_product(translator.checkpoint, translation.source_ids, translation.source_pieces, pad_to)
+    flow_section(translator, translation, lambda: example_sentences(translator.checkpoint.metadata))
 
 
 main()

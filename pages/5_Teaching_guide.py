@@ -3,9 +3,10 @@ the model cards and corpus notes it links to opened on this page (`?doc=teaching
 
 import streamlit as st
 
+from ui.shared.links import quoted
 from ui.shared.text import plain
 from ui.shared.widgets import link, page_setup, share
-from ui.teaching.guide_documents import GUIDE, documents, in_app_links
+from ui.teaching.guide_documents import GUIDE, documents, in_app_links, without_images
 
 
 def main() -> None:
@@ -15,7 +16,7 @@ def main() -> None:
         st.session_state.guide_doc = link()["doc"]
     key = st.session_state.get("guide_doc", GUIDE)
     if key not in docs and key != GUIDE:
-        st.warning(f"The link's document “{plain(key)}” is not one this page shows; here is the guide.")
+        st.warning(f"The link's document {plain(quoted(key))} is not one this page shows; here is the guide.")
         key = GUIDE
     share(doc=None if key == GUIDE else key)
     if key != GUIDE:
@@ -24,7 +25,7 @@ def main() -> None:
         st.error("The guide cannot be read: docs/teaching-guide.md is missing.")
         return
     try:
-        st.markdown(in_app_links(docs[key].path.read_text(encoding="utf-8"), docs[key], docs))
+        st.markdown(without_images(in_app_links(docs[key].path.read_text(encoding="utf-8"), docs[key], docs)))
     except OSError as e:
         st.error(f"The guide cannot be read: {e}")
 

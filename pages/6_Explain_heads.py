@@ -40,7 +40,9 @@ def main() -> None:
     if link().get("view") in VIEWS:
         st.session_state.ex_view = link()["view"]
     view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="ex_view")
-    share(view=view, **{name: None for other, names in VIEW_ONLY.items() if other != view for name in names})
+    mine = VIEW_ONLY.get(view, ())  # two views may share a name (pos): it stays for the view that has it
+    share(view=view, **{name: None for other, names in VIEW_ONLY.items() if other != view for name in names
+                        if name not in mine})
     if view == "stats":
         return every_head.statistics_view(translator)
     if view == "importance":

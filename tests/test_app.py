@@ -155,6 +155,18 @@ def test_model_view_is_built_only_while_its_expander_is_open(at):
     assert len(figures_of(at)) == 1
 
 
+def test_learn_tables_are_built_only_while_their_expander_is_open(at):
+    page(at, "pages/4_Learn.py")
+    assert not at.dataframe and [e.label for e in at.expander if "tables" in e.label] == ["The same numbers as tables"]
+    at.session_state["learn_tables_open"] = True
+    at.run()
+    qk, scores, output = (df.value for df in at.dataframe)  # Q and K, the scores through the softmax, the output
+    assert qk.index[0].startswith("q (") and "softmax" in scores.columns and output.index.tolist() == ["output"]
+    at.session_state["learn_tables_open"] = False
+    at.run()
+    assert not at.dataframe and not at.exception
+
+
 def test_beam_translate_lists_nbest(at):
     page(at, "pages/1_Translate.py")
     at.text_input(key="tr_text").input(PAIRS[0][0])
@@ -191,7 +203,10 @@ def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):
 def test_learn_page_rebuilds_attention_by_hand(at):
     page(at, "pages/4_Learn.py")
     assert len(figures_of(at)) == 4  # PE heatmap, sinusoids, two masks
+    assert not at.dataframe  # the tables' expander is closed: nothing built, no data grid for the browser to load
+    at.session_state["learn_tables_open"] = True  # what a click on the expander sends
     at.selectbox(key="learn_layer").set_value(1).run()
+    assert len(at.dataframe) == 3  # Q and K, the scores through the softmax, the output
     table = at.dataframe[1].value
     assert np.allclose(table["softmax"], table["model's weight"], atol=1e-5) and not at.warning
 
@@ -359,6 +374,7 @@ def test_step_page_follows_a_picked_hypothesis_by_its_prefix(at):
 
 def test_learn_pads_the_sentence_and_masks_the_padding(at):
     page(at, "pages/4_Learn.py")
+    at.session_state["learn_tables_open"] = True
     at.slider(key="learn_pad_to").set_value(at.slider(key="learn_pad_to").value).run()
     table = at.dataframe[1].value
     n_pad = (table["key"] == "<pad>").sum()

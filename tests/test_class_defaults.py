@@ -209,10 +209,12 @@ def test_step_by_step_run_to_end_lists_the_n_best_and_explains_their_scores(at):
     assert not [i.value for i in at.info if "has left the beam" in i.value]
     session = at.session_state["step_session"]
     assert session.done and len(session.finished) > 3  # more finished than asked for: only 3 are listed
-    labels = at.radio(key="step_pick").options
+    (radio,) = [r for r in at.radio if r.label == "Open a hypothesis to see its attention"]
+    labels = radio.options
     assert len(labels) == 3
     for label, hyp in zip(labels, session.result().hypotheses):
-        logp, penalty, total = map(float, re.search(r"log-prob (\S+) / penalty (\S+) = score (\S+)\)", label).groups())
+        found = re.search(r"log-probability (\S+) / penalty (\S+) = normalised score (\S+)\)", label)
+        logp, penalty, total = map(float, found.groups())
         assert logp == round(hyp.score, 3) and total == round(hyp.normalized_score, 3)
         assert total == pytest.approx(logp / penalty, abs=2e-3) and logp != total
     assert any("length penalty" in c.value and "step panel" in c.value for c in at.caption)
@@ -247,6 +249,8 @@ def test_learn_keeps_layer_head_and_query_in_the_link(at):
     again = opened(AppTest.from_file(APP, default_timeout=120), "pages/4_Learn.py", **shared)
     assert (again.selectbox(key="learn_layer").value, again.selectbox(key="learn_head").value) == (1, 3)
     assert again.session_state["learn_query"] == 2
+    again.session_state["learn_tables_open"] = True  # the tables' expander, opened
+    again.run()
     table = again.dataframe[1].value
     assert again.dataframe[0].value.index[0].startswith("q (") and len(table) > 2
     bad = opened(AppTest.from_file(APP, default_timeout=120), "pages/4_Learn.py", model="en-fr-teaching", head="9")

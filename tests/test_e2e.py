@@ -88,7 +88,8 @@ def _healthy(proc: subprocess.Popen, url: str, timeout: float = 60.0) -> bool:
 def server(tmp_path_factory):
     """The app as a user starts it: with the shipped model (or a tiny one while none is shipped)."""
     env = {**os.environ, "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs")), "PYTHONUNBUFFERED": "1",
-           "EXPLORER_ANY_TSV_PATH": "1"}  # the Train test makes a run fail quickly with a missing file
+           "EXPLORER_ANY_TSV_PATH": "1",  # the Train test makes a run fail quickly with a missing file
+           "EXPLORER_CACHE": str(tmp_path_factory.mktemp("cache"))}  # the Dataset page's tables
     if find_checkpoint() is None:
         checkpoints = tmp_path_factory.mktemp("checkpoints")
         make_checkpoint(checkpoints / "tiny")

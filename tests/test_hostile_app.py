@@ -18,7 +18,7 @@ from ui.shared.corpus_access import corpus_readable, readable_parts
 from ui.shared.translation_gate import MAX_CHARS, OUTPUT_LIMIT
 
 PAGES = ["pages/1_Translate.py", "pages/2_Step_by_step.py", "pages/3_Train.py", "pages/4_Learn.py",
-         "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py"]
+         "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py", "pages/7_Dataset.py"]
 BAD_METADATA = {"corpus-a-string": {"corpus": "bible"}, "n-params-many": {"n_params": "many"},
                 "src-an-image": {"corpus": {"kind": "tsv", "src": "![x](https://evil.example/x.png)", "tgt": "fr"}},
                 "parts-not-a-list": {"corpus": {"kind": "mix", "parts": 3}}}
@@ -50,6 +50,7 @@ def hostile(tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root))
     monkeypatch.setenv("EXPLORER_RUNS", str(runs))
     monkeypatch.setenv("EXPLORER_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "cache"))
     return tmp_path
 
 

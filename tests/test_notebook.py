@@ -96,10 +96,12 @@ def test_translation_is_french(executed):
 @pytest.mark.slow
 def test_attention_views_are_displayed(executed):
     """The views of transformer.explain.views display as HTML (their _repr_html_): heatmaps of every head of the
-    shipped model's 3 layers x 4 heads, its token lines, a beam step's lines, the beam tree, the probe's maps."""
+    shipped model's 3 layers x 4 heads, its token lines, a beam step's lines, the beam tree, one token through the
+    whole model, the probe's maps."""
     nb, _ = executed
     expected = {"cross-attention": ('<svg class="heatmap"', 12), "head-view": ('<svg class="hv"', 1),
-                "beam-attention": ('<svg class="hv"', 1), "beam-tree": ('<svg class="bt"', 1)}
+                "beam-attention": ('<svg class="hv"', 1), "beam-tree": ('<svg class="bt"', 1),
+                "token-flow": ('<div class="tf"', 1)}
     for tag, (marker, count) in expected.items():
         shown = html_of(tagged(nb, tag))
         assert len(shown) == 1, f"cell {tag!r} displayed {len(shown)} views"

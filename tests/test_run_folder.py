@@ -109,7 +109,7 @@ class SlowPopen:
 
     def __init__(self, command, **kwargs):
         time.sleep(0.2)
-        self.pid = os.getpid()
+        self.pid = os.getpid()  # launch.json records it; tests keep it out of training_jobs._PROCESSES
 
     def poll(self):
         return None
@@ -138,6 +138,7 @@ def race(starters: list) -> list[object]:
 def test_two_starts_of_one_run_name_at_once_start_one_run_and_tell_the_other(tmp_path, monkeypatch):
     """Issue 41 item 19: both used to return "started" (the second trainer then quit unseen)."""
     monkeypatch.setattr(training_jobs.subprocess, "Popen", SlowPopen)
+    monkeypatch.setattr(training_jobs, "_PROCESSES", {})  # the fakes never reach other tests' clean-up
     runs = tmp_path / "runs"
     for attempt in range(3):
         name = f"same-{attempt}"
@@ -166,6 +167,7 @@ def test_claim_run_is_given_back_when_the_process_cannot_start(tmp_path, monkeyp
         raise OSError("no such interpreter")
 
     monkeypatch.setattr(training_jobs.subprocess, "Popen", broken)
+    monkeypatch.setattr(training_jobs, "_PROCESSES", {})  # the fake below never reaches other tests' clean-up
     with pytest.raises(OSError):
         training_jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"])
     assert not (tmp_path / "runs" / "again" / "launch.json").exists()

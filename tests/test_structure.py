@@ -182,6 +182,7 @@ PAGE_FOLDERS = {  # a page (or the home page) -> its own folder of ui/; the home
     "pages/4_Learn.py": "learn",
     "pages/5_Teaching_guide.py": "teaching",
     "pages/6_Explain_heads.py": "explain",
+    "pages/7_Dataset.py": "dataset",
 }
 
 

@@ -90,6 +90,8 @@ def test_sentences_outside_the_grammar_or_translated_differently_say_why_there_a
 
 def test_random_sentence_comes_from_the_test_split_and_the_lexicon_is_listed(at):
     translate_page(at)
+    assert "bicycle → vélo" not in "\n".join(m.value for m in at.markdown)  # closed: the lexicon is not built
+    at.session_state["words_known_open"] = True  # what a click on the expander sends
     at.button(key="tr_text_random").click().run()
     assert not at.exception
     test_sources = {p.src for p in build_teaching_corpus(0, GRAMMAR).test}
@@ -103,6 +105,8 @@ def test_random_sentence_comes_from_the_test_split_and_the_lexicon_is_listed(at)
 
 def test_the_words_are_searchable(at):
     translate_page(at)
+    at.session_state["words_known_open"] = True
+    at.run()
     at.text_input(key="words_known_search").set_value("chat").run()
     listed = "\n".join(m.value for m in at.markdown)
     assert "cat → chat" in listed and "bicycle → vélo" not in listed

@@ -109,3 +109,13 @@ def test_eq1_picture_reveals_its_stages_and_follows_a_clicked_key(page, tiny):
     expect(page.locator(".eq .cap")).to_contain_text(f"«{t.source_pieces[3]}»")
     page.get_by_role("button", name="All steps").click()
     assert page.eval_on_selector_all("svg.eq g.st", stages) == [True] * 7
+
+
+def test_eq1_picture_works_with_a_piece_that_opens_a_comment_and_a_script(page, tiny):
+    t = tiny.translate("the woman reads a book .", attention=True)
+    cell = cell_arithmetic(tiny.model, t.source_ids, [tiny.specials.start, *t.token_ids[:-1]], "cross", 0, 1, 1)
+    piece = "<!--<script>"
+    page.set_content(views.cell_flow(cell, piece, [piece] * len(t.source_ids), key=0).document())
+    expect(page.locator(".eq .cap")).to_contain_text(f"The head's output for «{piece}»")  # the script ran
+    page.get_by_role("button", name="Step through").click()
+    expect(page.locator(".eq .cap")).to_contain_text(f"Step 1 of 7. The input at query «{piece}»")

@@ -21,7 +21,7 @@ from typing import Any
 
 import sacrebleu
 
-from transformer.data.corpora.base import CorpusError
+from transformer.data.corpora.base import CorpusError, Pair, ParallelCorpus
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.search import SearchSettings
@@ -54,6 +54,15 @@ def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, Any
     }
 
 
+def split_groups(spec: CorpusSpec, split: str, *, part: int | None = None, limit: int | None = None
+                 ) -> tuple[ParallelCorpus, list[list[Pair]]]:
+    """The corpus a model is scored on and its `split`, as one group per part of a mix (each cut to its first
+    `limit` pairs) or one group: what this module scores, and what `transformer.explain.dataset` tabulates."""
+    scored = spec if part is None else spec.parts[part].spec
+    corpus = load_corpus(scored if split == "train" else scored.for_evaluation())
+    return corpus, [p.split(split)[:limit] for p in corpus.parts] or [corpus.split(split)[:limit]]
+
+
 def evaluate_checkpoint(
     path: str | Path, split: str = "test", *, part: str | None = None, beam_size: int = 1, limit: int | None = None,
     device: str = "cpu", progress: Callable[[int, int], None] | None = None,
@@ -68,9 +77,7 @@ def evaluate_checkpoint(
         raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on{imported}")
     spec = CorpusSpec.from_dict(metadata["corpus"])
     index = None if part is None else spec.part_index(part)
-    scored = spec if index is None else spec.parts[index].spec
-    corpus = load_corpus(scored if split == "train" else scored.for_evaluation())
-    groups = [p.split(split)[:limit] for p in corpus.parts] or [corpus.split(split)[:limit]]
+    corpus, groups = split_groups(spec, split, part=index, limit=limit)
     pairs = [pair for group in groups for pair in group]
     started = time.perf_counter()
     hypotheses = translate_texts(translator, [s for s, _ in pairs], beam_size, progress=progress)

@@ -13,10 +13,15 @@
   encoder layer would give (DecoderLens)
 - `patching`: activation patching on a counterfactual source pair
 - `stream`: the residual stream run layer by layer from the token embeddings (what the three above run on)
+- `flow`: one output token through the whole model, every stage from the embedding to the softmax at a
+  temperature, what each sublayer adds to the residual stream, the neurons that fire most
 - `lenses`: other readings of attention (norm-weighted, Shift-Att, rollout, ALTI+, value zeroing), each scored on
   gold links and for faithfulness (`python -m transformer.explain.lenses`)
+- `dataset`: a whole split as a table (translation, chrF, BLEU, length ratio, mean probability, exact match, AER,
+  constructions), with `dataset_slices` (metrics, head statistics and lenses' AER per slice; the PCA projector)
+  and `dataset_cache` (its cache on disk)
 - `views`: the pictures of all these that display themselves (Jupyter, a browser, the app): the head view and
-  model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree
+  model view of token lines, SVG heatmaps, Eq. 1 for one cell, the beam tree, one token's flow
 
 Nothing here stores state on the model: an intervention edits the weights of a copy.
 """

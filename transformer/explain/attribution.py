@@ -39,6 +39,7 @@ METHODS = {"saliency": "saliency ‖∇f‖", "input_x_gradient": "input × grad
            "integrated_gradients": "integrated gradients", "occlusion": "occlusion (word → <unk>)"}
 BASELINES = ("zeros", "pad")
 IG_BATCH = 16  # path points per backward pass: memory stays that of 16 passes whatever `steps` is
+MAX_IG_STEPS = checks.MAX_STEPS  # integrated gradients' bound when it raises its steps to meet a completeness gap
 
 
 @dataclass(frozen=True)
@@ -155,15 +156,22 @@ def candidates(model: Transformer, source_ids: Sequence[int], output_ids: Sequen
 
 def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], position: int,
               *, foil: int | None = None, steps: int = 50, baseline: str = "zeros",
-              methods: Sequence[str] = tuple(METHODS)) -> TokenAttribution:
+              methods: Sequence[str] = tuple(METHODS), target_gap: float | None = None,
+              max_steps: int = MAX_IG_STEPS) -> TokenAttribution:
     """Attribute output token `position` of output_ids (the translation of source_ids) with each of `methods`.
-    The inputs are bounded as one app request is (`checks.MAX_SOURCE_TOKENS`, `checks.MAX_OUTPUT_TOKENS`), the
-    integrated gradients' steps by `checks.MAX_STEPS`."""
+
+    Integrated gradients runs `steps` path points; with target_gap (0.05: 5%) it doubles them until its
+    completeness gap is under target_gap or max_steps is reached (`completeness.steps`: the steps used). The inputs
+    are bounded as one app request is (`checks.MAX_SOURCE_TOKENS`, `checks.MAX_OUTPUT_TOKENS`), the steps by
+    `checks.MAX_STEPS`."""
     source_ids = checks.source_ids(model, source_ids, limit=checks.MAX_SOURCE_TOKENS)
     output_ids = checks.target_ids(model, output_ids, "output_ids", limit=checks.MAX_OUTPUT_TOKENS)
     position = checks.position(position, "position", len(output_ids))
     foil = None if foil is None else checks.target_token(model, foil, "foil")
     steps = checks.integer(steps, "steps", 1, checks.MAX_STEPS)
+    max_steps = checks.integer(max_steps, "max_steps", steps, checks.MAX_STEPS)
+    if target_gap is not None and not (isinstance(target_gap, (int, float)) and 0 < target_gap < 1):
+        raise ValueError(f"target_gap must be a number in (0, 1) or None, got {target_gap!r}")
     if isinstance(methods, str) or set(methods) - set(METHODS):
         raise ValueError(f"methods must be a list of {', '.join(METHODS)}; got {methods!r}")
     if baseline not in BASELINES:
@@ -195,8 +203,12 @@ def attribute(model: Transformer, tokenizer, source_ids: Sequence[int], output_i
                 results["input_x_gradient"] = scores("input_x_gradient", (e_src * g_src).sum(-1)[0],
                                                      (e_tgt * g_tgt).sum(-1)[0])
         if "integrated_gradients" in methods:
-            src_ig, tgt_ig, completeness = _integrated_gradients(model, inputs, e_src, e_tgt, target, foil, steps,
-                                                                 baseline, f_input, specials.pad)
+            while True:  # with target_gap: twice the steps until the attributions sum to f within it, or max_steps
+                src_ig, tgt_ig, completeness = _integrated_gradients(model, inputs, e_src, e_tgt, target, foil, steps,
+                                                                     baseline, f_input, specials.pad)
+                if target_gap is None or completeness.relative_gap < target_gap or steps >= max_steps:
+                    break
+                steps = min(2 * steps, max_steps)
             results["integrated_gradients"] = scores("integrated_gradients", src_ig, tgt_ig)
         if "occlusion" in methods:
             with torch.no_grad():

@@ -19,6 +19,7 @@ FIELDS: dict[str, tuple[type, ...]] = {  # top-level field -> the types it may h
     "elapsed": NUMBER, "best_dev_bleu": NUMBER, "test_bleu": NUMBER, "test_chrf": NUMBER, "test_exact": NUMBER,
     "test_aer_best_head": (dict,),
     "languages": (dict,), "source_model": (str,), "licence": (str,), "credit": (str,),  # an imported model's
+    "opening_sentence": (str,),  # the sentence the app's pages open on (else the corpus's first test sentence)
 }
 CORPUS_TEXT = ("kind", "src", "tgt", "src_translation", "tgt_translation", "path", "hf_name", "hf_config",
                "src_field", "tgt_field")

@@ -15,10 +15,11 @@ import streamlit as st
 
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
-from transformer.explain.attribution import BASELINES, METHODS, attribute, candidates
+from transformer.explain.attribution import BASELINES, MAX_IG_STEPS, METHODS, attribute, candidates
 from transformer.explain.interventions import changed_tokens
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
+from transformer.explain.views.svg import shorten
 from ui.explain import attribution_figures as figs
 from ui.shared import linked_choices, links
 from ui.shared.bidi import isolate
@@ -28,6 +29,7 @@ from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problem
 
 VIEWS = {"attribution": "Attribution", "lens": "Logit lens", "patching": "Patching"}
 # a word and one of the other gender (or person), for a first counterfactual source
+AUTO, GAP = "auto", 0.05  # IG steps: raised until the completeness gap is under 5% (issue 37)
 SWAPS = dict(pair for a, b in [("girl", "boy"), ("woman", "man"), ("women", "men"), ("king", "queen"),
                                ("he", "she"), ("his", "her"), ("him", "her"), ("father", "mother"),
                                ("son", "daughter"), ("brother", "sister"), ("husband", "wife"), ("lord", "lady")]
@@ -59,14 +61,15 @@ def _piece(translator: Translator, token: int) -> str:
 
 
 def _marked(pieces: list[str], marks: list[bool]) -> str:
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
+    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
 
 
 def token_picker(container, key: str, translator: Translator, token_ids: list[int], label: str = "Output token"
                  ) -> int:
     pieces = translator.tokenizer.target_pieces(token_ids)
     return choice_box(container, label, list(range(len(token_ids))), key=key,
-                      format_func=lambda t: f"{t}: {isolate(pieces[t])}",
+                      format_func=lambda t: f"{t}: {isolate(shorten(pieces[t]))}",
                       follow=lambda old, opts: min(old or 0, len(opts) - 1))
 
 
@@ -81,18 +84,22 @@ def show(view: str, translator: Translator, text: str, translation: Translation,
 # ----------------------------------------------------------------------------- attribution
 
 
-def _attribution_picks(translation: Translation) -> tuple[int, int | None, int, str]:
-    """The Attribution view's picks: output position, foil (None: no contrast), IG steps and baseline."""
+def _attribution_picks(translation: Translation) -> tuple[int, int | None, int | str, str]:
+    """The Attribution view's picks: output position, foil (None: no contrast), IG steps ("auto" or a number) and
+    baseline."""
     ss = st.session_state
     position = min(ss.get("ex_attr_pos", 0), len(translation.token_ids) - 1)
-    foil, steps, baseline = ss.get("ex_attr_foil"), ss.get("ex_attr_steps", 50), ss.get("ex_attr_baseline", "zeros")
+    foil, steps = ss.get("ex_attr_foil"), ss.get("ex_attr_steps", AUTO)
+    baseline = ss.get("ex_attr_baseline", "zeros")
     return position, None if foil == translation.token_ids[position] else foil, steps, baseline
 
 
-def _attribute(translator: Translator, translation: Translation, position: int, foil: int | None, steps: int,
-               baseline: str):
+def _attribute(translator: Translator, translation: Translation, position: int, foil: int | None,
+               steps: int | str, baseline: str):
+    """attribute(); steps "auto": integrated gradients from 50 steps, doubled until its gap is under 5%."""
+    fixed = steps != AUTO
     return attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, position,
-                     foil=foil, steps=steps, baseline=baseline)
+                     foil=foil, steps=steps if fixed else 50, baseline=baseline, target_gap=None if fixed else GAP)
 
 
 def attribution_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
@@ -101,6 +108,7 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                 "why this token *rather than* the other (Yin & Neubig, 2022). Scores are of the token embeddings "
                 "before the positions are added; a word's score is the sum of its pieces'.")
     c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
+    linked_choices.seed_indexes({"pos": ("ex_attr_pos", len(translation.token_ids))})
     position = token_picker(c1, "ex_attr_pos", translator, translation.token_ids)
     target = translation.token_ids[position]
     found = _memo("ex_attr_candidates", (str(translator.checkpoint.path), tuple(translation.source_ids),
@@ -109,21 +117,29 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                                      specials=translator.specials))
     probs = {c.token: c.log_prob for c in found}
     foils = [None, *(c.token for c in found if c.token != target)]
-    choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
+    linked, problems = links.read_index(link(), "foil", translator.model.config.tgt_vocab_size)
+    link_problems(problems if linked is None or linked in foils else
+                  [f"Foil {linked} of the link is not among this token's candidates; nothing is contrasted."])
+    if linked is not None:
+        st.session_state["ex_attr_foil"] = linked if linked in foils else None
+    foil = choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
                format_func=lambda f: "nothing: explain log p(token)" if f is None else
                f"{isolate(_piece(translator, f))} (log p {probs[f]:.2f})",
                help="The model's next most probable tokens at this position.")
-    c3.selectbox("IG steps", [20, 50, 100, 200], index=1, key="ex_attr_steps",
-                 help="Points of the Riemann sum along the path from the baseline; more steps, smaller gap.")
+    c3.selectbox("IG steps", [AUTO, 20, 50, 100, 200], key="ex_attr_steps",
+                 help=f"Points of the Riemann sum along the path from the baseline; more steps, smaller gap. auto: "
+                      f"from 50, doubled until the gap is under {100 * GAP:g}% (at most {MAX_IG_STEPS}).")
     c4.selectbox("IG baseline", list(BASELINES), key="ex_attr_baseline",
                  help="zeros: every token embedding 0; pad: every token the <pad> embedding.")
+    share(pos=str(position) if position else None, foil=None if foil is None else str(foil))
     picks = _attribution_picks(translation)
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids), *picks)
     result = _memo("ex_attr_result", request, lambda: _attribute(translator, translation, *picks))
     m1, m2, m3 = st.columns(3)
     m1.metric(f"log p({plain(_piece(translator, target))})", f"{result.log_prob:.3f}")
     m2.metric("f (explained)", f"{result.f:.3f}")
-    m3.metric("IG completeness gap", f"{100 * result.completeness.relative_gap:.2f}%",
+    m3.metric(f"IG completeness gap at {result.completeness.steps} steps",
+              f"{100 * result.completeness.relative_gap:.2f}%",
               help="Integrated gradients' attributions should sum to f(input) − f(baseline) (Sundararajan et al., "
                    "2017); the gap shrinks with more steps.")
     st.caption(plain(figs.completeness_line(result)))
@@ -198,8 +214,9 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     except PatchingError as e:
         st.warning(plain(e))
         return
-    if sources[0].ids == sources[1].ids:
+    if sources[0].ids == sources[1].ids:  # every cell would be 0 up to rounding: nothing to draw
         st.info("The two sources are the same: change a word of the counterfactual one (the map would be all 0).")
+        return
     clean = translation if clean_text == text else translate(translator, clean_text, settings)
     other = translate(translator, other_text, settings)
     before, after = changed_tokens(clean.target_pieces, other.target_pieces)

@@ -17,11 +17,14 @@ from plotly.subplots import make_subplots
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
+from transformer.explain.views.svg import HOVER_CHARS
 from ui.explain.head_maps import DIVERGING
-from ui.shared.heatmaps import escape, label_text, label_texts
+from ui.shared.heatmaps import escape, label_text, label_texts, short
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
+AXIS_TITLES = {"saliency": "gradient norm", "occlusion": "drop of f"}  # the others: contribution to f
+MIN_SCALE = 0.05  # Δ log p: the smallest end of a patching map's colour scale (the cells print two decimals)
 
 
 def completeness_line(attribution: TokenAttribution) -> str:
@@ -38,12 +41,14 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
     """One row of bars per method: the source words on the left, the words of the target prefix on the right.
     Each method has its own scale (a gradient norm and a log-probability drop are different units)."""
     methods = list(attribution.methods)
+    prefix_title = ("target prefix" if attribution.prefix_words else
+                    "target prefix (empty: the first token's decoder read only &lt;s&gt;)")
     n_src = max(len(attribution.source_words), 1)
     n_tgt = max(len(attribution.prefix_words), 0.3 * n_src, 2)  # room for the title above a short prefix
     fig = make_subplots(rows=len(methods), cols=2, shared_yaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.5 / max(len(methods), 1) if len(methods) > 1 else 0.0,
                         column_widths=[n_src / (n_src + n_tgt), n_tgt / (n_src + n_tgt)],
-                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source words", "target prefix")])
+                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source words", prefix_title)])
     src_labels, tgt_labels = label_texts(attribution.source_words), label_texts(attribution.prefix_words)
     for row, method in enumerate(methods, start=1):
         scores = attribution.methods[method]
@@ -53,8 +58,10 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
                 marker_color=[POSITIVE if v >= 0 else NEGATIVE for v in values],
                 hovertemplate=f"{escape(METHODS[method])}<br>%{{customdata}}: %{{y:.4f}}<extra></extra>"),
                 row=row, col=col)
-            fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
-                             tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col)
+            fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=[short(t) for t in labels],
+                             tickangle=-60, tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col,
+                             title=dict(text="source word" if col == 1 else "target word", standoff=4))
+        fig.update_yaxes(title=dict(text=AXIS_TITLES.get(method, "contribution to f"), standoff=4), row=row, col=1)
     fig.update_layout(title=title or None, height=140 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=80),
                       bargap=0.25)
     return fig
@@ -65,13 +72,14 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
     per layer; each cell holds that layer's top token, coloured by its probability, with the top k in the hover.
     piece_of(token id) -> its piece."""
     probs = np.array([[cell.probs[0] for cell in row] for row in lens.cells]).T  # (T, L + 1)
-    text = [[label_text(piece_of(cell.tokens[0])) for cell in row] for row in lens.cells]
+    text = [[short(label_text(piece_of(cell.tokens[0]))) for cell in row] for row in lens.cells]
     text = [list(col) for col in zip(*text)]  # (T, L + 1)
-    outputs = label_texts(output_pieces)
+    outputs = [short(t, HOVER_CHARS) for t in label_texts(output_pieces)]  # (T,) in each cell's hover
     hover = [[f"{lens.layers[layer]}, emits {outputs[t]}<br>" + "<br>".join(
-        f"{label_text(piece_of(tok))}: {p:.3f}" for tok, p in zip(cell.tokens, cell.probs))
+        f"{short(label_text(piece_of(tok)), HOVER_CHARS)}: {p:.3f}" for tok, p in zip(cell.tokens, cell.probs))
         + f"<br>the emitted token: p {cell.output_prob:.3f}, rank {cell.output_rank}"
         for layer, cell in enumerate(column)] for t, column in enumerate(zip(*lens.cells))]
+    ticks = [short(t) for t in outputs]
     bold = [[f"<b>{tx}</b>" if lens.cells[layer][t].output_rank == 0 else tx for layer, tx in enumerate(row)]
             for t, row in enumerate(text)]
     fig = go.Figure(go.Heatmap(
@@ -79,35 +87,38 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
         customdata=hover, hovertemplate="%{customdata}<extra></extra>", zmin=0, zmax=1, colorscale="Blues",
         xgap=2, ygap=1, colorbar=dict(title="p(top)", thickness=12), textfont=dict(size=11)))
     fig.update_layout(
-        title=title or None, height=110 + 24 * len(outputs), margin=dict(l=30 + 7 * max(map(len, outputs), default=4),
+        title=title or None, height=110 + 24 * len(outputs), margin=dict(l=30 + 7 * max(map(len, ticks), default=4),
                                                                           r=10, t=60 if title else 30, b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(len(lens.layers))), ticktext=list(lens.layers), side="top"),
-        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=outputs, autorange="reversed"))
+        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=ticks, autorange="reversed"))
     return fig
 
 
 def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
                  title: str, scale: float) -> go.Figure:
     """Effects (rows x columns) on a diverging scale centred at 0 and running to ±scale (e.g. the full
-    clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it)."""
+    clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it), never to
+    less than ±MIN_SCALE: differences of rounding noise stay near white instead of filling the scale."""
     z = np.asarray(values, dtype=np.float64)
-    top = max(float(scale), float(np.abs(z).max(initial=0.0)), 1e-6)
+    top = max(float(scale), float(np.abs(z).max(initial=0.0)), MIN_SCALE)
     text = [[f"{v:+.2f}" for v in row] for row in z]
     rotated = z.shape[1] > 8
-    longest = max((len(c) for c in col_labels), default=1)
+    rows, cols = [short(t) for t in row_labels], [short(t) for t in col_labels]  # the axes'; hovers: up to HOVER_CHARS
+    longest = max((len(c) for c in cols), default=1)
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(z.shape[1])), y=list(range(z.shape[0])), zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING,
         text=text, texttemplate="%{text}" if z.shape[1] <= 16 else None, xgap=1, ygap=1,
-        customdata=[[f"{row_labels[r]} · {col_labels[c]}" for c in range(z.shape[1])] for r in range(z.shape[0])],
+        customdata=[[f"{short(row_labels[r], HOVER_CHARS)} · {short(col_labels[c], HOVER_CHARS)}"
+                     for c in range(z.shape[1])] for r in range(z.shape[0])],
         hovertemplate="%{customdata}<br>Δ log p: %{z:+.4f}<extra></extra>", colorbar=dict(title="Δ log p",
                                                                                            thickness=12)))
     fig.update_layout(
         title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)), height=150 + 40 * z.shape[0] + 6 * longest,
-        margin=dict(l=20 + 7 * max(map(len, row_labels), default=4), r=10, t=50 + (8 * longest if rotated else 20),
+        margin=dict(l=20 + 7 * max(map(len, rows), default=4), r=10, t=50 + (8 * longest if rotated else 20),
                     b=10),
-        xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=list(col_labels), side="top",
+        xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=cols, side="top",
                    tickangle=-60 if rotated else 0),
-        yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=list(row_labels),
+        yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=rows,
                    autorange="reversed"))
     return fig
 

@@ -12,8 +12,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from transformer.decoding.translate import Translation
+from transformer.decoding.translate import Translation, Translator
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
+from transformer.explain.flow import token_flow, translation_inputs
 from transformer.explain.lenses import LABELS, LensMaps
 from ui.explain import head_maps
 from ui.shared import attention_maps, heatmaps
@@ -101,6 +102,24 @@ def lens_sections(translation: Translation, maps: Mapping[str, LensMaps], skippe
             parts.append(_figure(fig))
     parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in skipped)
     return parts
+
+
+def flow_sections(translator: Translator, translation: Translation) -> list[str]:
+    """One token through the whole model (`transformer.explain.views.token_flow`), for `extra` of sentence_report:
+    the output token the model was least sure of, with every stage open to a click and the temperature slider."""
+    if not translation.token_ids:
+        return []
+    token = min(range(len(translation.token_ids)), key=lambda i: translation.token_probs[i])
+    flow = token_flow(translator.model, *translation_inputs(translation, translator.specials), token,
+                      specials=translator.specials)
+    tok = translator.tokenizer
+    labels = lambda pieces: [piece_labels([p])[0] for p in pieces]  # noqa: E731  (each piece on its own)
+    view = views.token_flow_view(flow, lambda ids: labels(tok.source_pieces(ids)),
+                                 lambda ids: labels(tok.target_pieces(ids)))
+    return [f"<h2>One token through the whole model</h2><p class='note'>Output token {token}, "
+            f"{html_text(piece_labels(translation.target_pieces)[token])}, the one the model was least sure of "
+            f"(probability {translation.token_probs[token]:.3f}): every stage from the embeddings to the softmax, "
+            "with the model's numbers (open a layer's panel; hover a strip for a number).</p>", view.html]
 
 
 def _hover(family: str, layer: int, head: int, numbers: dict[str, float]) -> str:

@@ -26,11 +26,12 @@ from transformer.explain import (
 )
 from transformer.explain.interventions import every_head, shared_prefix
 from transformer.explain.lenses import LABELS as LENS_LABELS
+from transformer.explain.views.svg import shorten
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
 from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
 from ui.shared.attention_maps import FAMILIES
-from ui.shared.models import checkpoint_stamp, find_models
+from ui.shared.models import checkpoint_stamp, find_model, find_models
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import decode_slot, reference_ids, translate
 from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
@@ -60,7 +61,8 @@ def _changed(translator: Translator, intervention: Intervention) -> Translator:
 
 def marked(pieces: list[str], marks: list[bool]) -> str:
     """Pieces as Markdown, the changed ones on an orange background."""
-    return " ".join(f":orange-background[{plain(p)}]" if m else plain(p) for p, m in zip(pieces, marks)) or "∅"
+    shown = [plain(shorten(p)) for p in pieces]  # a long piece shortened, as on every chart
+    return " ".join(f":orange-background[{p}]" if m else p for p, m in zip(shown, marks)) or "∅"
 
 
 def as_attention(translator: Translator, source_ids: list[int], output_ids: list[int],
@@ -138,9 +140,9 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     c1, c2 = st.columns(2)
     c1.markdown(f"**The trained model**\n\n{marked(translation.target_pieces, before)}")
     c2.markdown(f"**With {len(off)} head{'s' if len(off) > 1 else ''} off**\n\n{marked(new.target_pieces, after)}")
-    c1.metric("log P(its output)", f"{translation.score:.3f}")
-    c2.metric("log P(its output)", f"{new.score:.3f}", delta=f"{new.score - translation.score:+.3f}")
-    c2.metric("log P(the original output) without the heads", f"{under:.3f}",
+    c1.metric("log-probability of its output", f"{translation.score:.3f}")
+    c2.metric("log-probability of its output", f"{new.score:.3f}", delta=f"{new.score - translation.score:+.3f}")
+    c2.metric("log-probability of the original output without the heads", f"{under:.3f}",
               delta=f"{under - translation.score:+.3f}")
     st.caption("Orange pieces differ between the two outputs. The last number scores the trained model's output with "
                "the heads off: how much less likely the heads' absence makes it.")
@@ -231,20 +233,20 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
         pieces = translator.tokenizer.target_pieces(forced.predicted)
         new_att = as_attention(translator, translation.source_ids, translation.token_ids, forced)
         title = "what it predicts at each position, reading the whole output"
-        score, score_name = forced.score, "log P(the original output)"
+        score, score_name = forced.score, "log-probability of the original output"
     else:
         new = translated(changed, text, settings)
         if new is None:
             return
         pieces, new_att, title = new.target_pieces, new.attention, "its translation"
-        score, score_name = new.score, "log P(its output)"
+        score, score_name = new.score, "log-probability of its output"
     before, after = changed_tokens(translation.target_pieces, pieces)
     c1, c2 = st.columns(2)
     c1.markdown(f"**The trained model**\n\n{marked(translation.target_pieces, before)}")
     what = intervention.describe() if not intervention.identity else ""
     what = ", ".join(x for x in (what, "no causal mask" if no_causal else "") if x)
     c2.markdown(f"**{plain(what)}**: {title}\n\n{marked(pieces, after)}")
-    c1.metric("log P(its output)", f"{translation.score:.3f}")
+    c1.metric("log-probability of its output", f"{translation.score:.3f}")
     c2.metric(score_name, f"{score:.3f}", delta=f"{score - translation.score:+.3f}")
     if no_causal:
         st.caption("Without the mask, decoder self-attention fills its upper triangle: each query reads the tokens "
@@ -322,16 +324,23 @@ def _other_model(path: str, stamp: float) -> Translator:
 
 def compare_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
     models = find_models()
+    asked = link().get("partner")
+    if asked is not None and asked not in {c.key for c in models}:  # a link's partner, wherever it is listed
+        models += [c for c in [find_model(asked)] if c is not None]
     offered = model_comparison.partners(models, str(translator.checkpoint.path))
     if not offered:
         st.info("Only one model is available: train another (Train page) or pick a checkpoint of a run.")
         return
     choices = {c.path: c.label for c in offered}
     by_key = {c.key: c for c in offered}
-    key, problems = links.read_model({"model": link()["partner"]} if "partner" in link() else {}, list(by_key))
-    link_problems(problems)
-    if key is not None:
-        st.session_state["ex_other"] = by_key[key].path
+    current = next((c.key for c in models if c.path == str(translator.checkpoint.path)), None)
+    if asked is not None and asked == current:
+        st.info("The link compares this model with itself: pick another model below.")
+    else:
+        key, problems = links.read_model({} if asked is None else {"model": asked}, list(by_key))
+        link_problems(problems)
+        if key is not None:
+            st.session_state["ex_other"] = by_key[key].path
     path = st.selectbox("Compare with", list(choices), format_func=choices.get, key="ex_other",
                         help="Models with this model's language pair come first: their maps can be subtracted.")
     partner = next(c for c in offered if c.path == path)
@@ -342,8 +351,8 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     c1, c2 = st.columns(2)
     c1.markdown(f"**This model**\n\n{plain(translation.text)}")
     c2.markdown(f"**{plain(choices[path])}**\n\n{plain(other.text)}")
-    c1.metric("log P(its output)", f"{translation.score:.3f}")
-    c2.metric("log P(its output)", f"{other.score:.3f}")
+    c1.metric("log-probability of its output", f"{translation.score:.3f}")
+    c2.metric("log-probability of its output", f"{other.score:.3f}")
     att_b = other.attention
     if len(att_b.cross) != len(translation.attention.cross) or att_b.cross[0].shape[0] != \
             translation.attention.cross[0].shape[0]:

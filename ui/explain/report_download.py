@@ -17,7 +17,8 @@ def report_view(translator: Translator, translation: Translation, settings: Sear
     st.markdown("One file with this sentence's translation, its hypotheses, every attention map (hover for the "
                 "tokens and weights) and the statistics of every head on this sentence, then the Attribution, Logit "
                 "lens and Patching views with their current picks, and the cross-attention through the lenses chosen "
-                "below. It opens in any browser, without the app: for a course page or a paper's supplement.")
+                "below, and the output token the model was least sure of followed through the whole model. It opens "
+                "in any browser, without the app: for a course page or a paper's supplement.")
     picks = attribution.report_picks(translation)
     att = translation.attention
     accumulator = StatisticsAccumulator()
@@ -30,6 +31,7 @@ def report_view(translator: Translator, translation: Translation, settings: Sear
                        lambda: html_report.sentence_report(translation, model=model, stats=accumulator.result(), extra=(
                            *attribution.report_sections(translator, translation, settings, picks),
                            *html_report.lens_sections(translation, *lens_switch.report_maps(
-                               translator.model, translation, chosen, translator.specials)))),
+                               translator.model, translation, chosen, translator.specials)),
+                           *html_report.flow_sections(translator, translation))),
                        "attention-report.html", "text/html", key="ex_report", on_click="ignore",
                        icon=":material/download:")

@@ -13,6 +13,7 @@ import streamlit as st
 
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
+from transformer.explain.lenses import HEADLESS
 from ui.shared import attention_maps, gold_alignment, heatmaps, links, svg_views
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.widgets import chart, choice_box, link, link_problems, share
@@ -34,8 +35,13 @@ NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query"
 
 
 def _restore(att: TranslationAttention, key: str, n_layers: dict[str, int], n_heads: int) -> None:
-    """The link's family, layer, head and toggle, before their widgets are drawn."""
-    values, problems = links.read_view(link(), n_layers, n_heads)
+    """The link's family, layer, head and toggle, before their widgets are drawn. Maps of one map per layer (a
+    layer-level lens: rollout, ALTI+, value zeroing) have no head to restore: the link's is ignored, with a note
+    when it names one."""
+    headless = st.session_state.get(f"{key}_lens") in HEADLESS or n_heads == 1  # the page's lens switch, drawn above
+    values, problems = links.read_view(link(), n_layers, n_heads, headless)
+    if headless:
+        values.pop("head", None)
     link_problems(problems)
     names = {"family": f"{key}_family", "layer": f"{key}_layer", "hide": f"{key}_hide"}
     for name, value in values.items():
@@ -63,17 +69,19 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
     family = c1.radio("Attention", list(FAMILIES), format_func=FAMILIES.get, key=f"{key}_family")
     layer = choice_box(c2, "Layer", list(range(n_layers[family])), key=f"{key}_layer", format_func=lambda i: f"{i}",
                        follow=lambda old, opts: min(old or 0, len(opts) - 1))
-    picked = c3.selectbox("Head", [MEAN, *range(n_heads)], key=f"{key}_head",
-                          format_func=lambda h: "mean of heads" if h == MEAN else f"head {h}")
-    head = None if picked == MEAN else picked
+    head = None  # one map per layer: no head to pick, the layer's map is of all heads together
+    if n_heads > 1:
+        picked = c3.selectbox("Head", [MEAN, *range(n_heads)], key=f"{key}_head",
+                              format_func=lambda h: "mean of heads" if h == MEAN else f"head {h}")
+        head = None if picked == MEAN else picked
     hide = c4.toggle("Hide special tokens", key=f"{key}_hide",
                      help="Drop the <s>, </s> and <pad> rows and columns; rows then sum to less than 1.")
-    share(**links.view_params(family, layer, head, hide))
+    share(**{**links.view_params(family, layer, head, hide), **({} if n_heads > 1 else {"head": None})})
     matrix, rows, cols = attention_maps.matrix(att, family, layer, head, hide_special=hide)
     if matrix.size == 0:
         st.info("Nothing left to show without the special tokens.")
         return
-    head_name = "mean of heads" if head is None else f"head {head}"
+    head_name = "all heads together" if n_heads == 1 else "mean of heads" if head is None else f"head {head}"
     title = f"{FAMILIES[family]}, layer {layer}, {head_name}"
     notes = attention_maps.row_notes(att, family, hide_special=hide)
     query_name, key_name = NAMES[family]

@@ -17,7 +17,8 @@ import torch
 
 from transformer.data.tokenizer import SPECIAL_TOKENS
 from transformer.decoding.translate import TranslationAttention
-from ui.shared.heatmaps import label_text
+from transformer.explain.views.svg import HOVER_CHARS
+from ui.shared.heatmaps import label_text, short
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",
             "dec_self": "decoder self-attention"}
@@ -62,7 +63,7 @@ def row_notes(att: TranslationAttention, family: str, hide_special: bool = False
     """A hover line per decoder row of `matrix`: the token its query read."""
     if family == "enc_self":
         return None
-    return [f"<br>query read: {label_text(att.target_input_pieces[i])}"
+    return [f"<br>query read: {short(label_text(att.target_input_pieces[i]), HOVER_CHARS)}"
             for i in _kept(att.target_pieces, hide_special)]
 
 

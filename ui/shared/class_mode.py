@@ -35,7 +35,8 @@ def is_on() -> bool:
 
 
 def _toggled() -> None:
-    st.session_state[KEY] = st.session_state[TOGGLE]
+    if (on := st.session_state.get(TOGGLE)) is not None:
+        st.session_state[KEY] = on
 
 
 def sidebar_toggle(params: dict[str, str]) -> None:

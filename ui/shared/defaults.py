@@ -1,7 +1,8 @@
 """The sentence a page opens on for a model: decided here for every page (ui.shared.sentences puts it in the box).
 
-It is the first test sentence of the corpus the model was trained on (a grammar sentence for the teaching model, a
-verse for a Bible model), so that every page opens on text the model can translate.
+It is the model's own `opening_sentence` (metadata.json) when it has one: a sentence it translates well, chosen for
+a first screen (the teaching model's short everyday sentence, a verse of the Arabic model's card). Else the first
+test sentence of the corpus the model was trained on, so that every page opens on text the model can translate.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ FALLBACK = "In the beginning God created the heaven and the earth."  # for an En
 
 
 def default_sentence(metadata: dict | None) -> str:
-    """The sentence a page opens on for a model (metadata None: no model): its corpus's first test sentence, else
-    FALLBACK for a model that reads English (or no model), else "" (no English sentence for another language)."""
+    """The sentence a page opens on for a model (metadata None: no model): its opening sentence, else its corpus's
+    first test sentence, else FALLBACK for a model that reads English (or no model), else "" (no English sentence
+    for another language)."""
+    opening = (metadata or {}).get("opening_sentence")
+    if isinstance(opening, str) and opening.strip():
+        return opening
     examples = example_sentences(metadata) if metadata else []
     if examples:
         return examples[0]

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer.explain.views.svg import HOVER_CHARS, LABEL_CHARS, shorten
 from ui.shared import bidi
 
 COLORSCALE = "Blues"
@@ -26,16 +27,25 @@ LINE_HEIGHT = 1.2  # a text line, in font sizes
 
 
 def _ticks(labels: Sequence[str], step: int = 1, *, sequence: bool = True, **extra) -> dict:
-    """An axis of positions 0..n-1 labelled with the tokens (every step-th one). A sequence's pieces of one Arabic
-    word are shown joined; `sequence=False` for labels that are alternatives (next-token candidates)."""
+    """An axis of positions 0..n-1 labelled with the tokens (every step-th one), each shortened (the hover has it
+    whole). A sequence's pieces of one Arabic word are shown joined; `sequence=False` for labels that are
+    alternatives (next-token candidates)."""
     shown = range(0, len(labels), step)
     texts = label_texts(labels) if sequence else [label_text(t) for t in labels]
-    return dict(tickmode="array", tickvals=list(shown), ticktext=[texts[i] for i in shown], **extra)
+    return dict(tickmode="array", tickvals=list(shown), ticktext=[short(texts[i]) for i in shown], **extra)
 
 
 def escape(label: str) -> str:
     """Plotly reads text as HTML: "<s>" would become a strikethrough tag and vanish."""
     return label.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def short(text: str, limit: int = LABEL_CHARS) -> str:
+    """An escaped label (`label_text`) shortened to `limit` characters as shown, by the package's one rule
+    (`transformer.explain.views.svg.shorten`): what every chart draws on an axis or in a cell."""
+    if len(text) <= limit:
+        return text
+    return escape(shorten(text.replace("&lt;", "<").replace("&gt;", ">"), limit))
 
 
 def label_texts(pieces: Sequence[str]) -> list[str]:
@@ -48,7 +58,8 @@ def label_text(piece: str) -> str:
 
 
 def _longest(labels: Sequence[str]) -> int:
-    return max((len(t) for t in labels), default=1)
+    """Characters of the longest label as an axis shows it (shortened)."""
+    return min(max((len(t) for t in labels), default=1), LABEL_CHARS)
 
 
 def _margin(title: str) -> dict:
@@ -84,8 +95,8 @@ def attention_heatmap(
         raise ValueError(f"weights {weights.shape} do not match {len(query_labels)} x {len(key_labels)} labels")
     notes = list(row_notes) if row_notes is not None else [""] * len(query_labels)
     custom = np.empty((*weights.shape, 3), dtype=object)  # (Lq, Lk, [query, key, note])
-    custom[..., 0] = np.asarray(label_texts(query_labels), dtype=object)[:, None]
-    custom[..., 1] = np.asarray(label_texts(key_labels), dtype=object)[None, :]
+    custom[..., 0] = np.asarray([short(t, HOVER_CHARS) for t in label_texts(query_labels)], dtype=object)[:, None]
+    custom[..., 1] = np.asarray([short(t, HOVER_CHARS) for t in label_texts(key_labels)], dtype=object)[None, :]
     custom[..., 2] = np.asarray(notes, dtype=object)[:, None]
     trace = go.Heatmap(
         z=weights, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0.0, zmax=1.0,
@@ -135,7 +146,7 @@ def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) 
     n_layers, n_heads, n_queries, n_keys = maps.shape
     fig = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
                         row_titles=[f"layer {i}" for i in range(n_layers)],
-                        column_titles=[f"head {h}" for h in range(n_heads)])
+                        column_titles=["all heads"] if n_heads == 1 else [f"head {h}" for h in range(n_heads)])
     for layer in range(n_layers):
         for head in range(n_heads):
             fig.add_trace(go.Heatmap(z=maps[layer, head], zmin=0.0, zmax=1.0, colorscale=COLORSCALE, showscale=False,
@@ -172,7 +183,8 @@ def model_view_pick(selection: Mapping, n_heads: int) -> tuple[int, int] | None:
 def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
     """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding)."""
     rows = np.asarray(rows, dtype=np.float64)
-    return attention_heatmap(rows, [f"head {h}" for h in range(rows.shape[0])], key_labels, title=title,
+    heads = ["all heads"] if rows.shape[0] == 1 else [f"head {h}" for h in range(rows.shape[0])]  # a layer-level lens
+    return attention_heatmap(rows, heads, key_labels, title=title,
                              query_name="head", row_px=40)
 
 
@@ -183,11 +195,11 @@ def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequ
     fig = go.Figure(go.Heatmap(
         z=mask, zmin=0, zmax=1, showscale=False, colorscale=[[0, "#e6e6e6"], [1, "#2c7a3f"]], xgap=1, ygap=1,
         hovertemplate="query position %{y}<br>key position %{x}<br>may attend: %{z}<extra></extra>"))
-    longest_key = max((len(k) for k in key_labels), default=1)
+    longest_key = _longest(key_labels)
     top = 20 + 6 * longest_key + (30 if title else 0)  # the key labels stand rotated above the grid
     fig.update_layout(title=dict(text=title, y=0.995, yanchor="top") if title else None,
                       height=min(max(24 * len(query_labels) + top + 20, 260), 760),
-                      margin=dict(l=20 + 7 * max((len(q) for q in query_labels), default=1), r=10, t=top, b=10),
+                      margin=dict(l=20 + 7 * _longest(query_labels), r=10, t=top, b=10),
                       xaxis=_ticks(key_labels, side="top", tickangle=-60),
                       yaxis=_ticks(query_labels, autorange="reversed"))
     return fig

@@ -17,6 +17,7 @@ from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
+from ui.shared.links import quoted
 from ui.shared.text import plain
 from ui.shared.translation_gate import decode_slot
 from ui.shared.widgets import decode_turn, link, link_problems, share
@@ -31,15 +32,19 @@ NOTES = {
     "raw": "The attention weights themselves: alpha_ij, each row sums to 1.",
     "norm": "Each weight times the size of what that key sends through the head, ||alpha_ij f(x_j)|| with f the value "
             "projection and the head's slice of W^O, rows rescaled to 1 (Kobayashi et al., 2020). A key that gets "
-            "weight but sends a tiny vector (often </s> or punctuation) fades.",
+            "weight but sends a tiny vector (often </s> or punctuation) fades. These are the per-head maps, and "
+            "\"mean of heads\" is their mean; the paper's layer-level map, the norm of the vector all heads together "
+            "send (||Σ_h alpha^h_ij f^h(x_j)||), is the one `python -m transformer.explain.lenses` scores per layer.",
     "shift": "Cross-attention row t is the one of the next step, whose decoder input is token t (Chen et al., 2020): "
              "the decoder may look at a word's source once it has read it. The last token (</s>) gets the row of one "
              "extra step that reads it. Encoder and decoder self-attention are the raw weights.",
     "shift_norm": "Shift-Att over the norm-weighted maps: cross-attention shifted by one step, every map weighted "
                   "by the norms of what it moves.",
     "rollout": "Attention rollout with the residual (Abnar & Zuidema, 2020): how much each position draws on each "
-               "input token, through every layer below; cross-attention is carried through the encoder's rollout to "
-               "the source words. One map per layer, of all heads together.",
+               "input token, through every layer below. Cross-attention to the source is each decoder layer's mean "
+               "cross-attention times the encoder's rollout: no residual and nothing through the decoder's "
+               "self-attention, so it says where that layer reads in the source words, not how much of the output "
+               "token comes from them (ALTI+ carries both). One map per layer, of all heads together.",
     "alti": "ALTI+ (Ferrando et al., 2022): each output token's contributions from the source words (cross-attention "
             "map) and from the target prefix (decoder self-attention map), through the whole model; a token's "
             "two maps together sum to 1. One map per layer, of all heads together.",
@@ -54,7 +59,7 @@ def read_lens(params: Mapping[str, str]) -> tuple[str | None, list[str]]:
         return None, []
     if params[PARAM] in LENSES:
         return params[PARAM], []
-    return None, [f"Unknown lens {params[PARAM]!r} in the link (use {', '.join(LENSES)})."]
+    return None, [f"Unknown lens {quoted(params[PARAM])} in the link (use {', '.join(LENSES)})."]
 
 
 def lens_switch(container, key: str) -> str:

@@ -7,9 +7,13 @@ raises, and a model is only ever looked up among the models the app lists, never
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 
+from transformer.explain.views.svg import shorten
+
 MAX_TEXT = 1000  # characters of a sentence taken from a link
+QUOTED_CHARS = 40  # characters of a link's value quoted in a message
 METHODS = ("greedy", "beam", "sample")
 BEAM_RANGE, ALPHA_RANGE = (2, 8), (0.0, 2.0)  # the search widgets' ranges
 MEAN = "mean"  # head=mean: the mean of the heads
@@ -17,12 +21,15 @@ MEAN = "mean"  # head=mean: the mean of the heads
 SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.shared.sampling
 VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.shared.lens_switch
 PATCHING = ("clean", "other", "pos", "token")  # Explain heads' patching view: its pair, position and token
-VIEW_ONLY = {"search": ("ref",), "patching": PATCHING}  # Explain heads: parameters of one view only
+ATTRIBUTION = ("pos", "foil")  # Explain heads' attribution view: its output position and foil token
+# Explain heads: the parameters of one view only
+VIEW_ONLY = {"search": ("ref",), "compare": ("partner",), "attribution": ATTRIBUTION, "patching": PATCHING}
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
-               "learn": ("model", "text", "layer", "head", "query"),
+               "learn": ("model", "text", "layer", "head", "query", "token", "stage"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING)}
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING, "foil"),
+               "dataset": ("model", "split", "limit")}
 
 Problems = list[str]
 
@@ -33,6 +40,25 @@ def _int(value: str, lo: int, hi: int) -> int | None:
     except ValueError:
         return None
     return number if lo <= number <= hi else None
+
+
+def quoted(value: object) -> str:
+    """A link's value as a message quotes it: in quotes, shortened to QUOTED_CHARS (anyone can write a link, and a
+    5,000-character value would fill the page)."""
+    return repr(shorten(str(value), QUOTED_CHARS))
+
+
+def as_param(value: object) -> str:
+    """A value as a link writes it: a whole number as digits (seed 1234567, never "1.23457e+06", which reads back
+    as no seed at all), a float in the fewest digits that read back as the same float, text as it is."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+    return str(value)
 
 
 def linkable(text: str) -> str | None:
@@ -56,7 +82,8 @@ def read_index(params: Mapping[str, str], name: str, count: int) -> tuple[int | 
         return None, []
     value = _int(params[name], 0, count - 1)
     if value is None:
-        return None, [f"{name.capitalize()} {params[name]!r} in the link does not exist here: use 0 to {count - 1}."]
+        return None, [f"{name.capitalize()} {quoted(params[name])} in the link does not exist here: use 0 to "
+                      f"{count - 1}."]
     return value, []
 
 
@@ -66,7 +93,7 @@ def read_model(params: Mapping[str, str], keys: Sequence[str]) -> tuple[str | No
         return None, []
     if params["model"] in keys:
         return params["model"], []
-    return None, [f"The link's model {params['model']!r} is not on this server; showing another one."]
+    return None, [f"The link's model {quoted(params['model'])} is not on this server; showing another one."]
 
 
 def read_search(params: Mapping[str, str]) -> tuple[dict[str, object], Problems]:
@@ -77,11 +104,11 @@ def read_search(params: Mapping[str, str]) -> tuple[dict[str, object], Problems]
         if params["search"] in METHODS:
             values["method"] = params["search"]
         else:
-            problems.append(f"Unknown search {params['search']!r} in the link (use greedy, beam or sample).")
+            problems.append(f"Unknown search {quoted(params['search'])} in the link (use greedy, beam or sample).")
     if "beam" in params:
         beam = _int(params["beam"], *BEAM_RANGE)
         if beam is None:
-            problems.append(f"Beam size {params['beam']!r} in the link is not between {BEAM_RANGE[0]} and "
+            problems.append(f"Beam size {quoted(params['beam'])} in the link is not between {BEAM_RANGE[0]} and "
                             f"{BEAM_RANGE[1]}.")
         else:
             values["beam"] = beam
@@ -93,19 +120,20 @@ def read_search(params: Mapping[str, str]) -> tuple[dict[str, object], Problems]
         if ALPHA_RANGE[0] <= alpha <= ALPHA_RANGE[1]:
             values["alpha"] = alpha
         else:
-            problems.append(f"Length penalty {params['alpha']!r} in the link is not between 0 and 2.")
+            problems.append(f"Length penalty {quoted(params['alpha'])} in the link is not between 0 and 2.")
     if "nbest" in params:
         nbest = _int(params["nbest"], 1, int(values.get("beam", BEAM_RANGE[1])))
         if nbest is None:
-            problems.append(f"n-best {params['nbest']!r} in the link is not between 1 and the beam size.")
+            problems.append(f"n-best {quoted(params['nbest'])} in the link is not between 1 and the beam size.")
         else:
             values["nbest"] = nbest
     return values, problems
 
 
-def read_view(params: Mapping[str, str], n_layers: Mapping[str, int], n_heads: int
+def read_view(params: Mapping[str, str], n_layers: Mapping[str, int], n_heads: int, headless: bool = False
               ) -> tuple[dict[str, object], Problems]:
-    """{"family", "layer", "head", "hide"} of an attention view; head None is the mean of the heads."""
+    """{"family", "layer", "head", "hide"} of an attention view; head None is the mean of the heads. headless: the
+    maps are a layer-level lens's (one map per layer), so a head in the link is ignored, with a note."""
     values: dict[str, object] = {}
     problems: Problems = []
     family = params.get("att")
@@ -113,19 +141,22 @@ def read_view(params: Mapping[str, str], n_layers: Mapping[str, int], n_heads: i
         if family in n_layers:
             values["family"] = family
         else:
-            problems.append(f"Unknown attention {family!r} in the link (use {', '.join(n_layers)}).")
+            problems.append(f"Unknown attention {quoted(family)} in the link (use {', '.join(n_layers)}).")
     layers = n_layers.get(str(values.get("family", next(iter(n_layers)))), 1)
     if "layer" in params:
         layer = _int(params["layer"], 0, layers - 1)
         if layer is None:
-            problems.append(f"Layer {params['layer']!r} in the link does not exist: this model has layers 0 to "
+            problems.append(f"Layer {quoted(params['layer'])} in the link does not exist: this model has layers 0 to "
                             f"{layers - 1}.")
         else:
             values["layer"] = layer
-    if "head" in params:
+    if headless and params.get("head", MEAN) not in (MEAN, "0"):
+        problems.append(f"Head {quoted(params['head'])} in the link is ignored: this lens gives one map per layer, "
+                        "of all heads together.")
+    elif "head" in params:
         head = None if params["head"] == MEAN else _int(params["head"], 0, n_heads - 1)
         if head is None and params["head"] != MEAN:
-            problems.append(f"Head {params['head']!r} in the link does not exist: this model has heads 0 to "
+            problems.append(f"Head {quoted(params['head'])} in the link does not exist: this model has heads 0 to "
                             f"{n_heads - 1} (or {MEAN}).")
         else:
             values["head"] = head

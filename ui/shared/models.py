@@ -94,29 +94,71 @@ def _choice(path: Path, label: str, key: str) -> ModelChoice:
 
 
 APP_MODEL = "en-fr-teaching"  # the model the app opens first: it translates its sentences right (99% exact)
+PAGE_SIZE = 40  # models, or runs, listed at once: the files of a folder are read only when it is listed
+CHECKPOINT_NAMES = ("best", "latest")  # a run's checkpoints the picker offers
 
 
-def find_models() -> list[ModelChoice]:
-    """Shipped checkpoints first (APP_MODEL, the package's default model, then by name), then the best/latest
-    checkpoints of runs (newest run first). The app opens the first: a newcomer's first translation is a good one,
+def subfolders(root: Path, *, newest_first: bool = False) -> list[Path]:
+    """root's folders (not hidden), by name or newest first: one listing of root and, for the order by time, one
+    stat per folder; no file inside a folder is opened."""
+    if not root.is_dir():
+        return []
+    found = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            try:
+                if entry.is_dir() and not entry.name.startswith("."):
+                    found.append((entry.stat().st_mtime if newest_first else 0.0, entry.name))
+            except OSError:  # removed while listed
+                continue
+    # newest first: equal times by name, last first (run names hold their start time: run-20261202-031500)
+    return [root / name for _, name in sorted(found, reverse=newest_first)]
+
+
+def _shipped(path: Path) -> ModelChoice | None:
+    return _choice(path, path.name, path.name) if _is_checkpoint(path) else None
+
+
+def _run_choices(run: Path) -> list[ModelChoice]:
+    """A run's checkpoints as picker entries, labelled with the run's state."""
+    paths = [RunFiles(run).checkpoint(name) for name in CHECKPOINT_NAMES]
+    if not any(_is_checkpoint(path) for path in paths):
+        return []
+    state = str(read_status(run).get("state", "starting"))[:20] if is_model_path(run) else "unreadable"
+    return [_choice(path, f"run {run.name} / {name} ({state})", f"run/{run.name}/{name}")
+            for name, path in zip(CHECKPOINT_NAMES, paths) if _is_checkpoint(path)]
+
+
+def find_models(limit: int | None = PAGE_SIZE) -> list[ModelChoice]:
+    """The first `limit` models (None: all): shipped checkpoints first (APP_MODEL, the package's default model,
+    then by name), then the best/latest checkpoints of runs (newest run first). Only the folders listed are read,
+    so 20,000 checkpoints cost what 40 do. The app opens the first: a newcomer's first translation is a good one,
     where the Bible model, the command line's default, writes "Dieu créa l'a créé" for Genesis 1:1."""
-    choices = []
-    root = checkpoints_dir()
-    if root.is_dir():
-        shipped = checkpoint_order(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-        for path in sorted(shipped, key=lambda p: p.name != APP_MODEL):  # stable: the rest keep their order
-            if _is_checkpoint(path):
-                choices.append(_choice(path, path.name, path.name))
-    runs = runs_dir()
-    if runs.is_dir():
-        run_dirs = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
-        for run in run_dirs:
-            state = str(read_status(run).get("state", "starting"))[:20] if is_model_path(run) else "unreadable"
-            for name in ("best", "latest"):
-                path = RunFiles(run).checkpoint(name)
-                if _is_checkpoint(path):
-                    choices.append(_choice(path, f"run {run.name} / {name} ({state})", f"run/{run.name}/{name}"))
-    return choices
+    choices: list[ModelChoice] = []
+    full = lambda: limit is not None and len(choices) >= limit  # noqa: E731
+    shipped = checkpoint_order(subfolders(checkpoints_dir()))
+    for path in sorted(shipped, key=lambda p: p.name != APP_MODEL):  # stable: the rest keep their order
+        if full():
+            return choices
+        choices += [c for c in [_shipped(path)] if c is not None]
+    for run in subfolders(runs_dir(), newest_first=True):
+        if full():
+            break
+        choices += _run_choices(run)
+    return choices if limit is None else choices[:limit]
+
+
+def find_model(key: str) -> ModelChoice | None:
+    """The model a link names by its key (`ModelChoice.key`), wherever it is in the list, or None: read from its own
+    folder only, and only inside checkpoints/ or the runs folder."""
+    parts = key.split("/")
+    if len(parts) == 1 and parts[0] not in ("", ".", ".."):
+        path = checkpoints_dir() / parts[0]
+        return _shipped(path) if is_model_path(path) else None
+    if len(parts) == 3 and parts[0] == "run" and parts[1] not in ("", ".", "..") and parts[2] in CHECKPOINT_NAMES:
+        run = runs_dir() / parts[1]
+        return next((c for c in _run_choices(run) if c.key == key), None) if is_model_path(run) else None
+    return None
 
 
 def checkpoint_stamp(path: str | Path) -> float:
@@ -201,6 +243,17 @@ def summary(metadata: dict[str, Any]) -> str:
     return (language_pair(metadata) or "? → ?") + (f": {what}" if what else "")
 
 
+def vocabulary(tokenizer) -> str:
+    """The vocabulary as the Home page states it; a shared one says that the decoder may write any of its pieces."""
+    if tokenizer is None:
+        return "none (checkpoint has no tokenizer)"
+    if tokenizer.shared:
+        return (f"{tokenizer.kind}, one vocabulary of {tokenizer.tgt_vocab_size:,} pieces shared by both languages: "
+                "the decoder may write a source-language piece too (sampling at temperature 1 with no top-k or "
+                "top-p shows some)")
+    return f"{tokenizer.kind}, {tokenizer.src_vocab_size:,} source / {tokenizer.tgt_vocab_size:,} target"
+
+
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
     """The facts the Home page lists about a loaded model."""
     src, tgt = languages(metadata) or ("?", "?")
@@ -211,8 +264,7 @@ def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
         "d_model": str(config.d_model),
         "d_ff": str(config.d_ff),
         "parameters": f"{metadata['n_params']:,}" if "n_params" in metadata else "?",
-        "vocabulary": (f"{tokenizer.kind}, {tokenizer.src_vocab_size:,} source / {tokenizer.tgt_vocab_size:,} target"
-                       if tokenizer is not None else "none (checkpoint has no tokenizer)"),
+        "vocabulary": vocabulary(tokenizer),
         "training data": metadata.get("description", "not recorded"),
         "training steps": str(metadata.get("step", "not recorded")),
     }

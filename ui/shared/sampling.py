@@ -13,6 +13,7 @@ import streamlit as st
 
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.settings import MAX_SEED
+from ui.shared.links import as_param, quoted
 
 PARAMS = ("temperature", "top_k", "top_p", "seed")
 TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE = (0.05, 3.0), (0, 200), (0.05, 1.0)
@@ -37,7 +38,7 @@ def read_sampling(params: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]
         except ValueError:
             value = None
         if value is None or not lo <= value <= hi:
-            problems.append(f"{name} {params[name]!r} in the link is not between {lo} and {hi}.")
+            problems.append(f"{name} {quoted(params[name])} in the link is not between {lo} and {hi}.")
         else:
             values[name] = round(value, 2) if kind is float else value
     return values, problems
@@ -48,11 +49,11 @@ def sampling_params(values: Mapping[str, Any] | None) -> dict[str, str | None]:
     if values is None:
         return {name: None for name in PARAMS}
     return {"search": "sample", "beam": None, "alpha": None, "nbest": None,
-            **{name: f"{values[name]:g}" for name in PARAMS}}
+            **{name: as_param(values[name]) for name in PARAMS}}
 
 
 def _draw_again(key: str) -> None:
-    st.session_state[f"{key}_seed"] = (st.session_state[f"{key}_seed"] + 1) % MAX_SEED
+    st.session_state[f"{key}_seed"] = (st.session_state.get(f"{key}_seed", 0) + 1) % MAX_SEED
 
 
 def sampling_controls(key: str, link: Mapping[str, str], columns: list) -> tuple[SearchSettings, list[str]]:

@@ -93,7 +93,7 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str) 
     tokens = tree.node_prefix(session.history, step, rank)
     st.markdown(f"**Step {step + 1}, rank {rank}** ({node.status}): {plain(tok.decode_target(tokens)) or '∅'} "
                 f"with {code(tok.target_pieces([node.token])[0])} chosen at P = {math.exp(node.log_prob):.3f}, "
-                f"score {node.score:.3f}. Where the decoder looked while it chose that piece:")
+                f"log-probability {node.score:.3f}. Where the decoder looked while it chose that piece:")
     with decode_turn() as on_wait, decode_slot(on_wait):
         att = translator.attention_maps(source_ids, tokens)
     names = views.NAMES["cross"]

@@ -20,7 +20,15 @@ from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
 from ui.shared import class_mode, heatmaps, links, sampling, sentences
-from ui.shared.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
+from ui.shared.models import (
+    PAGE_SIZE,
+    checkpoint_stamp,
+    checkpoints_dir,
+    find_model,
+    find_models,
+    is_model_path,
+    runs_dir,
+)
 from ui.shared.offline_examples import offline_examples
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import DECODE_THREADS, OnWait
@@ -32,9 +40,11 @@ PAGES = [("app.py", "Home", ":material/home:"),
          ("pages/2_Step_by_step.py", "Decode step by step", ":material/step:"),
          ("pages/3_Train.py", "Train", ":material/model_training:"), ("pages/4_Learn.py", "Learn", ":material/school:"),
          ("pages/5_Teaching_guide.py", "Teacher's guide", ":material/menu_book:"),
-         ("pages/6_Explain_heads.py", "Explain heads", ":material/psychology:")]
+         ("pages/6_Explain_heads.py", "Explain heads", ":material/psychology:"),
+         ("pages/7_Dataset.py", "Dataset", ":material/table_chart:")]
 MODEL_KEY = "model_path"  # session state: the checkpoint directory this user explores
 LINK_KEY = "_link"  # session state: the query parameters the page was opened with
+SHOWN_MODELS = "_models_shown"  # session state: how many models the picker lists
 TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword pieces*: a rare word is cut into "
                "pieces it knows (`▁congreg` `ation`). `▁` marks a piece that starts a new word (it stands for the "
                "space before it); a piece without it continues the word before. `<s>` starts the output (the "
@@ -61,8 +71,10 @@ def page_setup(page: str) -> None:
     opened = st.session_state.setdefault("_opened_pages", set())
     st.session_state[LINK_KEY] = {} if page in opened else {k: st.query_params[k] for k in st.query_params}
     opened.add(page)
-    for name in [k for k in st.query_params if k not in (*links.PAGE_PARAMS[page], class_mode.PARAM)]:
-        del st.query_params[name]  # another page's state, or a parameter nobody reads
+    kept = (*links.PAGE_PARAMS[page], class_mode.PARAM)
+    if any(name not in kept for name in st.query_params):  # another page's state, or a parameter nobody reads:
+        # dropped in one message (one per parameter, a thousand of them held the browser for half a minute)
+        st.query_params.from_dict({name: st.query_params.get_all(name) for name in st.query_params if name in kept})
     for path, label, icon in PAGES:
         st.sidebar.page_link(path, label=label, icon=icon)
     st.sidebar.divider()
@@ -83,19 +95,26 @@ def link_problems(problems: Sequence[str]) -> None:
         st.warning(plain(problem), icon=":material/link_off:")  # they quote the link, which anyone can write
 
 
-def share(**params: str | None) -> None:
-    """Write params into the address bar (None removes one); only changed ones, each change is a message."""
+def share(**params: object) -> None:
+    """Write params into the address bar (None removes one; numbers as `links.as_param` writes them); only changed
+    ones, each change is a message."""
     for name, value in params.items():
         if value is None:
             if name in st.query_params:
                 del st.query_params[name]
-        elif st.query_params.get(name) != value:
-            st.query_params[name] = value
+        elif st.query_params.get(name) != links.as_param(value):
+            st.query_params[name] = links.as_param(value)
 
 
 def model_picker() -> None:
-    """Sidebar select box over shipped checkpoints and run checkpoints; the choice lives in session state."""
-    choices = find_models()
+    """Sidebar select box over shipped checkpoints and run checkpoints, a page of them at a time (and the link's, found
+    by its key); the choice lives in session state."""
+    shown = st.session_state.setdefault(SHOWN_MODELS, PAGE_SIZE)
+    choices = find_models(shown + 1)  # one more than shown: whether there are more
+    more, choices = len(choices) > shown, choices[:shown]
+    asked = link().get("model")
+    if asked is not None and asked not in {c.key for c in choices}:
+        choices += [c for c in [find_model(asked)] if c is not None]
     if not choices:
         st.sidebar.info("No model yet.")
         return
@@ -116,6 +135,9 @@ def model_picker() -> None:
     st.sidebar.selectbox("Model", paths, index=paths.index(current), format_func=lambda p: labels.get(p, p),
                          key="_model_select", on_change=_picked)
     st.session_state[MODEL_KEY] = current
+    if more:
+        st.sidebar.button(f"Show {PAGE_SIZE} more models", key="_more_models", on_click=_more_models,
+                          help="Runs are listed newest first, a page at a time.")
     summaries = {c.path: c.summary for c in choices}
     if summaries.get(current):
         st.sidebar.caption(plain(summaries[current]))  # words from a metadata file: text, never Markdown
@@ -124,8 +146,15 @@ def model_picker() -> None:
         share(model=keys[current])
 
 
+def _more_models() -> None:
+    st.session_state[SHOWN_MODELS] += PAGE_SIZE
+
+
 def _picked() -> None:
-    st.session_state[MODEL_KEY] = st.session_state["_model_select"]
+    # A callback may run after its key was dropped (open_model, between the browser's widget state and its rerun):
+    # every callback reads its widget with .get and does nothing without it (tests/test_class_pass3.py).
+    if (path := st.session_state.get("_model_select")) is not None:
+        st.session_state[MODEL_KEY] = path
 
 
 def open_model(path: str) -> None:
@@ -192,7 +221,8 @@ def choice_box(container: Any, label: str, options: Sequence[T], *, key: str, fo
 
 
 def _chosen(key: str, widget: str, options: list) -> None:
-    st.session_state[key] = options[st.session_state[widget]]
+    if (index := st.session_state.get(widget)) is not None:
+        st.session_state[key] = options[index]
 
 
 def chart(container: Any, fig, *, key: str, filename: str, **kwargs) -> Any:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from ui.shared.heatmaps import label_text
+from ui.shared.heatmaps import label_text, short
 
 MODEL, TEMPERED, SAMPLED = "#9aa5b1", "#e39a3b", "#3b75af"
 CHOSEN = "#c0392b"
@@ -64,8 +64,8 @@ def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: st
     Greedy and beam search: the model's probabilities. Sampling: three bars a token, the model's, after
     temperature, and the distribution the token was drawn from (kept: how many tokens it has).
     """
-    labels = [label_text(t) for t in bars.labels]
-    ticks = [(MARK if c else "") + t for t, c in zip(labels, bars.chosen)]
+    labels = [label_text(t) for t in bars.labels]  # whole in the hover, shortened on the axis
+    ticks = [(MARK if c else "") + short(t) for t, c in zip(labels, bars.chosen)]
     sampling = bars.sampled is not None
     traces = [_bar("model", bars.probs, labels, MODEL if sampling else SAMPLED, bars.chosen)]
     if sampling:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from transformer.explain.views.svg import shorten
 from ui.shared.bidi import piece_labels
 
 PER_ROW = 10  # pieces per row: ten columns fit the wide layout of a 1280 px window at any font size the app uses
@@ -18,6 +19,12 @@ STYLE = ("<style>.prob-table{border-collapse:collapse;margin:0.2em 0 0.6em 0}"
          ".prob-table td,.prob-table th{border:1px solid rgba(128,128,128,0.35);padding:2px 8px;text-align:center;"
          "font-weight:normal;white-space:nowrap}.prob-table th{background:rgba(128,128,128,0.08)}"
          ".prob-table td.pos{color:#888;font-size:0.8em}</style>")
+
+
+def readable(p: float) -> str:
+    """A probability in at most 7 characters that never reads as 0 unless it is: 0.412, 0.003, then 2.3e-05 below
+    0.001 (a sampled piece at a high temperature is often that unlikely)."""
+    return f"{p:.3f}" if p >= 0.001 or p == 0 else f"{p:.1e}"
 
 
 def rows(pieces: Sequence[str], probs: Sequence[float], per_row: int = PER_ROW) -> list[list[tuple[int, str, float]]]:
@@ -29,14 +36,21 @@ def rows(pieces: Sequence[str], probs: Sequence[float], per_row: int = PER_ROW) 
     return [cells[i:i + per_row] for i in range(0, len(cells), per_row)]
 
 
+def _heading(label: str) -> str:
+    """A piece's cell: shortened when long, the whole piece then in its title (the hover)."""
+    shown = shorten(label)
+    title = "" if shown == label else f' title="{html.escape(label)}"'
+    return f"<th{title}>{html.escape(shown)}</th>"
+
+
 def probability_table(pieces: Sequence[str], probs: Sequence[float], *, rtl: bool = False,
                       per_row: int = PER_ROW) -> str:
-    """The table as one HTML block (escaped pieces: a piece cannot become markup). rtl lays every row out right to
-    left, the first piece on the right."""
+    """The table as one HTML block (escaped pieces: a piece cannot become markup; a long one shortened, whole in its
+    title). rtl lays every row out right to left, the first piece on the right."""
     direction = ' dir="rtl"' if rtl else ""
     body = []
     for row in rows(pieces, probs, per_row):
         body.append("<tr>" + "".join(f'<td class="pos">{i}</td>' for i, _, _ in row) + "</tr>")
-        body.append("<tr>" + "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in row) + "</tr>")
-        body.append("<tr>" + "".join(f"<td>{p:.3f}</td>" for _, _, p in row) + "</tr>")
+        body.append("<tr>" + "".join(_heading(label) for _, label, _ in row) + "</tr>")
+        body.append("<tr>" + "".join(f"<td>{readable(p)}</td>" for _, _, p in row) + "</tr>")
     return f'{STYLE}<table class="prob-table"{direction}>{"".join(body)}</table>'

@@ -119,7 +119,11 @@ def words_known(metadata: dict | None = None) -> None:
     from transformer.data.spec import CorpusSpec
 
     grammar = CorpusSpec.from_dict(metadata["corpus"]).grammar if metadata and is_teaching(metadata) else None
-    with st.expander("Words the teaching model knows"):
+    # tracked, so that the lexicon (some 30 kB of Markdown) is built and drawn only while the expander is open
+    known = st.expander("Words the teaching model knows", key="words_known_open", on_change="rerun")
+    with known:
+        if not known.open:
+            return
         st.caption("The model was trained on generated sentences over this lexicon only: sentences built from "
                    "these words (\"The young man buys a green bicycle.\") translate well, others do not.")
         query = st.text_input("Search the words (English or French)", key="words_known_search",

@@ -10,8 +10,8 @@ aligns words and agrees with the model's own behaviour (`python -m transformer.e
 - `scores`: AER on gold links and faithfulness to occlusion, per lens and layer
 """
 
-from transformer.explain.lenses.attention import LensMaps, renormalise, rollout
+from transformer.explain.lenses.attention import LayerMaps, LensMaps, renormalise, rollout
 from transformer.explain.lenses.maps import HEADLESS, LABELS, LENSES, as_attention, check_lens, lens_maps
 
-__all__ = ["HEADLESS", "LABELS", "LENSES", "LensMaps", "as_attention", "check_lens", "lens_maps", "renormalise",
-           "rollout"]
+__all__ = ["HEADLESS", "LABELS", "LENSES", "LayerMaps", "LensMaps", "as_attention", "check_lens", "lens_maps",
+           "renormalise", "rollout"]

@@ -41,7 +41,7 @@ def at_least_one(text: str) -> int:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m transformer.explain.lenses", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m transformer.explain.lenses", description=" ".join(__doc__.split()))
     parser.add_argument("--checkpoint", required=True, help="a checkpoint trained on the teaching corpus")
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--json", help="write {lens: {best, layer_mean_aer, faithfulness, ...}} here")

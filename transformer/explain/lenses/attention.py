@@ -9,7 +9,10 @@ of a layer together gives one map per layer (H = 1).
   EMNLP 2020, Eq. 5): alpha^h_ij ||f^h(x_j)||, where f^h(x) = (x W_V^h + b_V^h) W_O^h is what key j sends through
   head h (W_O^h the columns of W^O that read head h). In this pre-LN model x_j is the layer-normalised stream
   the sublayer projects (the encoder memory for cross-attention). Rows are renormalised to sum to 1, so that a
-  lens compares with raw weights; when every ||f^h(x_j)|| is equal the lens equals raw attention.
+  lens compares with raw weights; when every ||f^h(x_j)|| is equal the lens equals raw attention. Those are the
+  per-head maps; the layer's map is Kobayashi et al.'s layer-level measure, the norm of the head-summed vector
+  ||Σ_h alpha^h_ij f^h(x_j)|| (rows renormalised), in `LensMaps.layer_maps`: heads that move opposite vectors
+  cancel there, where a mean of the per-head maps would add them.
 - Shift-Att (Chen et al., "Accurate Word Alignment Induction from Neural Machine Translation", EMNLP 2020, Sec.
   3.1): output token y_t is aligned by the cross-attention of the step at which y_t is the decoder's *input*,
   row t + 1 here. The last output token (normally </s>) is never an input when decoding; we feed it one extra
@@ -19,7 +22,9 @@ of a layer together gives one map per layer (H = 1).
   residual, A~_l = 0.5 mean_h A_l + 0.5 I (rows renormalised), and the encoder's layer l map is
   R_l = A~_l ... A~_1: how much each position draws on each *input* token. Decoder self-attention is rolled out
   the same way; cross-attention of decoder layer l is carried to the source tokens: mean_h A_cross,l R_L with
-  R_L the whole encoder's rollout.
+  R_L the whole encoder's rollout. That product has no residual and carries nothing through the decoder's
+  self-attention (ALTI+'s decoder rollout does both): where layer l reads in the source words, not the share of
+  an output token that comes from them.
 """
 
 from __future__ import annotations
@@ -38,16 +43,28 @@ FAMILY_ATTN = {"enc_self": ("encoder_layers", "self_attn"), "dec_self": ("decode
 
 
 @dataclass(frozen=True)
+class LayerMaps:
+    """One map per layer of all its heads, where a lens defines its own (the norm-weighted lens's
+    ||Σ_h alpha^h_ij f^h(x_j)||): enc_self (1, S, S), dec_self (1, T, T), cross (1, T, S) per layer."""
+
+    enc_self: tuple[Tensor, ...]
+    dec_self: tuple[Tensor, ...]
+    cross: tuple[Tensor, ...]
+
+
+@dataclass(frozen=True)
 class LensMaps:
     """One lens's maps of one sentence. enc_self (H', S, S), dec_self (H', T, T), cross (H', T, S) per layer,
     H' = H or 1; source_share (per decoder layer, (T,)) is the share of each output token that comes from the
-    source, for the lenses that split a token between source and target prefix (ALTI+), else None."""
+    source, for the lenses that split a token between source and target prefix (ALTI+), else None. layer_maps:
+    the layer's own map where the lens defines one (norm-weighted), else None: the layer is the heads' mean."""
 
     lens: str
     enc_self: tuple[Tensor, ...]
     dec_self: tuple[Tensor, ...]
     cross: tuple[Tensor, ...]
     source_share: tuple[Tensor, ...] | None = None
+    layer_maps: LayerMaps | None = None
 
 
 def renormalise(maps: Tensor) -> Tensor:
@@ -87,10 +104,21 @@ def norm_weighted_map(model: Transformer, family: str, layer: int, sub: Sublayer
     return renormalise(sub.weights * value_norms(model, family, layer, sub)[:, None, :])
 
 
+def norm_layer_map(model: Transformer, family: str, layer: int, sub: SublayerTrace) -> Tensor:
+    """Kobayashi et al.'s layer-level ||Σ_h alpha^h_ij f^h(x_j)||, rows renormalised: (1, Lq, Lk)."""
+    stack, name = FAMILY_ATTN[family]
+    moved = head_outputs(getattr(getattr(model, stack)[layer], name), sub.keys_input)  # (H, Lk, D)
+    summed = torch.einsum("hqk,hkd->qkd", sub.weights, moved)  # (Lq, Lk, D): what key j sends query i, all heads
+    return renormalise(summed.norm(dim=-1))[None]
+
+
 def norm_weighted(model: Transformer, trace: Trace) -> LensMaps:
     families = ("enc_self", "dec_self", "cross")
-    return LensMaps("norm", *(tuple(crop(trace, f, norm_weighted_map(model, f, i, s))
-                                    for i, s in enumerate(_sublayers(trace, f))) for f in families))
+    per_head = (tuple(crop(trace, f, norm_weighted_map(model, f, i, s)) for i, s in enumerate(_sublayers(trace, f)))
+                for f in families)
+    layer = (tuple(crop(trace, f, norm_layer_map(model, f, i, s)) for i, s in enumerate(_sublayers(trace, f)))
+             for f in families)
+    return LensMaps("norm", *per_head, layer_maps=LayerMaps(*layer))
 
 
 def shift_att(model: Transformer, trace: Trace, *, norms: bool = False) -> LensMaps:

@@ -45,7 +45,7 @@ class LensScore:
 
     lens: str
     heads: list[list[float]]  # AER [layer][head]
-    layer_mean: list[float]  # AER of each layer's mean of heads
+    layer_mean: list[float]  # AER of each layer's map: the mean of its heads, or the lens's own (norm-weighted)
     faithfulness_heads: list[list[float]]  # mean Spearman [layer][head]
     sentences: int
     skipped: int
@@ -128,7 +128,9 @@ class _Tally:
         self.rho = [[0.0] * n_heads for _ in range(n_layers)]
         self.rho_n = [[0] * n_heads for _ in range(n_layers)]
 
-    def add(self, cross: Sequence[Tensor], src_words, tgt_words, ex: AlignedExample, drops: Tensor) -> None:
+    def add(self, cross: Sequence[Tensor], src_words, tgt_words, ex: AlignedExample, drops: Tensor,
+            layer_maps: Sequence[Tensor] | None = None) -> None:
+        """layer_maps: the lens's own map of each layer (1, T, S), else the layer is the mean of its heads."""
         for layer, maps in enumerate(cross):
             per_head = word_attention(maps.float().cpu(), tgt_words, src_words)  # (H', Wt, Ws)
             rho = spearman(per_head, drops.expand_as(per_head))  # (H', Wt)
@@ -137,7 +139,9 @@ class _Tally:
                 kept = rho[head][~rho[head].isnan()]
                 self.rho[layer][head] += kept.sum().item()
                 self.rho_n[layer][head] += kept.numel()
-            self.means[layer] += count_links(argmax_links(per_head.mean(dim=0)), ex.links, ex.possible)
+            whole = (per_head.mean(dim=0) if layer_maps is None else
+                     word_attention(layer_maps[layer].float().cpu(), tgt_words, src_words)[0])  # (Wt, Ws)
+            self.means[layer] += count_links(argmax_links(whole), ex.links, ex.possible)
 
     def result(self, lens: str, sentences: int, skipped: int) -> LensScore:
         rho = [[s / n if n else float("nan") for s, n in zip(row, ns)] for row, ns in zip(self.rho, self.rho_n)]
@@ -168,7 +172,8 @@ def score_lenses(model: Transformer, tokenizer, examples: Sequence[AlignedExampl
         for lens in lenses:
             maps = LENSES[lens](model, traced)
             tally = tallies.setdefault(lens, _Tally(len(maps.cross), maps.cross[0].size(0)))
-            tally.add(maps.cross, src_words, tgt_words, ex, drops)
+            tally.add(maps.cross, src_words, tgt_words, ex, drops,
+                      None if maps.layer_maps is None else maps.layer_maps.cross)
         sentences += 1
         if (index + 1) % 50 == 0:
             log.info("scored %d of %d sentences", index + 1, len(examples))

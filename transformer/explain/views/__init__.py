@@ -6,6 +6,8 @@ HTML fragment of SVG and inline JS, no CDN, built from the same tensors as the a
 - `heatmaps`: every head as a small SVG heatmap (`grid`)
 - `cell_flow`: Eq. 1 for one query of one head, stage by stage, with the model's numbers (`flow`)
 - `beam_tree`: the beam search tree, laid out by step and rank (`tree`)
+- `one_token`: one output token through the whole model, embedding to softmax, with a temperature slider
+  (`token_flow`, over `transformer.explain.flow`)
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from transformer.decoding.search import HypothesisStep, SearchStep
-from transformer.decoding.translate import TranslationAttention
+from transformer.decoding.translate import TranslationAttention, Translator
 from transformer.explain.arithmetic import CellArithmetic
 from transformer.explain.views.flow import flow_view, input_name
 from transformer.explain.views.grid import heatmap_svg, heatmaps_from
 from transformer.explain.views.lines import head_view_from, model_view_from
 from transformer.explain.views.svg import View, column_is_rtl
+from transformer.explain.views.token_flow import stage_label, token_flow_view
 from transformer.explain.views.tree import beam_tree_from, beam_tree_svg, node_prefix, winning_nodes
 
 FAMILIES = ("enc_self", "dec_self", "cross")
@@ -88,6 +91,21 @@ def cell_flow(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     return flow_view(cell, query_label, key_labels, key, reveal=reveal)
 
 
+def one_token(translator: Translator, text: str, token: int = 0, *, stage: str | None = None, seed: int = 0,
+              font_px: int = 13) -> View:
+    """Output token `token` of the translation of `text` (greedy search) through the whole model: the flow view
+    (`transformer.explain.flow.token_flow`) with `stage` open."""
+    from transformer.explain.flow import token_flow, translation_inputs
+
+    translation = translator.translate(text)
+    flow = token_flow(translator.model, *translation_inputs(translation, translator.specials), token,
+                      specials=translator.specials)
+    tok = translator.tokenizer
+    return token_flow_view(flow, tok.source_pieces, tok.target_pieces, stage=stage, seed=seed, font_px=font_px,
+                           title=f"{text} → {translation.text}")
+
+
 __all__ = ["FAMILIES", "View", "beam_tree", "beam_tree_svg", "cell_flow", "column_is_rtl", "family_labels",
            "flow_view", "head_view", "head_view_from", "heatmap_svg", "heatmaps", "heatmaps_from", "input_name",
-           "model_view", "model_view_from", "node_prefix", "step_head_view", "winning_nodes"]
+           "model_view", "model_view_from", "node_prefix", "one_token", "stage_label", "step_head_view",
+           "token_flow_view", "winning_nodes"]

@@ -12,7 +12,17 @@ import numpy as np
 
 from transformer.explain import checks
 from transformer.explain.views.lines import MIN_WEIGHT, as_maps
-from transformer.explain.views.svg import BASE_CSS, View, anchored, column_is_rtl, esc, is_rtl, shorten, text_width
+from transformer.explain.views.svg import (
+    BASE_CSS,
+    HOVER_CHARS,
+    View,
+    anchored,
+    column_is_rtl,
+    esc,
+    is_rtl,
+    shorten,
+    text_width,
+)
 
 CELL = 12  # px of one weight
 LABEL_CHARS = 14
@@ -36,18 +46,20 @@ def heatmap_svg(matrix, query_labels: Sequence[str], key_labels: Sequence[str], 
     for j, label in enumerate(key_labels):
         x = col_x(j) + CELL / 2 + 3
         parts.append(f'<text class="col" data-j="{j}" transform="translate({x:.1f},{top - 4}) rotate(-90)"'
-                     f">{esc(shorten(label, LABEL_CHARS))}</text>")
+                     f"><title>{esc(shorten(label, HOVER_CHARS))}</title>{esc(shorten(label, LABEL_CHARS))}</text>")
     for i, label in enumerate(query_labels):
         if row_labels:
             parts.append(f'<text class="row" data-i="{i}" x="{left - 4}" y="{top + i * CELL + CELL - 2}" '
-                         f'{anchored("right", is_rtl(label))}>{esc(shorten(label, LABEL_CHARS))}</text>')
+                         f'{anchored("right", is_rtl(label))}><title>{esc(shorten(label, HOVER_CHARS))}</title>'
+                         f"{esc(shorten(label, LABEL_CHARS))}</text>")
         for j in range(n_k):
             w = float(matrix[i][j])
             if w < MIN_WEIGHT:
                 continue
             parts.append(f'<rect x="{col_x(j)}" y="{top + i * CELL}" width="{CELL - 1}" height="{CELL - 1}" '
                          f'fill="#08306b" fill-opacity="{w:.3f}" data-i="{i}" data-j="{j}"><title>'
-                         f"{esc(label)} → {esc(key_labels[j])}: {w:.3f}</title></rect>")
+                         f"{esc(shorten(label, HOVER_CHARS))} → {esc(shorten(key_labels[j], HOVER_CHARS))}: "
+                         f"{w:.3f}</title></rect>")
     parts.append(f'<rect x="{left - 0.5}" y="{top - 0.5}" width="{n_k * CELL}" height="{n_q * CELL}" fill="none" '
                  'stroke="#ccc"/>')
     return (f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '

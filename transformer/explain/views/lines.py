@@ -18,6 +18,7 @@ from transformer.explain import checks
 from transformer.explain.views.svg import (
     BASE_CSS,
     HEAD_COLOURS,
+    LABEL_CHARS,
     View,
     anchored,
     column_is_rtl,
@@ -31,7 +32,6 @@ from transformer.explain.views.svg import (
 MIN_WEIGHT = 0.005  # lines fainter than this are invisible at opacity = weight, and left out
 ROW = 20  # px per token
 GAP = 240  # px between the two columns, where the lines run
-LABEL_CHARS = 24  # longer labels are shortened (the full piece is in its title)
 THUMB_W, THUMB_H = 96, 140  # px of a model view drawing
 HIDDEN = ' style="display:none"'
 
@@ -97,6 +97,8 @@ def _lines(maps: np.ndarray, layer: int, head: int, positions: Sequence[int], x_
 
 
 def _head_boxes(n_heads: int, on: set[int]) -> str:
+    if n_heads == 1:  # one map per layer (a layer-level lens): no head to switch
+        return ""
     boxes = "".join(f'<label><input type="checkbox" class="head" value="{h}"{" checked" if h in on else ""}>'
                     f'<span class="sw" style="background:{HEAD_COLOURS[h % len(HEAD_COLOURS)]}"></span>head {h}'
                     "</label>" for h in range(n_heads))

@@ -1,10 +1,10 @@
 """The beam search tree as SVG that still reads at 20+ steps (as NMTVis's navigable beam tree; Munz et al., 2021,
 "Visual-Interactive Neural Machine Translation").
 
-Nodes are laid out by step (x) and rank (y: best score on top), so every label owns one cell of the grid and
-no two labels can overlap; a long piece is shortened to fit its cell and shown whole on hover, with its
-probability and the hypothesis's score. The winning path is drawn strongly; finished (</s>), length-stopped and
-pruned nodes each have their own shape and colour. Clicking a node marks its path (in the app: opens that
+Nodes are laid out by step (x) and rank (y: best on top), so every label owns one cell of the grid and no two
+labels can overlap; a long piece is shortened to fit its cell and shown whole on hover, with its probability and
+the hypothesis's log-probability. The winning path is drawn strongly; finished (</s>), length-stopped and pruned
+nodes each have their own shape and colour. Clicking a node marks its path (in the app: opens that
 hypothesis at that step).
 """
 
@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from transformer.decoding.search import SearchStep
-from transformer.explain.views.svg import BASE_CSS, View, anchored, esc, is_rtl, new_id, shorten, text_width
+from transformer.explain.views.svg import BASE_CSS, HOVER_CHARS, View, anchored, esc, fit, is_rtl, new_id, shorten
 
 COL, ROW, RADIUS, FONT_PX = 92, 24, 5, 11  # px: a step's column, a rank's row, a node, the labels' font
 LEFT, TOP = 34, 44  # px: room for the root <s> and the step numbers
@@ -60,11 +60,7 @@ def winning_nodes(steps: Sequence[SearchStep], best: Sequence[int]) -> set[tuple
 
 
 def _fit(label: str) -> str:
-    room = COL - 2 * RADIUS - 10
-    limit = len(label)
-    while limit > 1 and text_width(shorten(label, limit), FONT_PX) > room:
-        limit -= 1
-    return shorten(label, limit)
+    return fit(label, COL - 2 * RADIUS - 10, FONT_PX)
 
 
 def _marker(status: str, x: float, y: float, win: bool) -> str:
@@ -109,11 +105,11 @@ def beam_tree_svg(steps: Sequence[SearchStep], pieces: Callable[[list[int]], lis
                          f'stroke-opacity="{1 if on_path else 0.7}"' + (f' stroke-dasharray="{dash}"' if dash else "")
                          + "/>")
             piece = pieces([node.token])[0]
-            prefix = " ".join(pieces(node_prefix(steps, t, rank)))
-            summary = (f"step {t + 1}, rank {rank}: {piece} ({node.status}); P = {math.exp(node.log_prob):.3f}, "
-                       f"score {node.score:.3f}; hypothesis: {prefix}")
+            prefix = " ".join(shorten(p) for p in pieces(node_prefix(steps, t, rank)))
+            summary = (f"step {t + 1}, rank {rank}: {shorten(piece)} ({node.status}); P = {math.exp(node.log_prob):.3f}"
+                       f", log-probability {node.score:.3f}; hypothesis: {shorten(prefix, HOVER_CHARS)}")
             title = (f"{piece}\nstep {t + 1}, rank {rank}: {STYLES.get(node.status, ('', '', node.status))[2]}\n"
-                     f"P({piece} | prefix) = {math.exp(node.log_prob):.3f}\nscore (log P of the hypothesis) = "
+                     f"P({piece} | prefix) = {math.exp(node.log_prob):.3f}\nlog-probability of the hypothesis = "
                      f"{node.score:.3f}\n{shorten(prefix, 120)}")
             classes = f"node {node.status}" + (" win" if on_path else "")
             nodes.append(f'<g class="{classes}" data-id="{t}-{rank}" data-up="{up}" data-step="{t}" '

@@ -1,0 +1,207 @@
+"""A split as a table (transformer.explain.dataset, issue 40): columns and numbers on the teaching test split, the
+corpus scores equal transformer-evaluate's, slices, the cache (read back, corrupt, resumed), TSVs, the projector."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import sacrebleu
+import torch
+
+import transformer.explain.dataset as dataset
+from transformer.decoding.evaluate import corpus_scores, evaluate_checkpoint
+from transformer.decoding.translate import Translator, find_checkpoint
+from transformer.explain import cross_attention_aer, head_statistics
+from transformer.explain.dataset import DatasetError, dataset_table, model_split, read_tsv, tsv_split
+from transformer.explain.dataset_cache import cache_path
+from transformer.explain.dataset_slices import (
+    best_lens,
+    pca_2d,
+    projector_points,
+    slice_metrics,
+    slice_statistics,
+    slices,
+)
+
+TEACHING = "checkpoints/en-fr-teaching"
+LIMIT = 20
+pytestmark = pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return Translator(TEACHING, batch_size=64)
+
+
+@pytest.fixture(scope="module")
+def split(translator):
+    return model_split(translator.checkpoint.metadata, "test", limit=LIMIT)
+
+
+@pytest.fixture(scope="module")
+def result(translator, split, tmp_path_factory):
+    return dataset_table(translator, split, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def small(split, n=6):
+    return dataclasses.replace(split, pairs=split.pairs[:n], gold=split.gold[:n], constructions=split.constructions[:n],
+                               key=f"{split.key}:first{n}", note="")
+
+
+def test_the_table_has_every_column_and_each_number_is_the_sentence_score(result, split):
+    table = result.table
+    assert list(table.columns) == ["sentence", "source", "reference", "translation", "chrf", "bleu", "length_ratio",
+                                   "mean_prob", "src_words", "length_bucket", "constructions", "exact", "aer"]
+    assert len(table) == LIMIT and result.complete
+    assert result.notes == (f"the first {LIMIT} of 500 sentences",)
+    assert [(s, r) for s, r in zip(table["source"], table["reference"])] == list(split.pairs)
+    for row in table.itertuples():
+        assert row.chrf == pytest.approx(sacrebleu.sentence_chrf(row.translation, [row.reference]).score)
+        assert row.bleu == pytest.approx(sacrebleu.sentence_bleu(row.translation, [row.reference]).score)
+        assert row.exact == (row.translation == row.reference)
+        assert 0.0 < row.mean_prob <= 1.0 and 0.0 <= row.aer <= 100.0 and row.constructions
+    # the shipped model gets nearly all of the teaching test right (96% exact over 500 in its card)
+    assert table["exact"].mean() >= 0.8
+    assert (table.loc[table["exact"], "chrf"] == 100.0).all()
+
+
+def test_the_corpus_scores_equal_transformer_evaluate_on_the_same_split(result):
+    evaluated = evaluate_checkpoint(TEACHING, "test", limit=LIMIT)
+    assert evaluated["sentences"] == LIMIT
+    ours = result.corpus_scores
+    assert (ours["bleu"], ours["chrf"]) == (evaluated["bleu"], evaluated["chrf"])
+    assert ours["bleu_signature"] == evaluated["bleu_signature"]
+    assert [s["hypothesis"] for s in evaluated["samples"]] == list(result.table["translation"][:10])
+
+
+def test_slices_partition_or_cover_the_split_and_their_numbers_are_corpus_scores(result):
+    table, n = result.table, LIMIT
+    by_length = slices(result, "length")
+    assert sum(m.sum() for m in by_length.values()) == n and (np.sum(list(by_length.values()), 0) == 1).all()
+    by_construction = slices(result, "construction")
+    assert (np.sum(list(by_construction.values()), 0) >= 1).all()  # every sentence is in at least one
+    for name, mask in by_construction.items():
+        assert all(name in c.split(", ") for c in table["constructions"][mask])
+    word = table["source"][0].split()[1].lower()
+    with_word = slices(result, "word", word)
+    masks = list(with_word.values())
+    assert masks[0][0] and (masks[0] ^ masks[1]).all()
+    everything = slice_metrics(result, {"all": np.ones(n, dtype=bool)}).iloc[0]
+    scores = corpus_scores(list(table["translation"]), list(table["reference"]))
+    assert (everything["bleu"], everything["chrf"], everything["sentences"]) == (scores["bleu"], scores["chrf"], n)
+    assert everything["exact"] == pytest.approx(100.0 * table["exact"].mean())
+    metrics = slice_metrics(result, by_construction)
+    assert list(metrics["slice"]) == list(by_construction)
+    assert list(metrics["sentences"]) == [int(m.sum()) for m in by_construction.values()]
+    with pytest.raises(DatasetError, match="one word"):
+        slices(result, "word", "two words")
+    with pytest.raises(DatasetError, match="slice by one of"):
+        slices(result, "colour")
+
+
+def test_a_slices_head_statistics_and_aer_equal_the_explain_functions_over_its_sentences(result, translator, split):
+    model, tokenizer = translator.model, translator.tokenizer
+    mask = np.zeros(LIMIT, dtype=bool)
+    mask[[0, 3, 5, 8]] = True
+    ours = slice_statistics(result, mask)
+    theirs = head_statistics(model, tokenizer, [split.pairs[i] for i in np.flatnonzero(mask)])
+    assert ours.sentences == theirs.sentences == 4
+    for family, by_name in theirs.values.items():
+        for name, values in by_name.items():
+            assert torch.allclose(ours.get(family, name), values, equal_nan=True, atol=1e-6), (family, name)
+    reference = cross_attention_aer(model, tokenizer, [split.gold[i] for i in np.flatnonzero(mask)])
+    lens, _, value = best_lens(result, mask)
+    assert lens == "raw" and value == pytest.approx(reference.best[2])
+
+
+def test_the_second_call_reads_the_cache_and_a_corrupt_one_is_recomputed_with_a_message(translator, split, tmp_path,
+                                                                                         monkeypatch):
+    few = small(split)
+    first = dataset_table(translator, few, cache_dir=tmp_path)
+    files = list(tmp_path.glob("dataset-*.safetensors"))
+    assert len(files) == 1
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("computed again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(dataset, "_chunk", no_compute)
+        again = dataset_table(translator, few, cache_dir=tmp_path)
+    assert again.table.equals(first.table) and again.notes == ()
+    assert torch.equal(again.arrays["tokens.encoder.states"], first.arrays["tokens.encoder.states"])
+    files[0].write_bytes(files[0].read_bytes()[:100])  # truncated
+    recomputed = dataset_table(translator, few, cache_dir=tmp_path)
+    assert len(recomputed.notes) == 1 and "unusable and is recomputed" in recomputed.notes[0]
+    assert recomputed.table.equals(first.table)
+    assert dataset_table(translator, few, cache_dir=tmp_path).notes == ()  # rewritten whole
+
+
+def test_a_run_stopped_at_its_time_cap_goes_on_from_the_cache(translator, split, tmp_path, monkeypatch):
+    few = small(split, 5)
+    monkeypatch.setattr(dataset, "CHUNK", 2)
+    clock = iter(range(0, 1000, 10))
+    monkeypatch.setattr(dataset.time, "perf_counter", lambda: next(clock))  # 10 s a look: one chunk of 2, then the cap
+    partial = dataset_table(translator, few, cache_dir=tmp_path, max_seconds=15)
+    assert not partial.complete and len(partial.table) == 2
+    assert "Stopped at the 15 s cap after 2 of 5 sentences" in partial.notes[-1]
+    whole = dataset_table(translator, few, cache_dir=tmp_path)
+    assert whole.complete and len(whole.table) == 5
+    assert whole.table.drop(columns="aer").iloc[:2].equals(partial.table.drop(columns="aer"))
+    fresh = dataset_table(translator, few)
+    assert list(fresh.table["translation"]) == list(whole.table["translation"])
+    assert (fresh.arrays["tokens.decoder.sentence"] == whole.arrays["tokens.decoder.sentence"]).all()
+    assert cache_path(tmp_path, {"other": 1}) != next(tmp_path.glob("dataset-*"))
+
+
+def test_a_tsv_is_read_with_its_bad_line_named(translator):
+    assert read_tsv("\ufeffI see.\tJe vois.\n\nHello.\tBonjour.\tCC-BY\n") == [("I see.", "Je vois."),
+                                                                             ("Hello.", "Bonjour.")]
+    with pytest.raises(DatasetError, match="line 2 is not `source<TAB>reference`"):
+        read_tsv("I see.\tJe vois.\nno tab here\n")
+    with pytest.raises(DatasetError, match="no sentence pair"):
+        read_tsv("\n \n")
+    split = tsv_split("The man sees the dog.\tL'homme voit le chien.\nI see.\tJe vois.\n", limit=1)
+    assert split.pairs == (("The man sees the dog.", "L'homme voit le chien."),) and split.note == \
+        "the first 1 of 2 sentences"
+    table = dataset_table(translator, split).table
+    assert "exact" not in table and "constructions" not in table and len(table) == 1
+
+
+def test_bad_arguments_are_refused_by_name(translator, split):
+    with pytest.raises(DatasetError, match="split must be one of dev, test"):
+        model_split(translator.checkpoint.metadata, "train")
+    with pytest.raises(DatasetError, match="limit must be a whole number from 1 to 2000"):
+        model_split(translator.checkpoint.metadata, "test", limit=0)
+    with pytest.raises(DatasetError, match="does not say which corpus"):
+        model_split({}, "test")
+    with pytest.raises(ValueError, match="unknown lens 'x'"):
+        dataset_table(translator, split, lenses=("x",))
+    with pytest.raises(DatasetError, match="max_seconds must be positive"):
+        dataset_table(translator, split, max_seconds=0)
+
+
+def test_the_projector_places_every_token_by_pca(result):
+    points = projector_points(result, "encoder")
+    assert len(points) == sum(len(p) for p in result.pieces["encoder"])
+    first = points.iloc[1]
+    assert first["token"] == result.pieces["encoder"][0][1] and f"[{first['token']}]" in first["context"]
+    decoder = projector_points(result, "decoder")
+    assert len(decoder) == sum(len(p) for p in result.pieces["decoder"])
+    rng = np.random.default_rng(0)
+    line = np.outer(rng.normal(size=50), [3.0, 4.0, 0.0]) + 1.0  # points on one line through (1, 1, 1)
+    xy = pca_2d(line)
+    assert np.allclose(np.abs(xy[:, 0]), np.linalg.norm(line - line.mean(0), axis=1)) and np.allclose(xy[:, 1], 0)
+    with pytest.raises(DatasetError, match="side must be one of encoder, decoder"):
+        projector_points(result, "middle")
+
+
+def test_a_bible_test_split_scores_as_transformer_evaluate_and_has_no_teaching_columns():
+    path = "checkpoints/en-ar-bible"
+    translator = Translator(path, batch_size=64)
+    result = dataset_table(translator, model_split(translator.checkpoint.metadata, "test", limit=5))
+    evaluated = evaluate_checkpoint(path, "test", limit=5)
+    assert (result.corpus_scores["bleu"], result.corpus_scores["chrf"]) == (evaluated["bleu"], evaluated["chrf"])
+    assert "exact" not in result.table and "aer" not in result.table and "constructions" not in result.table
+    with pytest.raises(DatasetError, match="only the teaching corpus has constructions"):
+        slices(result, "construction")
+    assert sum(m.sum() for m in slices(result, "length").values()) == 5

@@ -1,0 +1,45 @@
+"""Real browser: the Dataset page on the teaching test split shows the table and the projector, and a sentence's
+link opens it on Translate (issue 40). Shares the server of tests/test_e2e.py (skipped there, and so here, without
+chromium)."""
+
+import re
+import urllib.parse
+
+import pytest
+from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip)
+
+from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
+    EXCEPTION,
+    PLOT,
+    browser_context_args,
+    browser_type_launch_args,
+    server,
+)
+from transformer.decoding.translate import find_checkpoint
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(find_checkpoint() is None, reason="no shipped teaching model")]
+
+
+def test_the_dataset_page_shows_the_table_and_the_projector_and_opens_a_sentence(server, page):  # noqa: F811
+    page.goto(f"{server}/Dataset?model=en-fr-teaching&split=test&limit=10")
+    expect(page.get_by_role("heading", name="Projector")).to_be_visible(timeout=180_000)  # after the computation
+    expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(2, timeout=60_000)  # slices, sentences
+    expect(page.get_by_text("The first 10 of 500 sentences")).to_be_visible()
+    projector = page.locator(PLOT).last
+    projector.scroll_into_view_if_needed()
+    expect(projector.locator(".gl-canvas, canvas").first).to_be_attached(timeout=60_000)  # WebGL scatter
+    expect(projector.locator(".gtitle")).to_contain_text("tokens of 10 sentences, final encoder states (PCA)")
+    assert page.locator(EXCEPTION).count() == 0
+    link = page.get_by_role("link", name="Translate", exact=True).last  # under "Open one sentence"
+    href = link.get_attribute("href")
+    sentence = urllib.parse.parse_qs(href.split("?", 1)[1])["text"][0]
+    if link.get_attribute("target") == "_blank":
+        with page.context.expect_page() as opened:
+            link.click()
+        page = opened.value
+    else:
+        link.click()
+    page.wait_for_url(re.compile(r"/Translate\?"), timeout=60_000)
+    expect(page.get_by_role("heading", name="Translate & Attention").first).to_be_visible(timeout=60_000)
+    expect(page.get_by_label(re.compile("English sentence"))).to_have_value(sentence, timeout=60_000)
+    assert page.locator(EXCEPTION).count() == 0

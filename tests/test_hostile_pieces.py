@@ -1,0 +1,149 @@
+"""Pieces a crafted vocabulary may hold (issue 41 items 1 and 2): markup that would end or comment out an inline
+script, and pieces thousands of characters long. Every view keeps its script whole and every label short (the
+full piece in its title or hover), and shortening runs in linear time. The browser's side:
+tests/test_views_browser.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+
+from tests.app_fixtures import make_checkpoint
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translator
+from transformer.explain import cell_arithmetic, views
+from transformer.explain.views import svg, tree
+from transformer.model.checkpoint import load_checkpoint
+
+HOSTILE = "<!--<script>"
+SCRIPT = re.compile(r"<script>(.*?)</script>", flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def translator(tmp_path_factory) -> Translator:
+    return Translator(load_checkpoint(make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny")))
+
+
+def hostile_views(translator: Translator, piece: str) -> dict[str, views.View]:
+    """Every view of the package, drawn with `piece` in place of every token label."""
+    t = translator.translate("the woman reads a book .", attention=True)
+    att = t.attention
+    crafted = type(att)(**{**att.__dict__, "source_pieces": [piece] * len(att.source_pieces),
+                           "target_pieces": [piece] * len(att.target_pieces),
+                           "target_input_pieces": [piece] * len(att.target_input_pieces)})
+    start = translator.specials.start
+    cell = cell_arithmetic(translator.model, t.source_ids, [start, *t.token_ids[:-1]], "cross", 0, 1, 1)
+    session = translator.session("the cat sleeps .", SearchSettings(beam_size=3, max_len_a=0, max_len_b=4))
+    session.run_to_end()
+    return {"cell_flow": views.cell_flow(cell, piece, [piece] * len(t.source_ids)),
+            "head_view": views.head_view(crafted), "model_view": views.model_view(crafted),
+            "heatmaps": views.heatmaps(crafted),
+            "beam_tree": views.beam_tree(session.history, lambda ids: [piece] * len(ids), session.finished[0].tokens)}
+
+
+def test_data_in_an_inline_script_never_holds_a_less_than_sign():
+    text = svg.data_json({"label": HOSTILE + "</script><b>", "n": 1})
+    assert "<" not in text and ">" not in text and "&" not in text.replace("\\u0026", "")
+    assert json.loads(text) == {"label": HOSTILE + "</script><b>", "n": 1}  # the same value, read back
+
+
+def test_every_views_scripts_stay_whole_with_a_piece_that_opens_a_comment_and_a_script(translator):
+    for name, view in hostile_views(translator, HOSTILE).items():
+        bodies = SCRIPT.findall(view.html)
+        assert view.html.count("<script>") == len(bodies) == view.html.count("</script>"), name
+        for body in bodies:  # inside a script "<!--" then "<script" would swallow its closing tag
+            assert "<!--" not in body and "<script" not in body, name
+    flow = hostile_views(translator, HOSTILE)["cell_flow"].html
+    data = json.loads(re.search(r",(\{.*\})\);</script>", flow).group(1))
+    assert data["query"] == HOSTILE and {k["label"] for k in data["keys"]} == {HOSTILE}
+
+
+def test_the_html_reports_scripts_stay_whole_with_such_pieces(translator):
+    from ui.explain.html_report import sentence_report
+
+    t = translator.translate("the cat sleeps .", attention=True)
+    att = t.attention
+    crafted = type(att)(**{**att.__dict__, "source_pieces": [HOSTILE] * len(att.source_pieces),
+                           "target_pieces": [HOSTILE] * len(att.target_pieces),
+                           "target_input_pieces": [HOSTILE] * len(att.target_input_pieces)})
+    report = sentence_report(dataclasses.replace(t, attention=crafted, target_pieces=crafted.target_pieces),
+                             model=HOSTILE)
+    bodies = re.findall(r"<script[^>]*>(.*?)</script>", report, flags=re.S)[1:]  # after plotly.js itself
+    assert len(bodies) > 9  # the head views' and every map's
+    assert not [b for b in bodies if "<!--" in b or "<script" in b]
+
+
+LONG = "W" * 5000
+
+
+def test_fitting_a_label_costs_what_fits_not_the_pieces_length():
+    room, font = tree.COL - 2 * tree.RADIUS - 10, tree.FONT_PX
+    assert [svg.fit(w, room, font) for w in ("W" * 1000, "W" * 8000)] == [tree._fit("W" * 20)] * 2
+    assert svg.text_width(tree._fit("W" * 8000), font) <= room and tree._fit("ok") == "ok"
+    for label in ("▁commencement" * 3, "a", "日本語の文章です" * 4, "W" * 11):  # the longest shortening that fits
+        fitted = svg.fit(label, room, font)
+        longer = label if len(fitted) >= len(label) else label[:len(fitted)] + "…"
+        assert svg.text_width(fitted, font) <= room or len(fitted) <= 2
+        assert fitted == label or svg.text_width(longer, font) > room
+
+    def seconds(n: int) -> float:
+        label = "W" * n
+        return min(_timed(lambda: tree._fit(label)) for _ in range(3))
+
+    assert seconds(8000) < 16 * seconds(1000)  # linear would be 8 times, quadratic 64 times: here it is constant
+
+
+def _timed(work) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def test_a_5000_character_piece_is_shortened_everywhere_it_is_drawn(translator):
+    from ui.shared import heatmaps
+    from ui.step import candidate_bars
+    from ui.translate.probability_table import probability_table
+
+    table = probability_table(["▁a", LONG, "</s>"], [0.5, 0.25, 0.25])
+    heads = re.findall(r"<th(?: title=\"(.*?)\")?>(.*?)</th>", table)
+    assert heads == [("", "▁a"), (LONG, "W" * 23 + "…"), ("", "&lt;/s&gt;")]  # a long one whole in its title
+    assert len(table) < len(LONG) + 1000
+
+    fig = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["▁a", LONG], ["<s>", LONG, "b"]).to_dict()["layout"]
+    assert max(map(len, fig["xaxis"]["ticktext"] + fig["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
+    assert fig["margin"]["l"] <= 220 and fig["margin"]["t"] < 300 and fig["height"] < 500
+    bars = candidate_bars.candidates_figure(candidate_bars.ordered([4, 5], [LONG, "b"], [0.6, 0.3], chosen=()))
+    assert max(map(len, bars.to_dict()["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
+    assert LONG in bars.to_dict()["data"][0]["customdata"]  # whole in the hover
+
+    views_ = hostile_views(translator, LONG)
+    for name, view in views_.items():  # no label drawn longer than LABEL_CHARS; sizes bounded
+        shown = re.findall(r"<text[^>]*>(?:<title>[^<]*</title>)?([^<]*)</text>", view.html)
+        assert shown and max(map(len, shown)) <= svg.LABEL_CHARS, name
+        assert view.width < 3000 and view.height < 3000, name
+
+
+def test_the_logit_lens_table_shortens_a_long_piece(translator):
+    from transformer.explain.logit_lens import logit_lens
+    from ui.explain.attribution_figures import lens_table
+
+    t = translator.translate("the cat sleeps .", attention=False)
+    lens = logit_lens(translator.model, t.source_ids, t.token_ids, specials=translator.specials)
+    fig = lens_table(lens, [LONG] * len(t.token_ids), lambda _: LONG).to_dict()
+    cells = [c.removeprefix("<b>").removesuffix("</b>") for row in fig["data"][0]["text"] for c in row]
+    assert max(map(len, cells + fig["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
+    assert fig["layout"]["margin"]["l"] < 400
+    assert len(json.dumps(fig)) < 100_000  # the hovers hold at most HOVER_CHARS of it, once per cell
+
+
+def test_output_pieces_written_as_text_are_shortened_too():
+    from ui.explain import attribution, one_sentence
+
+    for marked in (one_sentence.marked, attribution._marked):
+        shown = marked([LONG, "▁a"], [True, False])
+        assert len(shown) < 100 and shown.endswith("▁a") and "…" in shown

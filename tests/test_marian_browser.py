@@ -64,7 +64,7 @@ def test_every_page_opens_on_the_full_size_model(server, page, tmp_path):
     page.goto(server + "/")
     expect(page.get_by_role("heading", name="Attention Explorer")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("6 encoder + 6 decoder")).to_be_visible(timeout=60_000)  # the model is loaded
-    expect(page.get_by_text("59,514 source / 59,514 target").first).to_be_visible()
+    expect(page.get_by_text("one vocabulary of 59,514 pieces").first).to_be_visible()
     assert page.locator(EXCEPTION).count() == 0
 
     page.goto(server + "/Translate?" + text_link())
@@ -99,4 +99,10 @@ def test_every_page_opens_on_the_full_size_model(server, page, tmp_path):
     expect(page.get_by_text("Translation:")).to_be_visible(timeout=60_000)
     page.wait_for_timeout(2000)  # the rest of the view after the translation
     page.screenshot(path=str(tmp_path / "ablate.png"), full_page=True)
+
+    page.goto(server + "/Dataset?split=teaching-test&limit=10")
+    expect(page.get_by_role("heading", name="Dataset")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("records no training corpus")).to_be_visible(timeout=60_000)
+    page.wait_for_timeout(2000)
+    assert page.locator(EXCEPTION).count() == 0
     assert page.locator(EXCEPTION).count() == 0

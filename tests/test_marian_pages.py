@@ -29,7 +29,7 @@ from ui.shared.models import describe, find_models, languages, no_corpus, source
 
 NAME = "opus-mt-en-fr"
 PAGES = ["pages/1_Translate.py", "pages/2_Step_by_step.py", "pages/3_Train.py", "pages/4_Learn.py",
-         "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py"]
+         "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py", "pages/7_Dataset.py"]
 SENTENCE = "The cat sat on the mat."
 TEXT_BOXES = {PAGES[0]: "tr_text", PAGES[1]: "step_text", PAGES[5]: "ex_text"}
 
@@ -140,6 +140,18 @@ def test_views_that_need_a_corpus_say_so(at, view):
     at.radio(key="ex_view").set_value(view).run()
     assert not at.exception
     assert any("records no training corpus" in i.value and "head statistics" in i.value for i in at.info)
+
+
+def test_the_dataset_page_offers_what_needs_no_corpus(at):
+    at.query_params.update(model=NAME, limit="10")
+    at.run()
+    at.switch_page(PAGES[6]).run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="ds_split").options == ["the teaching corpus's test split",
+                                                    "the teaching corpus's dev split",
+                                                    "an uploaded TSV (source<TAB>reference)"]
+    assert any("records no training corpus" in c.value and "Dataset page" in c.value for c in at.caption)
+    assert not at.warning, [w.value for w in at.warning]
 
 
 def test_the_maps_pass_skips_the_output_projection_and_keeps_every_map(checkpoints):

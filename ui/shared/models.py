@@ -212,8 +212,9 @@ def no_corpus(metadata: dict[str, Any]) -> str:
     """Why a view that needs the sentences of the model's corpus (its dev and test splits) has none here."""
     if metadata.get("source_model") and not metadata.get("corpus"):
         return (f"This model was imported from {metadata['source_model']} and records no training corpus, so what "
-                "needs one has nothing to read: test sentences to pick, references, and the dev sample of head "
-                "statistics and head importance. Every view of a sentence you type works.")
+                "needs one has nothing to read: test sentences to pick, references, the dev sample of head "
+                "statistics and head importance, and its own splits on the Dataset page. Every view of a sentence "
+                "you type works.")
     return "The corpus this model was trained on cannot be loaded here, so there is no dev sample."
 
 

@@ -11,7 +11,7 @@ from ui.shared.attention_explorer import attention_explorer
 from ui.shared.bidi import is_rtl, isolate
 from ui.shared.defaults import default_sentence
 from ui.shared.lens_switch import split_note, translation_view
-from ui.shared.models import source_language
+from ui.shared.models import no_corpus, source_language
 from ui.shared.teaching_model import is_teaching
 from ui.shared.text import plain, rtl_html, score
 from ui.shared.translation_gate import translate
@@ -79,6 +79,8 @@ def main() -> None:
     if examples:
         st.selectbox("Pick an example (test split)", [""] + examples, key="tr_example", on_change=_use_example,
                      format_func=lambda s: s or "—")
+    elif metadata.get("source_model"):
+        st.caption(no_corpus(metadata))
     language = source_language(metadata)
     text = sentence_input(f"{language} sentence (press Enter to translate)", "tr_text", default_sentence(metadata))
     if teaching:

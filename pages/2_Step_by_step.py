@@ -36,7 +36,8 @@ def _act(name: str) -> None:
 def current_step(session, tok, src_pieces) -> None:
     step = session.current
     if step is None:
-        st.info("Press **Next** to feed `<s>` and predict the first token.")
+        start = tok.target_pieces([session.specials.start])[0]  # <s>, or Marian's <pad>
+        st.info(f"Press **Next** to feed `{start}` and predict the first token.")
         return
     prefixes = [tuple(h.prefix) for h in step.live]  # a hypothesis is followed by its prefix, not by its rank
     hyp = step.live[prefixes.index(hypotheses.followed_prefix(prefixes, lambda p: isolate(" ".join(

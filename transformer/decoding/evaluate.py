@@ -72,7 +72,9 @@ def evaluate_checkpoint(
     translator = Translator(load_checkpoint(path, device), batch_size=64)
     metadata = translator.checkpoint.metadata
     if "corpus" not in metadata:
-        raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on")
+        imported = (f" (imported from {metadata['source_model']}: translate a file of your own with "
+                    "transformer-translate and score it with sacrebleu)") if metadata.get("source_model") else ""
+        raise CheckpointError(f"{path}: metadata.json does not say which corpus the model was trained on{imported}")
     spec = CorpusSpec.from_dict(metadata["corpus"])
     index = None if part is None else spec.part_index(part)
     corpus, groups = split_groups(spec, split, part=index, limit=limit)

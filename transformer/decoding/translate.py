@@ -237,11 +237,11 @@ class Translator:
 
     @torch.inference_mode()
     def attention_maps(self, source_ids: list[int], token_ids: list[int]) -> TranslationAttention:
-        """All attention maps for one source and one output, from a single teacher-forced pass."""
+        """All attention maps for one source and one output, from a single teacher-forced pass (no logits)."""
         decoder_input = [self.specials.start] + token_ids[:-1]
         src = torch.tensor([source_ids], device=self.device)  # (1, S)
         tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
-        maps = self.model(src, tgt, return_attention=True).attention
+        maps = self.model.attention_maps(src, tgt)
         return TranslationAttention(
             source_pieces=self.tokenizer.source_pieces(source_ids),
             target_input_pieces=self.tokenizer.target_pieces(decoder_input),

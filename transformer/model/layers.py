@@ -177,6 +177,13 @@ class Transformer(nn.Module):
             return DecoderOutput(logits, None, None)
         return DecoderOutput(logits, self_maps, cross_maps)
 
+    def attention_maps(self, src: Tensor, tgt: Tensor) -> AttentionMaps:
+        """Every attention map of a teacher-forced pass over src (B, S) and tgt (B, T), the same as forward()'s,
+        without the output projection: (B, T, V) logits that nobody reads cost more than the decoder layers."""
+        enc = self.encode(src, return_attention=True)
+        _, self_maps, cross_maps = self._decoder_stack(tgt, enc.memory, src, True)
+        return AttentionMaps(enc.attention, self_maps, cross_maps)
+
     def forward(self, src: Tensor, tgt: Tensor, *, return_attention: bool = False) -> Seq2SeqOutput:
         """src (B, S), tgt (B, T) ids -> logits (B, T, V) for the token after each target position."""
         enc = self.encode(src, return_attention=return_attention)

@@ -18,6 +18,7 @@ FIELDS: dict[str, tuple[type, ...]] = {  # top-level field -> the types it may h
     "n_params": (int,), "step": (int,), "epoch": (int,), "test_beam": (int,),
     "elapsed": NUMBER, "best_dev_bleu": NUMBER, "test_bleu": NUMBER, "test_chrf": NUMBER, "test_exact": NUMBER,
     "test_aer_best_head": (dict,),
+    "languages": (dict,), "source_model": (str,), "licence": (str,), "credit": (str,),  # an imported model's
     "opening_sentence": (str,),  # the sentence the app's pages open on (else the corpus's first test sentence)
 }
 CORPUS_TEXT = ("kind", "src", "tgt", "src_translation", "tgt_translation", "path", "hf_name", "hf_config",
@@ -90,4 +91,6 @@ def metadata_problem(metadata: Any) -> str | None:
             return problem
     if metadata.get("corpus") is not None:
         return corpus_problem(metadata["corpus"])
+    if metadata.get("languages") is not None:  # {src, tgt}, read where a corpus would be
+        return corpus_problem(metadata["languages"], "languages")
     return None

@@ -12,6 +12,7 @@ from transformer.data.spec import LOCAL_KINDS
 from transformer.explain.dataset import DatasetError, Split, model_split, teaching_split, tsv_split
 from transformer.explain.lenses import LABELS
 from ui.shared.corpus_access import corpus_readable
+from ui.shared.models import languages, no_corpus
 from ui.shared.teaching_model import is_teaching
 from ui.shared.training_jobs import MAX_TSV_BYTES
 from ui.shared.widgets import link, link_problems, share
@@ -24,9 +25,10 @@ LENS_CHOICES = ("raw", "norm", "alti", "value_zeroing")  # raw costs nothing mor
 
 def split_options(metadata: dict) -> dict[str, str]:
     """Link value -> label of the splits this model offers."""
-    options = {"test": "this model's test split", "dev": "this model's dev split"}
-    corpus = metadata.get("corpus") if isinstance(metadata.get("corpus"), dict) else {}
-    if not is_teaching(metadata) and (corpus.get("src"), corpus.get("tgt")) == ("en", "fr"):
+    options = {}
+    if isinstance(metadata.get("corpus"), dict):  # an imported model records its languages, not a corpus
+        options = {"test": "this model's test split", "dev": "this model's dev split"}
+    if not is_teaching(metadata) and languages(metadata) == ("en", "fr"):
         options |= {"teaching-test": "the teaching corpus's test split",
                     "teaching-dev": "the teaching corpus's dev split"}
     return options | {UPLOAD: "an uploaded TSV (source<TAB>reference)"}
@@ -63,7 +65,9 @@ def choose_split(metadata: dict) -> tuple[Split | None, tuple[str, ...]]:
     options = split_options(metadata)
     _seed_from_link(options)
     if st.session_state.get("ds_split") not in options:
-        st.session_state["ds_split"] = "test"
+        st.session_state["ds_split"] = next(iter(options))
+    if "test" not in options:
+        st.caption(no_corpus(metadata))
     st.session_state.setdefault("ds_limit", DEFAULT_LIMIT)
     c1, c2, c3 = st.columns([2, 1, 2])
     choice = c1.selectbox("Sentences", list(options), format_func=options.get, key="ds_split")

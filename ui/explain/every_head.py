@@ -38,7 +38,7 @@ from ui.explain.one_sentence import NAMES, SHORT, head_name
 from ui.shared import heatmaps, training_curves, training_jobs
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.corpus_access import corpus_readable
-from ui.shared.models import checkpoint_stamp, runs_dir
+from ui.shared.models import checkpoint_stamp, no_corpus, runs_dir
 from ui.shared.teaching_model import is_teaching
 from ui.shared.text import code, plain
 from ui.shared.translation_gate import decode_slot
@@ -96,7 +96,7 @@ def statistics_view(translator: Translator) -> None:
     n = st.select_slider("Dev sentences", SAMPLE_SIZES, value=32, key="ex_stats_n")
     pairs = dev_pairs(translator, n)
     if not pairs:
-        st.info("The corpus this model was trained on cannot be loaded here, so there is no dev sample.")
+        st.info(no_corpus(translator.checkpoint.metadata))
         return
     stats = _statistics(*_stamp(translator), len(pairs), translator, pairs)
     c1, c2 = st.columns([2, 1])
@@ -202,7 +202,7 @@ def importance_view(translator: Translator) -> None:
     n_bleu = c2.select_slider("Of which translated for BLEU", (0, *SAMPLE_SIZES[:3]), value=16, key="ex_imp_bleu")
     pairs = dev_pairs(translator, n_ll)
     if not pairs:
-        st.info("The corpus this model was trained on cannot be loaded here, so there is no dev sample.")
+        st.info(no_corpus(translator.checkpoint.metadata))
         return
     job = importance_job(*_stamp(translator), len(pairs), min(n_bleu, len(pairs)))
     st.session_state["ex_imp_job"] = job  # for tests: the job of this page's choices

@@ -22,12 +22,13 @@ MEAN = -1  # the Head picker's "mean of heads" (not None: a select box shows Non
 CAPTIONS = {
     "enc_self": "Rows are source queries, columns source keys: how much each source token draws on every other one "
                 "while the encoder builds its representation. Nothing is hidden from it but padding.",
-    "dec_self": "Rows are target queries, columns the tokens the decoder had read (`<s>` first): the causal mask "
-                "hides later positions, so the upper triangle is 0. A row is labelled with the token its query "
-                "emitted; that query read the token before it, which the hover names.",
+    "dec_self": "Rows are target queries, columns the tokens the decoder had read (`<s>` first, `<pad>` in a "
+                "Marian model): the causal mask hides later positions, so the upper triangle is 0. A row is "
+                "labelled with the token its query emitted; that query read the token before it, which the hover "
+                "names.",
     "cross": "Rows are target queries, columns source keys: where the decoder looked in the source while writing "
              "each output token. A row is labelled with the token its query emitted; that query read the token "
-             "before it (`<s>` first), which the hover names.",
+             "before it (`<s>` first, `<pad>` in a Marian model), which the hover names.",
 }
 NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query", "target key"),
          "cross": ("target query", "source key")}

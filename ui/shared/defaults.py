@@ -7,6 +7,7 @@ test sentence of the corpus the model was trained on, so that every page opens o
 
 from __future__ import annotations
 
+from ui.shared.models import languages
 from ui.shared.widgets import example_sentences
 
 FALLBACK = "In the beginning God created the heaven and the earth."  # for an English model whose corpus is not here
@@ -22,5 +23,5 @@ def default_sentence(metadata: dict | None) -> str:
     examples = example_sentences(metadata) if metadata else []
     if examples:
         return examples[0]
-    source = str(((metadata or {}).get("corpus") or {}).get("src") or "en")
+    source = (languages(metadata or {}) or ("en",))[0]
     return FALLBACK if source == "en" else ""

@@ -176,7 +176,7 @@ LANGUAGES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish", "
 
 def source_language(metadata: dict[str, Any]) -> str:
     """The name of the language a model reads ("English"), or "Source" when it is not recorded."""
-    code = str((metadata.get("corpus") or {}).get("src") or "")
+    code = (languages(metadata) or ("",))[0]
     return LANGUAGES.get(code, f"Source ({code})" if code else "Source")
 
 
@@ -201,10 +201,21 @@ def purpose(corpus: dict[str, Any]) -> str:
 
 
 def languages(metadata: dict[str, Any]) -> tuple[str, str] | None:
-    """The (source, target) codes a checkpoint's metadata records, or None."""
-    corpus = metadata.get("corpus") or {}
-    src, tgt = str(corpus.get("src") or ""), str(corpus.get("tgt") or "")
+    """The (source, target) codes a checkpoint's metadata records (its corpus's, or an imported model's
+    `languages`), or None."""
+    pair = metadata.get("corpus") or metadata.get("languages") or {}
+    src, tgt = str(pair.get("src") or ""), str(pair.get("tgt") or "")
     return (src, tgt) if src and tgt else None
+
+
+def no_corpus(metadata: dict[str, Any]) -> str:
+    """Why a view that needs the sentences of the model's corpus (its dev and test splits) has none here."""
+    if metadata.get("source_model") and not metadata.get("corpus"):
+        return (f"This model was imported from {metadata['source_model']} and records no training corpus, so what "
+                "needs one has nothing to read: test sentences to pick, references, the dev sample of head "
+                "statistics and head importance, and its own splits on the Dataset page. Every view of a sentence "
+                "you type works.")
+    return "The corpus this model was trained on cannot be loaded here, so there is no dev sample."
 
 
 def language_pair(metadata: dict[str, Any], prefix: str = "") -> str:
@@ -228,6 +239,8 @@ def translates(choices: list[ModelChoice]) -> str:
 def summary(metadata: dict[str, Any]) -> str:
     """One line for the model picker: "English → French: everyday sentences …"."""
     what = purpose(metadata.get("corpus") or {})
+    if not what and metadata.get("source_model"):
+        what = f"imported from {metadata['source_model']} ({metadata.get('licence', 'licence unknown')})"
     return (language_pair(metadata) or "? → ?") + (f": {what}" if what else "")
 
 
@@ -244,9 +257,9 @@ def vocabulary(tokenizer) -> str:
 
 def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
     """The facts the Home page lists about a loaded model."""
-    corpus = metadata.get("corpus") or {}
+    src, tgt = languages(metadata) or ("?", "?")
     facts = {
-        "languages": f"{corpus.get('src', '?')} → {corpus.get('tgt', '?')}",
+        "languages": f"{src} → {tgt}",
         "layers": f"{config.n_encoder_layers} encoder + {config.n_decoder_layers} decoder",
         "heads": str(config.n_heads),
         "d_model": str(config.d_model),
@@ -256,6 +269,8 @@ def describe(config, metadata: dict[str, Any], tokenizer) -> dict[str, str]:
         "training data": metadata.get("description", "not recorded"),
         "training steps": str(metadata.get("step", "not recorded")),
     }
+    if metadata.get("source_model"):
+        facts["imported from"] = f"{metadata['source_model']}, licence {metadata.get('licence', 'not recorded')}"
     if metadata.get("elapsed") is not None:
         facts["training time"] = f"{float(metadata['elapsed']) / 60:.1f} min"
     if metadata.get("best_dev_bleu") is not None:

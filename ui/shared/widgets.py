@@ -48,8 +48,9 @@ SHOWN_MODELS = "_models_shown"  # session state: how many models the picker list
 TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword pieces*: a rare word is cut into "
                "pieces it knows (`▁congreg` `ation`). `▁` marks a piece that starts a new word (it stands for the "
                "space before it); a piece without it continues the word before. `<s>` starts the output (the "
-               "decoder's first input), `</s>` ends a sentence, `<unk>` is a character the vocabulary never saw and "
-               "`<pad>` fills a short sentence up to its batch's length.")
+               "decoder's first input; `<pad>` in a Marian model such as opus-mt), `</s>` ends a sentence, `<unk>` "
+               "is a character the vocabulary never saw and `<pad>` fills a short sentence up to its batch's "
+               "length.")
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")

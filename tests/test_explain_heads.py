@@ -193,6 +193,12 @@ def test_statistics_of_hand_made_maps_equal_their_formulas():
     causal = (causal / causal.sum(-1, keepdim=True))[None]  # uniform over the keys each query may read
     assert map_statistics(causal, ["<s>", "a", "b"], family="dec_self")["spread"][0].tolist()[1:] == \
         pytest.approx([1.0, 1.0])
+    # the weight on the start token is key 0 of decoder self-attention, whatever its piece (Marian starts with
+    # <pad>); a source has no start token
+    for start in ("<s>", "<pad>"):
+        on_start = map_statistics(causal, [start, "a", "b"], family="dec_self")["bos"][0].tolist()
+        assert on_start == pytest.approx([1.0, 0.5, 1 / 3])
+    assert map_statistics(maps, ["<s>", "a", "b", "c"], family="enc_self")["bos"].eq(0).all()
 
 
 def test_accumulated_statistics_are_means_over_rows_and_label_clear_roles():

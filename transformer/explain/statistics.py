@@ -8,7 +8,8 @@ weights w over the keys k of query q:
     spread       entropy / log(number of keys the query may read): 1 is a uniform row (rows of one key left out)
     distance     sum_k w_k |k - q|: how far, in tokens, the head looks (self-attention only)
     previous     w_{q-1}; same w_q; next w_{q+1} (self-attention only; a decoder query q read token q)
-    bos, eos     the weight on <s>, on </s>
+    bos, eos     the weight on the decoder's start token (key 0 of decoder self-attention: <s>, or Marian's
+                 <pad>), on </s>
     punctuation  the weight on punctuation pieces ("," "." "▁;" ...)
     diagonal     the weight within one position of the length-scaled diagonal k = q (S - 1) / (T - 1)
                  (cross-attention only): what a monotonic alignment head puts there
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from transformer.data.tokenizer import BOS, EOS, Tokenizer
+from transformer.data.tokenizer import EOS, Tokenizer
 from transformer.explain import checks
 from transformer.model.layers import Transformer
 
@@ -37,7 +38,7 @@ STATISTICS = {
     "previous": "weight on the previous token",
     "same": "weight on its own token",
     "next": "weight on the next token",
-    "bos": "weight on <s>",
+    "bos": "weight on the start token",
     "eos": "weight on </s>",
     "punctuation": "weight on punctuation",
     "diagonal": "weight near the diagonal",
@@ -50,7 +51,7 @@ RULES = (
     ("next", 0.5, "next-token head"),
     ("same", 0.5, "attends to its own token"),
     ("eos", 0.5, "attends to </s>"),
-    ("bos", 0.5, "attends to <s>"),
+    ("bos", 0.5, "attends to the start token"),
     ("punctuation", 0.5, "attends to punctuation"),
     ("diagonal", 0.6, "diagonal alignment head"),
     ("spread", 0.85, "broad head: spreads its weight over the sentence"),
@@ -85,7 +86,8 @@ def map_statistics(weights: Tensor, key_pieces: Sequence[str], *, family: str, m
         return (weights * torch.tensor(columns, dtype=torch.double)).sum(-1)
 
     nan = torch.full((H, Lq), math.nan, dtype=torch.double)
-    stats = {"entropy": entropy, "spread": spread, "bos": on([p == BOS for p in key_pieces]),
+    starts = [family == "dec_self" and j == 0 for j in range(Lk)]  # the start token, whatever its piece
+    stats = {"entropy": entropy, "spread": spread, "bos": on(starts),
              "eos": on([p == EOS for p in key_pieces]), "punctuation": on([is_punctuation(p) for p in key_pieces])}
     if family == "cross":
         centre = q * (Lk - 1) / max(Lq - 1, 1)  # (L_q, 1)
@@ -152,7 +154,7 @@ def head_statistics(model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tu
     for src_text, tgt_text in pairs:
         src_ids, tgt_ids = tokenizer.encode_source(src_text), tokenizer.encode_target(tgt_text)
         if len(src_ids) <= config.max_len and len(tgt_ids) - 1 <= config.max_len:
-            encoded.append((src_ids, tgt_ids[:-1]))  # the decoder reads <s> + the target but its </s>
+            encoded.append((src_ids, tgt_ids[:-1]))  # the decoder reads start + the target but its </s>
     for start in range(0, len(encoded), batch_size):
         chunk = encoded[start : start + batch_size]
         src = _pad([s for s, _ in chunk], config.pad_id, device)  # (B, S)

@@ -8,22 +8,22 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from transformer.data.spec import LOCAL_KINDS
 from transformer.data.tokenizer import TokenizerError
-from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
-from transformer.model.checkpoint import CheckpointError, load_checkpoint
-from ui.shared import class_mode, heatmaps, links, sampling, sentences
+from ui.shared import class_mode, heatmaps, links, sentences
 from ui.shared.models import checkpoint_stamp, checkpoints_dir, find_models, is_model_path, runs_dir
 from ui.shared.offline_examples import offline_examples
 from ui.shared.text import code, plain
-from ui.shared.translation_gate import DECODE_THREADS, OnWait
+
+if TYPE_CHECKING:  # torch and the model load on a model page's first call, never on the Train page or the guide
+    from transformer.decoding.translate import Translator
+    from ui.shared.translation_gate import OnWait
 
 T = TypeVar("T")
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # bundled: a font server's icon fails offline
@@ -45,6 +45,12 @@ TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword piec
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
 def _load(path: str, stamp: float) -> Translator:
     """One model per server and checkpoint version (stamp), with its Translator; pages only read them."""
+    import torch
+
+    from transformer.decoding.translate import Translator
+    from transformer.model.checkpoint import load_checkpoint
+    from ui.shared.translation_gate import DECODE_THREADS
+
     torch.set_num_threads(DECODE_THREADS)  # the decode slots (ui.shared.translation_gate) share the cores, one each
     return Translator(load_checkpoint(path, "cpu"))
 
@@ -136,6 +142,8 @@ def open_model(path: str) -> None:
 def current_translator(required: bool = True) -> Translator | None:
     """The chosen model's Translator (its checkpoint: `.checkpoint`), or None after saying on the page why
     there is none."""
+    from transformer.model.checkpoint import CheckpointError
+
     path = st.session_state.get(MODEL_KEY)
     if path is None:
         if required:
@@ -206,6 +214,7 @@ def search_settings(key: str):
     """Greedy search, beam search or sampling controls, seeded from the link and shared back into it; returns a
     SearchSettings."""
     from transformer.decoding.search import SearchSettings
+    from ui.shared import sampling
 
     values, problems = links.read_search(link())
     link_problems(problems)

@@ -51,3 +51,42 @@ def test_the_packages_names_still_import_from_the_top():
     assert set(transformer.__all__) <= set(dir(transformer))
     with pytest.raises(AttributeError, match="no attribute 'Transfomer'"):
         transformer.Transfomer  # noqa: B018
+
+
+TEACHING_METADATA = ROOT / "checkpoints" / "en-fr-teaching" / "metadata.json"
+
+
+def test_the_stored_teaching_examples_are_the_corpus_first_test_sources():
+    """If this fails, the grammar's test split changed: rewrite ui/shared/assets/teaching_examples.json as
+    {stored_key(spec): [its first EXAMPLES test sources]} for the shipped teaching model's corpus."""
+    import json
+
+    from transformer.data.load import load_corpus
+    from transformer.data.spec import CorpusSpec
+    from ui.shared.offline_examples import STORED_FILE, stored_examples, stored_key
+    from ui.shared.widgets import EXAMPLES
+
+    spec = CorpusSpec.from_dict(json.loads(TEACHING_METADATA.read_text())["corpus"])
+    assert list(json.loads(STORED_FILE.read_text(encoding="utf-8"))) == [stored_key(spec)]
+    assert stored_examples(spec) == [src for src, _ in load_corpus(spec.for_evaluation()).test][:EXAMPLES]
+    assert stored_examples(spec.for_evaluation()) == stored_examples(spec)  # the train size is not in the key
+    assert stored_examples(CorpusSpec.from_dict({**spec.to_dict(), "seed": 1})) is None
+
+
+def test_the_example_box_of_the_teaching_model_builds_no_corpus(monkeypatch):
+    import json
+
+    import transformer.data.load
+    from transformer.data.spec import CorpusSpec
+    from ui.shared import widgets
+    from ui.shared.offline_examples import stored_examples
+
+    def no_build(spec):
+        raise AssertionError(f"built {spec.kind}")
+
+    monkeypatch.setattr(transformer.data.load, "load_corpus", no_build)
+    metadata = json.loads(TEACHING_METADATA.read_text())
+    widgets._examples.clear()
+    examples = widgets.example_sentences(metadata)
+    assert len(examples) == widgets.EXAMPLES
+    assert examples == stored_examples(CorpusSpec.from_dict(metadata["corpus"]))

@@ -70,6 +70,10 @@ def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_packag
     text = next(m.value for m in at.markdown if m.value.startswith("**Alignment error rate**"))
     assert f"**{100 * expected.heads[1][0]:.0f}%**" in text
     grids = {f["layout"]["title"]["text"]: f for f in figures_of(at)[1:] if "text" in f["layout"].get("title", {})}
+    assert "AER %, test split" not in grids  # closed: the test split is not scored on the page's first run
+    at.session_state["tr_aer_split_open"] = True  # what a click on the expander sends
+    at.run()
+    grids = {f["layout"]["title"]["text"]: f for f in figures_of(at)[1:] if "text" in f["layout"].get("title", {})}
     sentence_grid = plotly_array(grids["AER %, this sentence"]["data"][0]["z"])
     assert np.allclose(sentence_grid[:, :-1], 100 * np.array(expected.heads))
     assert np.allclose(sentence_grid[:, -1], 100 * np.array(expected.layer_mean))
@@ -78,6 +82,8 @@ def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_packag
     examples = [AlignedExample(p.src, p.tgt, p.links, p.possible) for p in build_teaching_corpus(0, GRAMMAR).test]
     split = cross_attention_aer(translator.model, translator.tokenizer, examples)
     assert np.allclose(split_grid, 100 * np.column_stack([split.heads, split.layer_mean]))
+    best = next(m.value for m in at.markdown if m.value.startswith("Best head on the test split"))
+    assert f"layer {split.best[0]}, head {split.best[1]}, AER {100 * split.best[2]:.1f}% over 500 sentences" in best
     at.radio(key="tr_family").set_value("enc_self").run()
     assert len(figures_of(at)[0]["data"]) == 1  # gold links belong to cross-attention only
 

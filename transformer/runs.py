@@ -26,10 +26,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING, Any
 
 from transformer.files import (
     create_json,
@@ -38,6 +35,9 @@ from transformer.files import (
     write_json_atomic,
     write_text_atomic,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 PROBE_FAMILIES = ("enc_self", "dec_self", "cross")
 
@@ -261,6 +261,8 @@ class ProbeSnapshot:
 def write_probes(run: str | Path | RunFiles, step: int, probes: list[ProbeRecord],
                  maps: list[dict[str, torch.Tensor]]) -> None:
     """maps[i][family] is probe i's (L, H, L_q, L_k) stack; tensors first, so that the JSON marks it complete."""
+    from safetensors.torch import save_file  # torch: the run folder's other readers (the Train page) need none
+
     files = _files(run)
     files.probes.mkdir(exist_ok=True)
     base = files.probe_base(step)
@@ -304,6 +306,8 @@ def read_probes(run: str | Path | RunFiles) -> list[ProbeSnapshot]:
 
 def read_probe_maps(run: str | Path | RunFiles, step: int, index: int = 0) -> dict[str, torch.Tensor]:
     """Probe index's attention maps at step: family -> (L, H, L_q, L_k)."""
+    from safetensors.torch import load_file
+
     tensors = load_file(str(_files(run).probe_base(step).with_suffix(".safetensors")))
     return {family: tensors[f"{index}.{family}"] for family in PROBE_FAMILIES}
 

@@ -24,7 +24,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from transformer.data.corpora.base import normalize_text
 from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
 from transformer.decoding.session import DecodingSession
 from transformer.model.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
+from transformer.model.checkpoint_files import DEFAULT_MODEL, checkpoint_order  # noqa: F401 (imported from here)
 from transformer.progress import Counter
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,6 @@ _ROOT = Path(__file__).resolve().parents[2]  # transformer/decoding/translate.py
 # beside this package (see pyproject.toml).
 CHECKPOINTS_DIR = next((d for d in (_ROOT / "checkpoints", _ROOT / "attention_explorer" / "checkpoints") if d.is_dir()),
                        _ROOT / "checkpoints")
-
-
-DEFAULT_MODEL = "en-fr-bible"  # the model used when none is named, wherever others ship beside it
-
-
-def checkpoint_order(paths: Iterable[Path]) -> list[Path]:
-    """DEFAULT_MODEL first, then the others by name."""
-    return sorted(paths, key=lambda p: (p.name != DEFAULT_MODEL, p.name))
 
 
 def find_checkpoint(root: Path = CHECKPOINTS_DIR) -> Path | None:

@@ -34,21 +34,21 @@ from safetensors.torch import load_file, save_file
 
 from transformer.data.tokenizer import TokenizerLike, load_tokenizer
 from transformer.devices import inference_device
+from transformer.model.checkpoint_files import (  # noqa: F401 (the names this module has always had)
+    CHECKSUMS_FILE,
+    CONFIG_FILE,
+    MAX_JSON_BYTES,
+    MAX_TOKENIZER_BYTES,
+    METADATA_FILE,
+    TOKENIZER_FILE,
+    WEIGHTS_FILE,
+)
 from transformer.model.config import ADDED_KEYS, ModelConfig
 from transformer.model.layers import Transformer
 from transformer.model.metadata import metadata_problem
 
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
-TOKENIZER_FILE = "tokenizer.json"
-METADATA_FILE = "metadata.json"
-CHECKSUMS_FILE = "checksums.json"
-# Largest files read: far above what a real checkpoint holds (a shipped tokenizer is 0.4 MB), so that a hostile
-# file is refused by its size before it is parsed (a 200 MB tokenizer took 59 s and 3.3 GB to refuse otherwise).
-MAX_JSON_BYTES = {CONFIG_FILE: 64 * 1024, METADATA_FILE: 1024 * 1024, CHECKSUMS_FILE: 64 * 1024}
-MAX_TOKENIZER_BYTES = 32 * 1024 * 1024
 WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what save_checkpoint writes
 
 

@@ -15,9 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from transformer.decoding.translate import checkpoint_order
 from transformer.files import read_json_object, read_small_text
-from transformer.model.checkpoint import CONFIG_FILE, MAX_JSON_BYTES, METADATA_FILE, WEIGHTS_FILE
+from transformer.model.checkpoint_files import (
+    CONFIG_FILE,
+    MAX_JSON_BYTES,
+    METADATA_FILE,
+    WEIGHTS_FILE,
+    checkpoint_order,
+)
 from transformer.model.metadata import metadata_problem
 from transformer.runs import RunFiles, read_status
 

@@ -6,7 +6,7 @@ ui.translate.teaching_panels.
 from __future__ import annotations
 
 from transformer.data.corpora.teaching import align
-from transformer.explain import link_cells, parse_links, piece_words, words
+from transformer.data.words import parse_links, words
 from transformer.runs import ProbeRecord
 
 
@@ -17,6 +17,8 @@ def is_teaching(metadata: dict) -> bool:
 
 def probe_gold_cells(record: ProbeRecord) -> list[tuple[int, int]]:
     """(row, column) cells of a training probe's gold links, when its translation is the grammar's French."""
+    from transformer.explain.alignment import link_cells, piece_words  # torch: only with a probe's maps to draw
+
     if not record.gold_links:
         return []
     pair = align(record.source)

@@ -28,7 +28,6 @@ from typing import Any, NamedTuple
 from transformer.data.corpora.base import split_sizes
 from transformer.data.spec import CorpusSpec
 from transformer.runs import RunFiles, claim_run, read_status, release_claim, run_name_problem, write_launch
-from transformer.training.cli import check_command
 from ui.shared.models import PAGE_SIZE, REPO, read_json, subfolders
 
 ACTIVE = ("starting", "running")
@@ -258,6 +257,8 @@ def _launch(root: Path, args: list[str]) -> RunInfo:
 def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | None = None) -> RunInfo:
     """Start `python -m transformer.train ARGS --out RUNS/NAME`; refuses an invalid or taken name before anything
     is written. corpus_tsv: an uploaded corpus, checked, then saved as the run's corpus.tsv and passed as --path."""
+    from transformer.training.cli import check_command  # torch: the Train page imports it on a start only
+
     check_run_name(name)
     root = runs_dir / name
     files = RunFiles(root)

@@ -8,18 +8,15 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from transformer.data.spec import LOCAL_KINDS
 from transformer.data.tokenizer import TokenizerError
-from transformer.decoding.translate import Translator
 from transformer.memory import start_trimming
-from transformer.model.checkpoint import CheckpointError, load_checkpoint
-from ui.shared import class_mode, heatmaps, links, sampling, sentences
+from ui.shared import class_mode, heatmaps, links, sentences
 from ui.shared.models import (
     PAGE_SIZE,
     checkpoint_stamp,
@@ -29,9 +26,12 @@ from ui.shared.models import (
     is_model_path,
     runs_dir,
 )
-from ui.shared.offline_examples import offline_examples
+from ui.shared.offline_examples import offline_examples, stored_examples
 from ui.shared.text import code, plain
-from ui.shared.translation_gate import DECODE_THREADS, OnWait
+
+if TYPE_CHECKING:  # torch and the model load on a model page's first call, never on the Train page or the guide
+    from transformer.decoding.translate import Translator
+    from ui.shared.translation_gate import OnWait
 
 T = TypeVar("T")
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # bundled: a font server's icon fails offline
@@ -56,6 +56,12 @@ TOKENS_HELP = ("**Reading the tokens.** The model reads and writes *subword piec
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
 def _load(path: str, stamp: float) -> Translator:
     """One model per server and checkpoint version (stamp), with its Translator; pages only read them."""
+    import torch
+
+    from transformer.decoding.translate import Translator
+    from transformer.model.checkpoint import load_checkpoint
+    from ui.shared.translation_gate import DECODE_THREADS
+
     torch.set_num_threads(DECODE_THREADS)  # the decode slots (ui.shared.translation_gate) share the cores, one each
     return Translator(load_checkpoint(path, "cpu"))
 
@@ -166,6 +172,8 @@ def open_model(path: str) -> None:
 def current_translator(required: bool = True) -> Translator | None:
     """The chosen model's Translator (its checkpoint: `.checkpoint`), or None after saying on the page why
     there is none."""
+    from transformer.model.checkpoint import CheckpointError
+
     path = st.session_state.get(MODEL_KEY)
     if path is None:
         if required:
@@ -242,6 +250,7 @@ def search_settings(key: str):
     """Greedy search, beam search or sampling controls, seeded from the link and shared back into it; returns a
     SearchSettings."""
     from transformer.decoding.search import SearchSettings
+    from ui.shared import sampling
 
     values, problems = links.read_search(link())
     link_problems(problems)
@@ -296,6 +305,10 @@ def _examples(corpus: str) -> list[str]:
         return []
     sources = []
     for part in [part.spec for part in spec.parts] or [spec]:
+        stored = stored_examples(part)  # the shipped teaching model's: no 3-5 s build on the first request
+        if stored is not None:
+            sources.append(stored[:EXAMPLES])
+            continue
         try:
             sources.append([src for src, _ in load_corpus(part.for_evaluation()).test][:EXAMPLES])
         except (CorpusError, OSError, ValueError, ImportError):

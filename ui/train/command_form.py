@@ -11,7 +11,7 @@ from transformer.arguments import max_threads
 from transformer.data.corpora.bible import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATION
 from transformer.data.corpora.mix import format_mix_arg
 from transformer.data.corpora.tsv import tsv_kind
-from transformer.training.recipe import PRESETS
+from transformer.training.presets import PRESETS
 from ui.shared import training_jobs
 from ui.shared.models import ModelChoice, find_models
 from ui.shared.text import code, plain

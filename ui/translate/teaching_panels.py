@@ -90,23 +90,28 @@ def _test_split_aer(path: str, stamp: float, _translator: Translator) -> HeadAli
 
 
 def alignment_panel(translator: Translator, translation: Translation, links: frozenset[Link], key: str) -> None:
-    """This sentence's AER for every head beside the test split's, and the selected head's figure."""
+    """This sentence's AER for every head beside the test split's, and the selected head's figure. The test split's
+    (every head over its sentences, seconds of work) is scored only once its expander is opened."""
     att = translation.attention
     mine = sentence_aer(att.cross, att.source_pieces, att.target_pieces, links)
-    path = str(translator.checkpoint.path)
-    split = _test_split_aer(path, checkpoint_stamp(path), translator)
     layer, head = st.session_state.get(f"{key}_layer", 0), st.session_state.get(f"{key}_head", -1)
     picked = mine.layer_mean[layer] if head is None or head < 0 else mine.heads[layer][head]
-    best_layer, best_head, best = split.best
     st.markdown(
         f"**Alignment error rate** of the selected cross-attention map on this sentence: **{100 * picked:.0f}%** "
-        f"(0% = every target word's strongest source word is its gold translation). Best head on the test split: "
-        f"layer {best_layer}, head {best_head}, AER {100 * best:.1f}% over {split.sentences} sentences.")
+        "(0% = every target word's strongest source word is its gold translation).")
     c1, c2 = st.columns(2)
     chart(c1, gold_alignment.aer_grid(mine.heads, mine.layer_mean, title="AER %, this sentence"),
           key=f"{key}_aer_sentence", filename="aer-this-sentence", theme=None, share=0.5)
-    chart(c2, gold_alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split"),
-          key=f"{key}_aer_split", filename="aer-test-split", theme=None, share=0.5)
+    split_box = c2.expander("Every head on the test split", key=f"{key}_aer_split_open", on_change="rerun")
+    with split_box:
+        if split_box.open:
+            path = str(translator.checkpoint.path)
+            split = _test_split_aer(path, checkpoint_stamp(path), translator)
+            best_layer, best_head, best = split.best
+            st.markdown(f"Best head on the test split: layer {best_layer}, head {best_head}, AER {100 * best:.1f}% "
+                        f"over {split.sentences} sentences.")
+            chart(st, gold_alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split"),
+                  key=f"{key}_aer_split", filename="aer-test-split", theme=None, share=0.5)
     st.caption("AER (Och and Ney, 2003) compares the links read off attention (each target word to the source "
                "word its row attends to most, pieces merged into words) with the grammar's gold links; the ring "
                "marks the best head. Heads that align well are the ones to show a class.")

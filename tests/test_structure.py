@@ -18,7 +18,7 @@ PACKAGE = ROOT / "transformer"
 
 LAYERS = [  # (layer name, module prefixes)
     ("helpers", ("transformer.files", "transformer.progress", "transformer.memory", "transformer.runs",
-                 "transformer.devices", "transformer.arguments")),
+                 "transformer.devices", "transformer.arguments", "transformer.labels")),
     ("data", ("transformer.data",)),
     ("model", ("transformer.model",)),
     ("decoding", ("transformer.decoding",)),

@@ -19,7 +19,7 @@ from transformer.explain.attribution import BASELINES, MAX_IG_STEPS, METHODS, at
 from transformer.explain.interventions import changed_tokens
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
-from transformer.explain.views.svg import shorten
+from transformer.labels import shorten
 from ui.explain import attribution_figures as figs
 from ui.shared import linked_choices, links
 from ui.shared.bidi import isolate

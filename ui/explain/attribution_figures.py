@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
-from transformer.explain.views.svg import HOVER_CHARS
+from transformer.labels import HOVER_CHARS
 from ui.explain.head_maps import DIVERGING
 from ui.shared.heatmaps import escape, label_text, label_texts, short
 

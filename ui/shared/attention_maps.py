@@ -17,7 +17,7 @@ import torch
 
 from transformer.data.tokenizer import SPECIAL_TOKENS
 from transformer.decoding.translate import TranslationAttention
-from transformer.explain.views.svg import HOVER_CHARS
+from transformer.labels import HOVER_CHARS
 from ui.shared.heatmaps import label_text, short
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",

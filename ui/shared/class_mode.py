@@ -9,14 +9,16 @@ drawn whole rather than in a grid that scrolls inside itself (`table`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from transformer.explain.views import View
 from ui.shared import heatmaps
+
+if TYPE_CHECKING:  # the views load torch: a page without a model never needs them
+    from transformer.explain.views import View
 
 PARAM = "class"  # its query parameter, on every page: class=1
 KEY = "class_mode"  # session state: on or off, across pages

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer.explain.views.svg import HOVER_CHARS, LABEL_CHARS, shorten
+from transformer.labels import HOVER_CHARS, LABEL_CHARS, shorten
 from ui.shared import bidi
 
 COLORSCALE = "Blues"
@@ -42,7 +42,7 @@ def escape(label: str) -> str:
 
 def short(text: str, limit: int = LABEL_CHARS) -> str:
     """An escaped label (`label_text`) shortened to `limit` characters as shown, by the package's one rule
-    (`transformer.explain.views.svg.shorten`): what every chart draws on an axis or in a cell."""
+    (`transformer.labels.shorten`): what every chart draws on an axis or in a cell."""
     if len(text) <= limit:
         return text
     return escape(shorten(text.replace("&lt;", "<").replace("&gt;", ">"), limit))

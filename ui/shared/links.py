@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 
-from transformer.explain.views.svg import shorten
+from transformer.labels import shorten
 
 MAX_TEXT = 1000  # characters of a sentence taken from a link
 QUOTED_CHARS = 40  # characters of a link's value quoted in a message

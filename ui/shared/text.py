@@ -12,7 +12,7 @@ import html
 import re
 from collections.abc import Sequence
 
-from transformer.explain.views.svg import shorten
+from transformer.labels import shorten
 from ui.shared.bidi import FSI, PDI, RLI, is_rtl, piece_labels
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark, and then is only itself.

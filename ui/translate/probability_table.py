@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from transformer.explain.views.svg import shorten
+from transformer.labels import shorten
 from ui.shared.bidi import piece_labels
 
 PER_ROW = 10  # pieces per row: ten columns fit the wide layout of a 1280 px window at any font size the app uses

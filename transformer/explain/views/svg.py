@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from transformer.labels import HOVER_CHARS, LABEL_CHARS, fit, shorten, text_width  # noqa: F401 (the views' names)
+
 # One colour per head (Tableau 10, as BertViz uses a categorical scale): distinct on a projector, in print too.
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                 "#bcbd22", "#17becf")
@@ -20,8 +22,6 @@ FONT = "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans','Noto Sans Arabic'
 BASE_CSS = f""".tv{{font-family:{FONT};font-size:13px;color:#222;line-height:1.3}}
 .tv button,.tv select{{font:inherit;margin:0 4px 4px 0;padding:2px 8px}}.tv .note{{color:#666;font-size:12px}}
 .tv svg text{{fill:#222}}"""
-LABEL_CHARS = 24  # a longer label is shortened (the full piece in its title or hover)
-HOVER_CHARS = 200  # a piece in a hover repeated once per cell of a map (n x n times) is shortened to this
 _ids = itertools.count()
 
 
@@ -57,35 +57,6 @@ def anchored(edge: str, rtl: bool) -> str:
     so its anchors swap."""
     anchor = {("left", False): "start", ("right", False): "end", ("left", True): "end", ("right", True): "start"}
     return f'text-anchor="{anchor[edge, rtl]}"' + (' direction="rtl"' if rtl else "")
-
-
-def shorten(label: str, limit: int = LABEL_CHARS) -> str:
-    """At most `limit` characters: the rest becomes an ellipsis. Every view and chart of the app shortens a piece
-    here and shows it whole in its title or hover; time and size grow with `limit`, not with the piece."""
-    return label if len(label) <= limit else label[: max(limit - 1, 1)] + "…"
-
-
-def _char_width(c: str, font_px: float) -> float:
-    return font_px * (0.92 if c in "MWmw@%" or unicodedata.east_asian_width(c) in "WF" else 0.62)
-
-
-def text_width(label: str, font_px: float) -> float:
-    """A generous estimate of a label's width in a proportional font: wide letters count more."""
-    return sum(_char_width(c, font_px) for c in label)
-
-
-def fit(label: str, room: float, font_px: float) -> str:
-    """The longest `shorten`ing of label (at least one character) whose `text_width` fits in room px. One pass
-    over the characters that fit, so a piece of 20,000 letters costs what one of 20 does."""
-    ellipsis = _char_width("…", font_px)
-    used, cut = 0.0, 0  # cut: how many characters fit before an ellipsis
-    for i, c in enumerate(label):
-        used += _char_width(c, font_px)
-        if used > room:
-            return label[: max(cut, 1)] + "…"
-        if used + ellipsis <= room:
-            cut = i + 1
-    return label
 
 
 # Characters that HTML reads inside a <script> element ("</script>", "<!--", "<script" change where it ends) or

@@ -67,7 +67,8 @@ def test_a_forced_prefix_starts_every_output_with_teacher_forced_probabilities(r
     assert all(out[: t.forced] == ids and len(out) > t.forced for out in outputs)  # decoded on after the prefix
     assert t.text.startswith(prefix)
     scores, expected = [math.log(p) for p in t.token_probs], teacher_forced(translator, t.source_ids, t.token_ids)
-    assert scores[: t.forced] == pytest.approx(expected[: t.forced], abs=1e-6)  # float32 steps against one pass
+    # float32: cached steps against one pass differ by up to 1.1e-6 at log p = -6.8 (Marian-like, 3 samples)
+    assert scores[: t.forced] == pytest.approx(expected[: t.forced], rel=1e-6, abs=1e-6)
     assert scores == pytest.approx(expected, abs=1e-5)
     assert translator.translate(text, settings, prefix=ids).token_ids == t.token_ids  # ids or text: the same
 

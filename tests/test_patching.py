@@ -73,11 +73,11 @@ def test_the_shared_model_is_never_changed_not_even_while_a_patched_run_fails(tr
     originals = [m.w_o for m in model.modules() if isinstance(m, MultiHeadAttention)]
     seen, real = [], patching._log_prob
 
-    def failing(logits, token):  # calls 1-2: clean and counterfactual, 3-5: residual rows, 6: the first head patch
+    def failing(logits, token, foil=None):  # calls 1-2: clean and counterfactual, 3-5: residual rows, 6: a head patch
         seen.append((hooks(model), [m.w_o for m in model.modules() if isinstance(m, MultiHeadAttention)]))
         if len(seen) == 6:
             raise RuntimeError("out of memory")
-        return real(logits, token)
+        return real(logits, token, foil)
 
     monkeypatch.setattr(patching, "_log_prob", failing)
     with pytest.raises(RuntimeError, match="out of memory"):

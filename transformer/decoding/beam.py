@@ -8,11 +8,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
+from transformer.decoding.prefix import check_prefix
 from transformer.decoding.results import (
     DecodeResult,
     Hypothesis,
@@ -36,14 +38,17 @@ class BeamSearch:
     size): a </s> among the K best finishes its hypothesis, and the best K others stay live. A
     sentence is done when K hypotheses have finished (early stopping, as fairseq) or at its length
     limit, where the live ones are kept as "stopped". Finished hypotheses are ranked by normalised score.
+    During the first len(prefix) steps the only continuation is the forced prefix's token.
     """
 
     @torch.inference_mode()
-    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds):
+    def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
+                 prefix: Sequence[int] = ()):
         self.model, self.src, self.settings, self.K = model, src, settings, settings.beam_size
         self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
+        self.prefix = check_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
         B = src.size(0)
         rows = torch.arange(B, device=src.device).repeat_interleave(self.K)  # (B*K,) sentence of each row
         self.cache = model.start_cache(model.encode(src).memory, src).reorder(rows)
@@ -67,7 +72,11 @@ class BeamSearch:
         # The 2K best continuations of each sentence are among the 2K best of each of its hypotheses: two small
         # top-ks (per row over V, then per sentence over K * 2K) instead of one over K * V.
         n = min(2 * K, V)
-        row_scores, row_tokens = (self.scores.view(-1, 1) + logp).topk(n, dim=-1)  # (A*K, n) each
+        choice = logp
+        if t < len(self.prefix):  # forced: the prefix's token is the only continuation (of the one live hypothesis)
+            choice = torch.full_like(logp, -math.inf)  # (A*K, V)
+            choice[:, self.prefix[t]] = logp[:, self.prefix[t]]
+        row_scores, row_tokens = (self.scores.view(-1, 1) + choice).topk(n, dim=-1)  # (A*K, n) each
         top_scores, pick = row_scores.view(A, K * n).topk(min(2 * K, K * n), dim=-1)  # (A, 2K), best first
         top_parents = pick.div(n, rounding_mode="floor")  # (A, 2K): the hypothesis within the sentence
         top_tokens = row_tokens.view(A, K * n).gather(1, pick)  # (A, 2K)
@@ -134,6 +143,8 @@ class BeamSearch:
         return DecoderCache(pick(cache.tokens), self_kv, cross_kv, src_mask)
 
     def _live_steps(self, a: int, b: int, logp: Tensor, out: StepOutput) -> list[HypothesisStep]:
+        t = self.log_probs.size(1)
+        forced = self.prefix[t] if t < len(self.prefix) else None  # among the candidates, however improbable
         steps = []
         for k in range(self.K):
             row, score = a * self.K + k, self.scores[a, k].item()
@@ -143,7 +154,7 @@ class BeamSearch:
             if out.self_attention is not None:
                 attention = ([w[row] for w in out.self_attention], [w[row] for w in out.cross_attention])
             steps.append(hypothesis_step(out.cache.tokens[row].tolist(), score,
-                                          candidates(logp[row], self.settings.candidates), attention,
+                                          candidates(logp[row], self.settings.candidates, forced), attention,
                                           self.src_lengths[b]))
         return steps
 

@@ -8,6 +8,9 @@ self-attention keys and values. Beam search keeps its hypotheses as rows of the 
 reorders the cache by each survivor's parent row. Both are batched over sentences, and both drop a
 sentence's rows from the batch as soon as it is done.
 
+A forced prefix (`transformer.decoding.prefix`) fixes the first tokens of every output: each engine emits them
+before choosing its own, with the model's log-probabilities.
+
 Step t (from 0) feeds the token before output position t (the tokenizer's start token when t = 0: <s> for ours,
 pad for Marian's) and emits output token t. The attention rows recorded at step t are those of that query: row t
 of a teacher-forced pass over start + output[:-1]. Every engine takes the tokenizer's `SpecialIds`: where to
@@ -21,12 +24,14 @@ counts its </s> in its length.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.beam import BeamSearch
+from transformer.decoding.prefix import check_prefix
 from transformer.decoding.results import (  # re-exported: their old home
     STATUSES,  # noqa: F401
     Candidates,
@@ -59,18 +64,21 @@ class GreedySearch:
     """Take the most probable token at every step, for a batch of sentences src (B, S).
 
     Each sentence has `samples` rows of the batch (greedy: one), sentence-major; a row leaves the batch when it
-    ends. use_cache=False recomputes the whole prefix at every step (for tests and benchmarks).
+    ends. use_cache=False recomputes the whole prefix at every step (for tests and benchmarks). The first
+    len(prefix) steps emit the forced prefix's ids (checked: `transformer.decoding.prefix.check_prefix`).
     """
 
     samples = 1
 
     @torch.inference_mode()
     def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-                 use_cache: bool = True):
+                 use_cache: bool = True, prefix: Sequence[int] = ()):
         self.model, self.src, self.settings, self.use_cache = model, src, settings, use_cache
         self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
+        self.prefix = check_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
+        self.t = 0  # steps taken
         self.memory = model.encode(src).memory  # (B, S, D)
         n_rows = src.size(0) * self.samples
         self.sentence = [r // self.samples for r in range(n_rows)]  # the sentence of each row
@@ -114,7 +122,13 @@ class GreedySearch:
         """Emit one token per unfinished row; returns {sentence: SearchStep} when record."""
         logits, rows = self._advance(record)
         logp = next_token_log_probs(logits, self.specials)  # (A, V)
-        chosen, found = self._choose(logp, record)
+        if self.t < len(self.prefix):  # forced: every row emits the prefix's token (sampling draws nothing)
+            forced = self.prefix[self.t]
+            chosen = torch.full_like(self.feed, forced)  # (A,)
+            found = [candidates(row, self.settings.candidates, forced) for row in logp] if record else None
+        else:
+            chosen, found = self._choose(logp, record)
+        self.t += 1
         chosen_logp = logp.gather(1, chosen[:, None])[:, 0]  # (A,)
         records: dict[int, SearchStep] = {}
         keep = []
@@ -170,9 +184,9 @@ class SampleSearch(GreedySearch):
     """
 
     def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-                 use_cache: bool = True):
+                 use_cache: bool = True, prefix: Sequence[int] = ()):
         self.samples = settings.num_samples
-        super().__init__(model, src, settings, specials=specials, use_cache=use_cache)
+        super().__init__(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix)
         self.generators = [sample_generator(settings.seed, r % self.samples) for r in self.active]
 
     def _choose(self, logp: Tensor, record: bool) -> tuple[Tensor, list[Candidates] | None]:
@@ -189,14 +203,15 @@ class SampleSearch(GreedySearch):
 # ----------------------------------------------------------------------------- one-shot functions
 
 
-def make_search(model: Transformer, src: Tensor, settings: SearchSettings, specials: SpecialIds
-                ) -> GreedySearch | BeamSearch:
-    """The engine the settings ask for: sampling, greedy search (beam_size 1) or beam search."""
+def make_search(model: Transformer, src: Tensor, settings: SearchSettings, specials: SpecialIds,
+                prefix: Sequence[int] = ()) -> GreedySearch | BeamSearch:
+    """The engine the settings ask for: sampling, greedy search (beam_size 1) or beam search, from the forced
+    prefix."""
     if settings.do_sample:
-        return SampleSearch(model, src, settings, specials=specials)
+        return SampleSearch(model, src, settings, specials=specials, prefix=prefix)
     if settings.beam_size == 1:
-        return GreedySearch(model, src, settings, specials=specials)
-    return BeamSearch(model, src, settings, specials=specials)
+        return GreedySearch(model, src, settings, specials=specials, prefix=prefix)
+    return BeamSearch(model, src, settings, specials=specials, prefix=prefix)
 
 
 def _run(search: GreedySearch | BeamSearch, record: bool) -> list[DecodeResult]:
@@ -212,27 +227,30 @@ def _run(search: GreedySearch | BeamSearch, record: bool) -> list[DecodeResult]:
 
 
 def greedy_decode(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS, *,
-                  specials: SpecialIds, use_cache: bool = True) -> list[DecodeResult]:
+                  specials: SpecialIds, use_cache: bool = True, prefix: Sequence[int] = ()) -> list[DecodeResult]:
     """Greedy search for each sentence of src (B, S), right-padded; beam_size and nbest are ignored."""
-    return _run(GreedySearch(model, src, settings, specials=specials, use_cache=use_cache), settings.record_steps)
+    return _run(GreedySearch(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix),
+                settings.record_steps)
 
 
 def sample(model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-           use_cache: bool = True) -> list[DecodeResult]:
+           use_cache: bool = True, prefix: Sequence[int] = ()) -> list[DecodeResult]:
     """settings.num_samples samples for each sentence of src (B, S), right-padded, in the order drawn."""
-    return _run(SampleSearch(model, src, settings, specials=specials, use_cache=use_cache), settings.record_steps)
+    return _run(SampleSearch(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix),
+                settings.record_steps)
 
 
 BEAM_SETTINGS = SearchSettings(beam_size=4)
 
 
 def beam_search(model: Transformer, src: Tensor, settings: SearchSettings = BEAM_SETTINGS, *,
-                specials: SpecialIds) -> list[DecodeResult]:
+                specials: SpecialIds, prefix: Sequence[int] = ()) -> list[DecodeResult]:
     """Beam search for each sentence of src (B, S), right-padded: settings.nbest hypotheses each."""
-    return _run(BeamSearch(model, src, settings, specials=specials), settings.record_steps)
+    return _run(BeamSearch(model, src, settings, specials=specials, prefix=prefix), settings.record_steps)
 
 
 def search(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS, *,
-           specials: SpecialIds) -> list[DecodeResult]:
-    """Sampling when settings.do_sample, else greedy search when settings.beam_size is 1, else beam search."""
-    return _run(make_search(model, src, settings, specials), settings.record_steps)
+           specials: SpecialIds, prefix: Sequence[int] = ()) -> list[DecodeResult]:
+    """Sampling when settings.do_sample, else greedy search when settings.beam_size is 1, else beam search; every
+    output starts with the forced prefix."""
+    return _run(make_search(model, src, settings, specials, prefix), settings.record_steps)

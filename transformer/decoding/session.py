@@ -29,21 +29,23 @@ class DecodingSession:
     """Decode one sentence a step at a time: step(), back(), run_to_end(), reset().
 
     Keeps the search (with its KV cache), the light history of the steps taken (tokens, parents,
-    scores, candidates: the beam tree) and the attention rows of the latest step only. back()
+    scores, candidates: the beam tree) and the attention rows of the latest step only. Given a prefix, its steps
+    (the first len(prefix)) emit the forced ids and the search goes on from there. back()
     replays the search from the source to one step earlier: decoding is deterministic (sampling too: its
     generators restart from the seed), and a replay costs a few cached steps.
     """
 
     def __init__(self, model: Transformer, src_ids: Sequence[int], settings: SearchSettings = DEFAULT_SETTINGS, *,
-                 specials: SpecialIds):
+                 specials: SpecialIds, prefix: Sequence[int] = ()):
         if not src_ids:
             raise ValueError("a decoding session needs at least one source token")
         self.model, self.src_ids, self.settings, self.specials = model, list(src_ids), settings, specials
-        self.reset()
+        self.prefix = list(prefix)  # the forced output ids: steps 0 .. len(prefix) - 1 emit them
+        self.reset()  # the search checks the prefix (ValueError)
 
     def reset(self) -> None:
         src = torch.tensor([self.src_ids], device=next(self.model.parameters()).device)  # (1, S)
-        self._search = make_search(self.model, src, self.settings, self.specials)
+        self._search = make_search(self.model, src, self.settings, self.specials, self.prefix)
         self.history: list[SearchStep] = []  # every step taken, attention rows dropped
         self.current: SearchStep | None = None  # the latest step, with its attention rows
 

@@ -3,6 +3,7 @@
     python -m transformer.translate "In the beginning God created the heaven and the earth."
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
     python -m transformer.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 --num-samples 3 "..."
+    python -m transformer.translate --prefix "La femme" "The man is here."   # forced: decodes on from "La femme"
 
 On stdin each line is one sentence, lines split on "\\n" only (U+2028, a form feed and the like stay inside their
 line, so output line i is the translation of input line i); an empty line gives an empty line, and a byte-order
@@ -34,6 +35,7 @@ from torch import Tensor
 
 from transformer import arguments
 from transformer.data.corpora.base import normalize_text
+from transformer.decoding.prefix import Prefix, encode_prefix
 from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
 from transformer.decoding.session import DecodingSession
 from transformer.model.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
@@ -121,12 +123,13 @@ class Translation:
     source_pieces: list[str]
     token_ids: list[int]  # output ids, ending with </s> unless the length limit cut it
     target_pieces: list[str]
-    token_probs: list[float]  # probability of each output token when it was chosen
+    token_probs: list[float]  # probability of each output token when it was chosen (or forced)
     score: float  # total log-probability
     normalized_score: float  # score / length penalty
     alternatives: list[Alternative]  # the rest of the n-best list, best first
     warnings: list[str]
     attention: TranslationAttention | None = None
+    forced: int = 0  # the first `forced` output tokens (of every alternative too) are the forced prefix's
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, without the attention tensors."""
@@ -175,17 +178,27 @@ class Translator:
             log.warning("%s", warning)
         return Source(normalized, ids, self.tokenizer.source_pieces(ids), warnings)
 
-    def translate(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS, *,
-                  attention: bool = False) -> Translation:
-        return self.translate_batch([text], settings, attention=attention)[0]
+    def translate(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS, *, attention: bool = False,
+                  prefix: Prefix | None = None) -> Translation:
+        """text's translation; with a prefix (a target text, or target piece ids), one that starts with it."""
+        return self.translate_batch([text], settings, attention=attention, prefix=prefix)[0]
+
+    def prefix_ids(self, prefix: Prefix) -> list[int]:
+        """A forced prefix's target ids: a text's pieces (without </s>), or the ids; ValueError when the tokenizer
+        cannot make it (`transformer.decoding.prefix`; the length is checked against each source's limit)."""
+        if isinstance(prefix, str):
+            check_text(prefix)
+        return encode_prefix(self.tokenizer, prefix)
 
     def translate_batch(self, texts: Sequence[str], settings: SearchSettings = DEFAULT_SETTINGS, *,
                         attention: bool = False, progress: Callable[[int, int], None] | None = None,
-                        ) -> list[Translation]:
-        """Translate in batches of sentences of similar length; results in input order.
+                        prefix: Prefix | None = None) -> list[Translation]:
+        """Translate in batches of sentences of similar length; results in input order. A prefix (text or ids) is
+        forced at the start of every output: decoding goes on from it.
 
         progress(done, total), when given, is called after each batch with the number of sentences translated.
         """
+        forced = self.prefix_ids(prefix) if prefix is not None else []
         sources = []
         for i, text in enumerate(texts):
             try:
@@ -201,8 +214,9 @@ class Translator:
             for row, i in enumerate(batch):
                 src[row, : len(sources[i].ids)] = torch.tensor(sources[i].ids)
             settings = dataclasses.replace(settings, record_steps=False)
-            for i, decoded in zip(batch, search(self.model, src, settings, specials=self.specials)):
-                results[i] = self._translation(sources[i], decoded.hypotheses, attention)
+            for i, decoded in zip(batch, search(self.model, src, settings, specials=self.specials, prefix=forced)):
+                results[i] = dataclasses.replace(self._translation(sources[i], decoded.hypotheses, attention),
+                                                 forced=len(forced))
             if progress is not None:
                 progress(min(start + self.batch_size, len(order)), len(order))
         return results
@@ -244,9 +258,11 @@ class Translator:
             cross=[w[0] for w in maps.cross],  # (H, T, S)
         )
 
-    def session(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS) -> DecodingSession:
-        """A step-through decoding of one input (its pieces: `prepare(text).pieces`)."""
-        return DecodingSession(self.model, self.prepare(text).ids, settings, specials=self.specials)
+    def session(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS, *,
+                prefix: Prefix | None = None) -> DecodingSession:
+        """A step-through decoding of one input (its pieces: `prepare(text).pieces`), from a forced prefix if given."""
+        forced = self.prefix_ids(prefix) if prefix is not None else []
+        return DecodingSession(self.model, self.prepare(text).ids, settings, specials=self.specials, prefix=forced)
 
 
 # ----------------------------------------------------------------------------- command line
@@ -268,6 +284,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                           help="draw from the smallest set of most probable tokens of mass >= p (default 1: all)")
     sampling.add_argument("--seed", type=int, default=0, help="the same seed draws the same samples (default 0)")
     sampling.add_argument("--num-samples", type=int, default=1, help="samples per sentence (num_return_sequences)")
+    parser.add_argument("--prefix", help="target text every output starts with: decoding goes on from it")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
@@ -337,7 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.setLevel(logging.INFO)
         with Counter("translating", log) as counter:
             progress = counter if len(lines) > args.batch_size else None
-            done = translator.translate_batch([texts[i] for i in lines], settings, progress=progress)
+            done = translator.translate_batch([texts[i] for i in lines], settings, progress=progress,
+                                              prefix=args.prefix)
     except (CheckpointError, ValueError) as e:  # TranslationError, bad settings or device, unreadable tokenizer
         print(f"error: {e}", file=sys.stderr)
         return 2

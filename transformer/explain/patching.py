@@ -7,7 +7,9 @@ a chosen target token: log p_patched(y) - log p_counterfactual(y) (Vig et al., "
 Language Models Using Causal Mediation Analysis", NeurIPS 2020; Meng et al., "Locating and Editing Factual
 Associations in GPT", NeurIPS 2022, call it causal tracing; TransformerLens calls it activation patching). A
 large positive effect at (layer, position) says that the clean run's state there alone restores much of the
-clean prediction. Two kinds of activation:
+clean prediction. With a foil token, the measure is contrastive (Yin & Neubig, EMNLP 2022): log p(y) - log p(foil),
+and the effect says how much the patch moves the model towards y rather than the foil (`explain.foil` turns a typed
+word into its first piece). Two kinds of activation:
 
 - the encoder's residual stream entering layer l (l = 0: the embeddings with positions; the last row: the
   encoder's output before its final norm) at one source position, by a functional re-run from layer l;
@@ -40,11 +42,12 @@ class PatchingError(ValueError):
 @dataclass(frozen=True)
 class PatchingMap:
     target: int  # the token whose log-probability is measured
-    clean_log_prob: float  # log p(target) in the clean run
-    counterfactual_log_prob: float  # log p(target) in the counterfactual run, nothing patched
+    clean_log_prob: float  # log p(target) in the clean run (with a foil: log p(target) - log p(foil))
+    counterfactual_log_prob: float  # the same in the counterfactual run, nothing patched
     layers: tuple[str, ...]  # rows of `residual`: "embeddings", "after layer 0", ...
     residual: tuple[tuple[float, ...], ...]  # (L_enc + 1) x S effects
     heads: dict[str, tuple[tuple[float, ...], ...]]  # family -> n_layers x H effects
+    foil: int | None = None  # the contrast token: every number above is then log p(target) - log p(foil)
 
     @property
     def difference(self) -> float:
@@ -68,12 +71,13 @@ def check_pair(clean_ids: Sequence[int], counterfactual_ids: Sequence[int], clea
         f"{shown(counterfactual_pieces)}; swap a word for one the tokenizer cuts into as many pieces")
 
 
-def _log_prob(logits: Tensor, target: int) -> Tensor:
-    """(B, T, V) logits -> (B,) log-probability of target after the last decoder input."""
-    return logits[:, -1].float().log_softmax(-1)[:, target]
+def _log_prob(logits: Tensor, target: int, foil: int | None = None) -> Tensor:
+    """(B, T, V) logits -> (B,) log-probability of target after the last decoder input, minus the foil's if given."""
+    logp = logits[:, -1].float().log_softmax(-1)  # (B, V)
+    return logp[:, target] - (logp[:, foil] if foil is not None else 0.0)
 
 
-def _residual_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, target: int,
+def _residual_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, target: int, foil: int | None,
                       base: float) -> list[list[float]]:
     pad_id = model.config.pad_id
     src_mask = counterfactual.src_mask(pad_id)  # the pair has no padding, so either mask will do
@@ -89,7 +93,7 @@ def _residual_effects(model: Transformer, clean: Inputs, counterfactual: Inputs,
         x[positions, positions] = mine[0]
         memory = memory_of(model, encoder_states(model, x, src_mask, start=layer)[-1])
         logits = next_token_logits(model, decoder_states(model, y, memory, src_mask, tgt_mask)[-1][:, -1:])
-        rows.append([v - base for v in _log_prob(logits, target).tolist()])
+        rows.append([v - base for v in _log_prob(logits, target, foil).tolist()])
     return rows
 
 
@@ -127,7 +131,7 @@ def _w_o_path(family: str, layer: int) -> str:
     return f"decoder_layers.{layer}.{'self_attn' if family == 'dec_self' else 'cross_attn'}.w_o"
 
 
-def _head_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, target: int,
+def _head_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, target: int, foil: int | None,
                   base: float) -> dict[str, list[list[float]]]:
     """Views of the model with one W^O swapped (see `stream.replaced`): the model itself, which other sessions may be
     decoding with on other threads, is never changed and carries no hook."""
@@ -146,33 +150,35 @@ def _head_effects(model: Transformer, clean: Inputs, counterfactual: Inputs, tar
         w_o = attention_module(model, family, layer).w_o
         patched = replaced(model, _w_o_path(family, layer), _Patching(w_o, captured[(family, layer)],
                                                                       model.config.d_head))
-        log_probs = _log_prob(patched(src, tgt).logits, target)
+        log_probs = _log_prob(patched(src, tgt).logits, target, foil)
         effects[family].append([v - base for v in log_probs.tolist()])
     return effects
 
 
 @torch.inference_mode()
 def activation_patching(model: Transformer, clean_ids: Sequence[int], counterfactual_ids: Sequence[int],
-                        decoder_input: Sequence[int], target: int) -> PatchingMap:
+                        decoder_input: Sequence[int], target: int, *, foil: int | None = None) -> PatchingMap:
     """Patch the clean run into the counterfactual one, every encoder layer x source position and every head,
-    and measure log p(target | source, decoder_input) (decoder_input is <s> + the output prefix). The inputs are
-    bounded as one app request is (`checks.MAX_SOURCE_TOKENS`, `checks.MAX_OUTPUT_TOKENS`)."""
+    and measure log p(target | source, decoder_input) (decoder_input is <s> + the output prefix), minus
+    log p(foil | ...) when a foil is given. The inputs are bounded as one app request is (`checks.MAX_SOURCE_TOKENS`,
+    `checks.MAX_OUTPUT_TOKENS`)."""
     clean_ids = checks.source_ids(model, clean_ids, "clean_ids", checks.MAX_SOURCE_TOKENS)
     counterfactual_ids = checks.source_ids(model, counterfactual_ids, "counterfactual_ids", checks.MAX_SOURCE_TOKENS)
     decoder_input = checks.target_ids(model, decoder_input, "decoder_input", checks.MAX_OUTPUT_TOKENS)
     target = checks.target_token(model, target, "target")
+    foil = None if foil is None else checks.target_token(model, foil, "foil")
     check_pair(clean_ids, counterfactual_ids)
     was_training = model.training
     model.eval()
     try:
         clean = Inputs.of(model, list(clean_ids), list(decoder_input))
         counterfactual = Inputs.of(model, list(counterfactual_ids), list(decoder_input))
-        clean_lp = float(_log_prob(model(clean.src, clean.tgt).logits, target)[0])
-        base = float(_log_prob(model(counterfactual.src, counterfactual.tgt).logits, target)[0])
-        residual = _residual_effects(model, clean, counterfactual, target, base)
-        heads = _head_effects(model, clean, counterfactual, target, base)
+        clean_lp = float(_log_prob(model(clean.src, clean.tgt).logits, target, foil)[0])
+        base = float(_log_prob(model(counterfactual.src, counterfactual.tgt).logits, target, foil)[0])
+        residual = _residual_effects(model, clean, counterfactual, target, foil, base)
+        heads = _head_effects(model, clean, counterfactual, target, foil, base)
     finally:
         model.train(was_training)
     layers = ("embeddings", *(f"after layer {i}" for i in range(len(model.encoder_layers))))
     return PatchingMap(target, clean_lp, base, layers, tuple(map(tuple, residual)),
-                       {f: tuple(map(tuple, rows)) for f, rows in heads.items()})
+                       {f: tuple(map(tuple, rows)) for f, rows in heads.items()}, foil)

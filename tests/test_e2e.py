@@ -309,7 +309,7 @@ def test_text_from_a_link_or_the_box_shows_as_typed_never_as_a_link_or_html(serv
     warning.wait_for(timeout=60_000)
     page.locator('[data-testid="stMarkdownContainer"] h3').first.wait_for(timeout=60_000)
     shown = warning.inner_text().replace("\u2060", "")
-    assert "[click](https://evil.example/x) <img src=x onerror=alert(1)> www.evil.example" in shown, shown
+    assert payload[:39] + "…" in shown, shown  # quoted as typed, shortened to 40 characters (issue 41 item 12)
     assert page.locator('a[href*="evil.example"]').count() == 0 and page.locator('img[src="x"]').count() == 0
     assert not dialogs and page.locator(EXCEPTION).count() == 0
 

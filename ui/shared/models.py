@@ -50,7 +50,10 @@ class ModelChoice:
 
 
 def _is_checkpoint(path: Path) -> bool:
-    return (path / CONFIG_FILE).is_file() and (path / WEIGHTS_FILE).is_file()
+    try:
+        return (path / CONFIG_FILE).is_file() and (path / WEIGHTS_FILE).is_file()
+    except OSError:  # a name the file system refuses (too long, unreadable): no checkpoint there
+        return False
 
 
 def is_model_path(path: str | Path) -> bool:
@@ -153,10 +156,15 @@ def find_models(limit: int | None = PAGE_SIZE) -> list[ModelChoice]:
     return choices if limit is None else choices[:limit]
 
 
+MAX_KEY_CHARS = 300  # a model key is a folder name (255 bytes at most on Linux) or run/NAME/CHECKPOINT
+
+
 def find_model(key: str) -> ModelChoice | None:
     """The model a link names by its key (`ModelChoice.key`), wherever it is in the list, or None: read from its own
     folder only, and only inside checkpoints/ or the runs folder."""
     parts = key.split("/")
+    if len(key) > MAX_KEY_CHARS or "\x00" in key:  # no folder has such a name: never ask the file system
+        return None
     if len(parts) == 1 and parts[0] not in ("", ".", ".."):
         path = checkpoints_dir() / parts[0]
         return _shipped(path) if is_model_path(path) else None

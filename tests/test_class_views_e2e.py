@@ -31,8 +31,9 @@ PAGES = {
     "learn": ("Learn?model=en-fr-teaching", None, "iframe"),  # masks, Eq. 1 picture
     "step": ("Step_by_step?model=en-fr-teaching&search=beam", "Run to end", "iframe"),  # bars, per-head maps, tree
     "stats": ("Explain_heads?model=en-fr-teaching&view=stats", None, PLOT),
-    "patching": ("Explain_heads?model=en-fr-teaching&view=patching&other=The+chaplains+offered+your+wide+saxophones"
-                 "+to+the+lucky+judge.", None, PLOT),
+    "patching": ("Explain_heads?model=en-fr-teaching&view=patching&text=The+chaplains+offered+your+wide+saxophones"
+                 "+to+the+lucky+accuser.&other=The+chaplains+offered+your+wide+saxophones+to+the+lucky+judge.", None,
+                 PLOT),  # the pair in the link: the model's first sentence is another
     "sampling": ("Step_by_step?model=en-fr-teaching&search=sample", "Run to end", PLOT),
     "compare": ("Explain_heads?model=en-fr-bible&view=compare&partner=en-fr-bible-debian", None, PLOT),  # item 13
 }

@@ -69,6 +69,19 @@ def test_head_view_draws_one_line_per_visible_weight_with_the_weight_as_opacity(
     assert len({g.get("stroke") for g in find(root, "g", **{"class": "hd"})}) == 3  # a colour per head
 
 
+def test_a_head_view_driven_by_the_pages_layer_picker_draws_that_layer_with_no_picker_of_its_own():
+    """Issue 37 item 20: under the explorer's Layer picker the view shows the page's layer and cannot disagree."""
+    maps = np.random.default_rng(1).dirichlet(np.ones(3), size=(3, 2, 2))  # (L, H, Q, K)
+    view = views.head_view_from(maps, ["a", "b"], ["x", "y", "z"], layer=2, layer_picker=False)
+    layers = find(svg_of(view, "hv"), "g", **{"class": "ly"})
+    assert [g.get("data-layer") for g in layers] == ["2"]
+    assert "<select" not in view.html and '>layer 2</span>' in view.html
+    own = views.head_view_from(maps, ["a", "b"], ["x", "y", "z"], layer=2)
+    assert own.html.count("<option") == 3 and len(find(svg_of(own, "hv"), "g", **{"class": "ly"})) == 3
+    svg_height = int(svg_of(view, "hv").get("height"))
+    assert view.height - svg_height == lines.CHROME_PX < 90  # the frame fits its drawing, not 100 px more
+
+
 def test_head_view_lists_the_tokens_in_order_and_lines_join_their_rows():
     queries, keys = ["▁le", "▁chat", "▁dort", "</s>"], ["▁the", "▁cat", "▁sleeps", ".", "</s>"]
     maps = np.full((1, 1, 4, 5), 0.2)

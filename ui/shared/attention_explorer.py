@@ -14,7 +14,7 @@ import streamlit as st
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
 from transformer.explain.lenses import HEADLESS
-from ui.shared import attention_maps, gold_alignment, heatmaps, links, svg_views
+from ui.shared import attention_maps, class_mode, gold_alignment, heatmaps, links, svg_views
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.widgets import chart, choice_box, link, link_problems, share
 
@@ -65,7 +65,10 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
     n_layers = {f: len(getattr(att, f)) for f in FAMILIES}
     n_heads = att.cross[0].shape[0]
     _restore(att, key, n_layers, n_heads)
-    c1, c2, c3, c4 = st.columns([2, 1, 1.5, 1.5])  # wide enough for "mean of heads" and the toggle's label
+    if class_mode.is_on():  # at the class's size the toggle's label needs a row of its own
+        (c1, c2, c3), c4 = st.columns([2, 1, 1.5]), st.container()
+    else:
+        c1, c2, c3, c4 = st.columns([2, 1, 1.5, 1.5])  # wide enough for "mean of heads" and the toggle's label
     family = c1.radio("Attention", list(FAMILIES), format_func=FAMILIES.get, key=f"{key}_family")
     layer = choice_box(c2, "Layer", list(range(n_layers[family])), key=f"{key}_layer", format_func=lambda i: f"{i}",
                        follow=lambda old, opts: min(old or 0, len(opts) - 1))

@@ -38,6 +38,10 @@ PAGES = {
 }
 
 
+EQ1_JS = """() => { const s = document.querySelector('svg.eq'); if (!s) return null;
+  return {scroll: s.parentElement.scrollWidth, room: s.parentElement.clientWidth}; }"""
+
+
 def _views(page) -> int:
     """How many SVG views (head view, Eq. 1, beam tree) the page and its frames hold."""
     return sum(frame.evaluate("document.querySelectorAll('div.tv').length + [...document.querySelectorAll('*')]"
@@ -65,6 +69,9 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
         assert groups and all(group.labels for group in groups)
         if name in ("learn", "step"):
             assert _views(page) >= 1
+        if name == "learn":  # item 2: Eq. 1 whole in its frame, no sideways scrolling (class mode's zoom included)
+            eq = [f.evaluate(EQ1_JS) for f in page.frames[1:]]
+            assert [d for d in eq if d is not None and d["scroll"] > d["room"] + 1] == [] and any(eq), eq
         if name == "translate":  # item 22: the search methods on one line at 1280 px
             radio = page.locator('[data-testid="stRadio"]', has_text="sample").first
             tops = radio.locator("label").evaluate_all("ls => ls.slice(1).map(l => l.getBoundingClientRect().top)")

@@ -67,7 +67,7 @@ def eq1_picture(model, source_ids: list[int], decoder_input: list[int] | None, f
     """Eq. 1 as one picture for one cell; returns the cell (its numbers, for the tables under it)."""
     with decode_turn() as on_wait, decode_slot(on_wait):
         cell = cell_arithmetic(model, source_ids, decoder_input, family, layer, head, query)
-    show(views.cell_flow(cell, query_label, piece_labels(key_labels), key_index))
+    show(views.cell_flow(cell, query_label, piece_labels(key_labels), key_index, compact=class_mode.is_on()))
     return cell
 
 

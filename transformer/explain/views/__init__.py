@@ -87,9 +87,10 @@ def beam_tree(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[st
 
 
 def cell_flow(cell: CellArithmetic, query_label: str, key_labels: Sequence[str], key: int | None = None, *,
-              reveal: str = "all") -> View:
-    """Eq. 1 as one picture for a cell computed by `transformer.explain.cell_arithmetic`."""
-    return flow_view(cell, query_label, key_labels, key, reveal=reveal)
+              reveal: str = "all", compact: bool = False) -> View:
+    """Eq. 1 as one picture for a cell computed by `transformer.explain.cell_arithmetic` (`compact`: its query's
+    input, q and output above the key rows, for a narrow or zoomed page)."""
+    return flow_view(cell, query_label, key_labels, key, reveal=reveal, compact=compact)
 
 
 def one_token(translator: Translator, text: str, token: int = 0, *, stage: str | None = None, seed: int = 0,

@@ -39,6 +39,10 @@ PAGES = {
 }
 
 
+EQ1_JS = """() => { const s = document.querySelector('svg.eq'); if (!s) return null;
+  return {scroll: s.parentElement.scrollWidth, room: s.parentElement.clientWidth}; }"""
+
+
 def _views(page) -> int:
     """How many SVG views (head view, Eq. 1, beam tree) the page and its frames hold."""
     return sum(frame.evaluate("document.querySelectorAll('div.tv').length + [...document.querySelectorAll('*')]"
@@ -66,6 +70,9 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
         assert groups and all(group.labels for group in groups)
         if name in ("learn", "step"):
             assert _views(page) >= 1
+        if name == "learn":  # item 2: Eq. 1 whole in its frame, no sideways scrolling (class mode's zoom included)
+            eq = [f.evaluate(EQ1_JS) for f in page.frames[1:]]
+            assert [d for d in eq if d is not None and d["scroll"] > d["room"] + 1] == [] and any(eq), eq
         if name == "translate":  # item 22: the search methods on one line at 1280 px
             radio = page.locator('[data-testid="stRadio"]', has_text="sample").first
             tops = radio.locator("label").evaluate_all("ls => ls.slice(1).map(l => l.getBoundingClientRect().top)")
@@ -80,5 +87,57 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
                 small = [(label.text, round(label.font, 1)) for label in group.labels
                          if label.font < class_mode.LABEL_PX - 0.5]
                 assert small == [], (name, small[:5])
+    finally:
+        context.close()
+
+
+HEAD_VIEW_JS = """() => { const r = document.querySelector('div.tv.hv'); if (!r) return null;
+  return {layer: r.querySelector('.layer').textContent, picker: !!r.querySelector('select'),
+          frame: innerHeight, content: document.body.getBoundingClientRect().height,
+          overflow: document.documentElement.scrollHeight - innerHeight}; }"""
+# the sidebar's model name (a select box's <input>: it cuts its text silently) and the explorer's toggle label
+FITS_JS = """() => { const i = document.querySelector('[data-testid=stSidebar] [data-testid=stSelectbox] input');
+  const s = getComputedStyle(i), ctx = document.createElement('canvas').getContext('2d'); ctx.font = s.font;
+  const room = i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+  const box = [...document.querySelectorAll('[data-testid=stCheckbox]')]
+    .find(e => e.textContent.includes('Hide special'));
+  const p = box.querySelector('p'), range = document.createRange(); range.selectNodeContents(p);
+  const column = box.closest('[data-testid=stColumn]') || box.closest('[data-testid=stVerticalBlock]');
+  return {model: i.value, need: ctx.measureText(i.value).width, room,
+          toggle_cut: p.scrollWidth > p.clientWidth + 1 || range.getBoundingClientRect().right >
+            column.getBoundingClientRect().right + 1 || range.getClientRects().length > 1}; }"""
+
+
+def _head_view(page) -> dict | None:
+    found = [frame.evaluate(HEAD_VIEW_JS) for frame in page.frames[1:]]
+    return next((f for f in found if f), None)
+
+
+@pytest.mark.parametrize("mode", ["class", "normal"])
+def test_the_head_view_fits_its_frame_and_follows_the_pages_layer_and_the_sidebar_fits(  # noqa: F811
+        server, browser, mode, tmp_path):  # noqa: F811
+    """Issue 37 items 20 and 22: the head view's frame is its height (not 100 px more) and shows the layer of the
+    explorer's Layer picker, from the link and after a pick; the model's name and the toggle's label are whole."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        link = f"{server}/Translate?model=en-fr-teaching&att=cross&layer=1"
+        page.goto(link + ("&class=1" if mode == "class" else ""))
+        page.locator("iframe").first.wait_for(timeout=180_000)
+        page.wait_for_timeout(3000)
+        view = _head_view(page)
+        assert view is not None and view["layer"] == "layer 1" and not view["picker"], view
+        assert view["overflow"] <= 0 and view["frame"] - view["content"] <= 20, view
+        fits = page.evaluate(FITS_JS)
+        assert fits["need"] <= fits["room"] and not fits["toggle_cut"], fits
+        page.locator('[data-testid="stSelectbox"]', has_text="Layer").first.click()
+        page.keyboard.type("0")
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(4000)
+        assert _head_view(page)["layer"] == "layer 0"
+        page.locator("iframe").first.scroll_into_view_if_needed()
+        folder = Path(os.environ.get("CLASS_SHOTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / f"head-view-{mode}.png"))
     finally:
         context.close()

@@ -115,3 +115,31 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
     assert f"**{100 * expected.layer_mean[1]:.0f}%**" in text  # the sentence's AER is the lens's
     assert any("the test-split grid scores the raw weights" in c.value for c in app.caption)
 
+
+
+def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_path, monkeypatch):
+    """Issue 37 item 26: under the norm-weighted lens, "mean of heads" and the AER grid's mean column show the
+    layer-level map ||Σ_h alpha^h_ij f^h(x_j)||, not the mean of the per-head maps; a head stays its own map."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root / "checkpoints"))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    app = AppTest.from_file(APP, default_timeout=180)
+    sentence = "The young man buys a green bicycle."
+    app.query_params.update({"model": "en-fr-teaching", "text": sentence, "lens": "norm", "layer": "0"})
+    app.switch_page("pages/1_Translate.py").run()
+    assert not app.exception, app.exception
+    result = app.session_state["tr_result"]
+    maps = lens_maps(_model(app), result.source_ids, result.token_ids, "norm", specials=SPECIALS)
+    layer_map, heads_mean = maps.layer_maps.cross[0][0].numpy(), maps.cross[0].mean(0).numpy()
+    assert np.abs(layer_map - heads_mean).max() > 1e-3  # the two differ on this sentence: the test tells them apart
+    z = plotly_array(figures_of(app)[0]["data"][0]["z"])
+    assert np.allclose(z, layer_map, atol=1e-5)
+    gold = align(sentence)
+    expected = sentence_aer(list(maps.layer_maps.cross), result.source_pieces, result.target_pieces, gold.links)
+    text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))
+    assert f"**{100 * expected.heads[0][0]:.0f}%**" in text
+    grid = next(f for f in figures_of(app) if f["layout"].get("title", {}).get("text") == "AER %, this sentence")
+    assert np.allclose(plotly_array(grid["data"][0]["z"])[:, -1], [100 * r[0] for r in expected.heads], atol=1e-6)
+    assert any("layer-level" in c.value and "Σ_h" in c.value for c in app.caption)
+    app.selectbox(key="tr_head").set_value(1).run()
+    assert np.allclose(plotly_array(figures_of(app)[0]["data"][0]["z"]), maps.cross[0][1].numpy(), atol=1e-5)

@@ -17,6 +17,7 @@ from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import lines, tree
+from transformer.explain.views.svg import text_width
 from transformer.model.checkpoint import load_checkpoint
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -67,6 +68,19 @@ def test_head_view_draws_one_line_per_visible_weight_with_the_weight_as_opacity(
             colours = {head_group.get("stroke")}
             assert len(colours) == 1
     assert len({g.get("stroke") for g in find(root, "g", **{"class": "hd"})}) == 3  # a colour per head
+
+
+def test_a_head_view_driven_by_the_pages_layer_picker_draws_that_layer_with_no_picker_of_its_own():
+    """Issue 37 item 20: under the explorer's Layer picker the view shows the page's layer and cannot disagree."""
+    maps = np.random.default_rng(1).dirichlet(np.ones(3), size=(3, 2, 2))  # (L, H, Q, K)
+    view = views.head_view_from(maps, ["a", "b"], ["x", "y", "z"], layer=2, layer_picker=False)
+    layers = find(svg_of(view, "hv"), "g", **{"class": "ly"})
+    assert [g.get("data-layer") for g in layers] == ["2"]
+    assert "<select" not in view.html and '>layer 2</span>' in view.html
+    own = views.head_view_from(maps, ["a", "b"], ["x", "y", "z"], layer=2)
+    assert own.html.count("<option") == 3 and len(find(svg_of(own, "hv"), "g", **{"class": "ly"})) == 3
+    svg_height = int(svg_of(view, "hv").get("height"))
+    assert view.height - svg_height == lines.CHROME_PX < 90  # the frame fits its drawing, not 100 px more
 
 
 def test_head_view_lists_the_tokens_in_order_and_lines_join_their_rows():
@@ -194,6 +208,27 @@ def test_eq1_picture_defaults_to_the_heaviest_key_and_refuses_bad_arguments(tran
         views.cell_flow(cell, "x", t.source_pieces, reveal="some")
     with pytest.raises(ValueError, match="key must be an integer from 0 to"):
         views.cell_flow(cell, "x", t.source_pieces, key=len(t.source_pieces))
+
+
+def test_the_compact_eq1_picture_fits_class_modes_column_with_every_column_whole(translator):
+    """Issue 37 item 2: zoomed to 18 px labels (x1.5) in class mode's 770 px column (762 inside its frame), Eq. 1
+    was 814 px wide before the zoom; compact, it fits, and every label ends inside the picture."""
+    t = translator.translate("the cat sleeps .", attention=True)
+    cell = cell_arithmetic(translator.model, t.source_ids, [SPECIALS.start, *t.token_ids[:-1]], "cross", 1, 2, 1)
+    wide = views.cell_flow(cell, t.target_pieces[1], t.source_pieces)
+    view = views.cell_flow(cell, t.target_pieces[1], t.source_pieces, compact=True)
+    frame = 770 - 8  # the iframe's width less its body's padding
+    assert wide.zoomed(18).width > frame >= view.zoomed(18).width
+    root = svg_of(view, "eq")
+    assert int(root.get("width")) == view.width
+    texts = [e for e in root.iter(SVG + "text") if e.get("text-anchor") != "end"]
+    rights = {"".join(e.itertext()): float(e.get("x")) + text_width("".join(e.itertext()), 13) for e in texts}
+    assert {"Σ weight × v", "weight × v"} <= rights.keys() and any(k.startswith("vs model") for k in rights)
+    assert max(rights.values()) <= view.width  # the right column never cut
+    highlight, key_text = find(root, "rect", **{"class": "hl"})[0], _texts(root, "key")
+    assert float(highlight.get("y")) + float(highlight.get("height")) / 2 == pytest.approx(
+        float([e for e in root.iter(SVG + "text") if e.get("data-j") == str(int(cell.weights.argmax()))][0].get("y")))
+    assert len(key_text) == len(t.source_pieces)
 
 
 def _beam(translator, steps: int, beam: int = 3):

@@ -14,7 +14,7 @@ import streamlit as st
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
 from transformer.explain.lenses import HEADLESS
-from ui.shared import attention_maps, gold_alignment, heatmaps, links, svg_views
+from ui.shared import attention_maps, class_mode, gold_alignment, heatmaps, lens_switch, links, svg_views
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.widgets import chart, choice_box, link, link_problems, share
 
@@ -65,7 +65,10 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
     n_layers = {f: len(getattr(att, f)) for f in FAMILIES}
     n_heads = att.cross[0].shape[0]
     _restore(att, key, n_layers, n_heads)
-    c1, c2, c3, c4 = st.columns([2, 1, 1.5, 1.5])  # wide enough for "mean of heads" and the toggle's label
+    if class_mode.is_on():  # at the class's size the toggle's label needs a row of its own
+        (c1, c2, c3), c4 = st.columns([2, 1, 1.5]), st.container()
+    else:
+        c1, c2, c3, c4 = st.columns([2, 1, 1.5, 1.5])  # wide enough for "mean of heads" and the toggle's label
     family = c1.radio("Attention", list(FAMILIES), format_func=FAMILIES.get, key=f"{key}_family")
     layer = choice_box(c2, "Layer", list(range(n_layers[family])), key=f"{key}_layer", format_func=lambda i: f"{i}",
                        follow=lambda old, opts: min(old or 0, len(opts) - 1))
@@ -78,10 +81,14 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
                      help="Drop the <s>, </s> and <pad> rows and columns; rows then sum to less than 1.")
     share(**{**links.view_params(family, layer, head, hide), **({} if n_heads > 1 else {"head": None})})
     matrix, rows, cols = attention_maps.matrix(att, family, layer, head, hide_special=hide)
+    own = lens_switch.layer_maps(key) if n_heads > 1 and head is None else None
+    if own is not None:  # the lens's own layer map (norm-weighted: ||Σ_h alpha^h_ij f^h(x_j)||), not the heads' mean
+        matrix = attention_maps.layer_matrix(getattr(own, family), att, family, layer, hide_special=hide)
     if matrix.size == 0:
         st.info("Nothing left to show without the special tokens.")
         return
-    head_name = "all heads together" if n_heads == 1 else "mean of heads" if head is None else f"head {head}"
+    head_name = ("all heads together" if n_heads == 1 else f"head {head}" if head is not None else
+                 "all heads' summed vectors" if own is not None else "mean of heads")
     title = f"{FAMILIES[family]}, layer {layer}, {head_name}"
     notes = attention_maps.row_notes(att, family, hide_special=hide)
     query_name, key_name = NAMES[family]

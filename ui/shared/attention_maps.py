@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -57,6 +58,15 @@ def matrix(att: TranslationAttention, family: str, layer: int, head: int | None,
     """One head's map (head None: the mean of the heads), optionally without special-token rows and columns."""
     maps, rows, cols = every_head(att, family, hide_special)
     return (maps[layer].mean(0) if head is None else maps[layer, head]), rows, cols
+
+
+def layer_matrix(own: Sequence[torch.Tensor], att: TranslationAttention, family: str, layer: int,
+                 hide_special: bool = False) -> np.ndarray:
+    """A lens's own map of a layer (own: per layer (1, Lq, Lk), `LensMaps.layer_maps`), the rows and columns of
+    `matrix`."""
+    rows, cols = labels(att, family)
+    keep_r, keep_c = _kept(rows, hide_special), _kept(cols, hide_special)
+    return own[layer][0].float().cpu().numpy()[keep_r][:, keep_c]
 
 
 def row_notes(att: TranslationAttention, family: str, hide_special: bool = False) -> list[str] | None:

@@ -47,11 +47,16 @@ def _toggled() -> None:
         st.session_state[KEY] = on
 
 
+def seed(params: dict[str, str]) -> None:
+    """Class mode on or off as the link says, before anything of the page is drawn at its size."""
+    if PARAM in params:
+        st.session_state[KEY] = params[PARAM] == "1"
+
+
 def sidebar_toggle(params: dict[str, str]) -> None:
     """The sidebar's switch, seeded from the link's `class` (params: the query parameters the page was opened with)
     and written back into it; in class mode, the page's larger fonts."""
-    if PARAM in params:
-        st.session_state[KEY] = params[PARAM] == "1"
+    seed(params)
     st.session_state[TOGGLE] = is_on()
     st.sidebar.toggle("Class mode (projector)", key=TOGGLE, on_change=_toggled,
                       help="Larger text, chart labels and cell numbers, readable from the back of a room; tables "

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
-from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LensMaps, as_attention, lens_maps
+from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LayerMaps, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
 from ui.shared.links import quoted
 from ui.shared.text import plain
@@ -28,13 +28,15 @@ MEAN = -1  # the explorer's "mean of heads" (ui.shared.attention_explorer.MEAN)
 MAX_ZEROED = 120  # value zeroing re-runs each layer once per token: longer sentences would keep a slot too long
 MEMO = "_lens_memo"  # session state: the last lensed maps, so that a rerun does not compute them again
 MEMO_SIZE = 8
+LAYER_MAPS = "{}_layer_maps"  # session state per explorer key: the lens's own layer maps (LensMaps.layer_maps) or none
 NOTES = {
     "raw": "The attention weights themselves: alpha_ij, each row sums to 1.",
     "norm": "Each weight times the size of what that key sends through the head, ||alpha_ij f(x_j)|| with f the value "
             "projection and the head's slice of W^O, rows rescaled to 1 (Kobayashi et al., 2020). A key that gets "
-            "weight but sends a tiny vector (often </s> or punctuation) fades. These are the per-head maps, and "
-            "\"mean of heads\" is their mean; the paper's layer-level map, the norm of the vector all heads together "
-            "send (||Σ_h alpha^h_ij f^h(x_j)||), is the one `python -m transformer.explain.lenses` scores per layer.",
+            "weight but sends a tiny vector (often </s> or punctuation) fades. The heads' maps are each head's own; "
+            "the layer's map (\"mean of heads\" in the Head picker, \"mean\" in the AER grid) is the paper's "
+            "layer-level one, the norm of the vector all heads together send, ||Σ_h alpha^h_ij f^h(x_j)||, rows "
+            "rescaled to 1: heads that send opposite vectors cancel there, where a mean of the heads' maps adds them.",
     "shift": "Cross-attention row t is the one of the next step, whose decoder input is token t (Chen et al., 2020): "
              "the decoder may look at a word's source once it has read it. The last token (</s>) gets the row of one "
              "extra step that reads it. Encoder and decoder self-attention are the raw weights.",
@@ -102,12 +104,21 @@ def lensed_maps(model: Transformer, source_ids: Sequence[int], token_ids: Sequen
 def lensed(translator: Translator, att: TranslationAttention, source_ids: Sequence[int], token_ids: Sequence[int],
            lens: str, key: str) -> TranslationAttention | None:
     """att as `lens` reads it; None (and a note) when it cannot be computed here."""
+    st.session_state.pop(LAYER_MAPS.format(key), None)
     if lens == "raw":
         return att
     if lens in HEADLESS and st.session_state.get(f"{key}_head", MEAN) not in (MEAN, 0):
         st.session_state[f"{key}_head"] = MEAN  # one map per layer: head pickers have nothing else to show
     maps = _computed(translator.model, source_ids, token_ids, lens, translator.specials)
+    if maps is not None and maps.layer_maps is not None:
+        st.session_state[LAYER_MAPS.format(key)] = maps.layer_maps
     return None if maps is None else as_attention(att, maps)
+
+
+def layer_maps(key: str) -> LayerMaps | None:
+    """The lens's own map of each layer (the norm-weighted lens's ||Σ_h alpha^h_ij f^h(x_j)||) for the maps that
+    `lensed` last gave the explorer of `key`; None where the layer's map is the mean of its heads."""
+    return st.session_state.get(LAYER_MAPS.format(key))
 
 
 def _computed(model: Transformer, source_ids: Sequence[int], token_ids: Sequence[int], lens: str,
@@ -154,7 +165,7 @@ def lens_pair(translator: Translator, translation: Translation, other: Translato
     if first is translation.attention:
         return first, other_translation.attention
     second = lensed(other, other_translation.attention, other_translation.source_ids, other_translation.token_ids,
-                    st.session_state[f"{key}_lens"], key)
+                    st.session_state[f"{key}_lens"], f"{key}_other")  # its layer maps kept apart from the first's
     return (first, second) if second is not None else (translation.attention, other_translation.attention)
 
 

@@ -36,13 +36,15 @@ def show(view: views.View, container=None) -> None:
 
 
 def head_view(att: TranslationAttention, family: str, layer: int, head: int | None, hide: bool = False) -> None:
-    """The explorer's family as token lines: every head on (or only the picked one), the explorer's layer first."""
+    """The explorer's family as token lines: every head on (or only the picked one), on the explorer's layer (its
+    Layer picker is the view's: the view has none of its own to disagree with it)."""
     maps, rows, cols = attention_maps.every_head(att, family, hide_special=hide)
     if maps.size == 0:
         return
     names = views.NAMES[family]
     show(views.head_view_from(maps, piece_labels(rows), piece_labels(cols), layer=layer,
-                              heads=None if head is None else [head], query_name=names[0], key_name=names[1]))
+                              heads=None if head is None else [head], query_name=names[0], key_name=names[1],
+                              layer_picker=False))
 
 
 def model_view(att: TranslationAttention, family: str, hide: bool = False) -> None:
@@ -57,7 +59,7 @@ def step_head_view(hyp: HypothesisStep, prefix: list[str], source: list[str], la
     """Decode step by step: the current query's lines to the source or to the prefix it read."""
     family = st.radio("Token lines of", ["cross", "dec_self"], horizontal=True, key=f"{key}_family",
                       format_func={"cross": "cross-attention", "dec_self": "decoder self-attention"}.get)
-    show(views.step_head_view(hyp, piece_labels(prefix), piece_labels(source), family, layer))
+    show(views.step_head_view(hyp, piece_labels(prefix), piece_labels(source), family, layer, layer_picker=False))
 
 
 def eq1_picture(model, source_ids: list[int], decoder_input: list[int] | None, family: str, layer: int, head: int,
@@ -65,7 +67,7 @@ def eq1_picture(model, source_ids: list[int], decoder_input: list[int] | None, f
     """Eq. 1 as one picture for one cell; returns the cell (its numbers, for the tables under it)."""
     with decode_turn() as on_wait, decode_slot(on_wait):
         cell = cell_arithmetic(model, source_ids, decoder_input, family, layer, head, query)
-    show(views.cell_flow(cell, query_label, piece_labels(key_labels), key_index))
+    show(views.cell_flow(cell, query_label, piece_labels(key_labels), key_index, compact=class_mode.is_on()))
     return cell
 
 

@@ -84,6 +84,7 @@ def page_setup(page: str) -> None:
     for path, label, icon in PAGES:
         st.sidebar.page_link(path, label=label, icon=icon)
     st.sidebar.divider()
+    class_mode.seed(link())  # the model picker's labels follow it
     model_picker()
     class_mode.sidebar_toggle(link())
     st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
@@ -138,6 +139,8 @@ def model_picker() -> None:
         if current not in paths:
             paths.append(current)
             labels[current] = current
+    if class_mode.is_on():  # the key alone: the whole label does not fit the sidebar's box at the class's size
+        labels.update({c.path: c.key for c in choices})
     st.sidebar.selectbox("Model", paths, index=paths.index(current), format_func=lambda p: labels.get(p, p),
                          key="_model_select", on_change=_picked)
     st.session_state[MODEL_KEY] = current

@@ -7,6 +7,7 @@ every sentence it can parse its French and its gold word alignment.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -16,7 +17,7 @@ from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import HeadAlignment, Link, sentence_aer, words
-from ui.shared import gold_alignment
+from ui.shared import gold_alignment, lens_switch
 from ui.shared.models import checkpoint_stamp
 from ui.shared.teaching_model import is_teaching
 from ui.shared.text import plain
@@ -94,6 +95,9 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
     (every head over its sentences, seconds of work) is scored only once its expander is opened."""
     att = translation.attention
     mine = sentence_aer(att.cross, att.source_pieces, att.target_pieces, links)
+    if (own := lens_switch.layer_maps(key)) is not None:  # the lens's own layer map is the "mean" column
+        layer_aer = sentence_aer(list(own.cross), att.source_pieces, att.target_pieces, links)
+        mine = dataclasses.replace(mine, layer_mean=[row[0] for row in layer_aer.heads])
     layer, head = st.session_state.get(f"{key}_layer", 0), st.session_state.get(f"{key}_head", -1)
     picked = mine.layer_mean[layer] if head is None or head < 0 else mine.heads[layer][head]
     st.markdown(

@@ -65,7 +65,7 @@ def heatmaps(attention: TranslationAttention, family: str = "cross", layers: Seq
 
 
 def step_head_view(hypothesis: HypothesisStep, prefix_pieces: Sequence[str], source_pieces: Sequence[str],
-                   family: str = "cross", layer: int = 0) -> View:
+                   family: str = "cross", layer: int = 0, layer_picker: bool = True) -> View:
     """The head view of one decoding step: the newest token of the prefix is the query, its lines go to the source
     (cross) or to the prefix it read (dec_self)."""
     if family not in ("cross", "dec_self"):
@@ -76,7 +76,8 @@ def step_head_view(hypothesis: HypothesisStep, prefix_pieces: Sequence[str], sou
     keys = source_pieces if family == "cross" else prefix_pieces
     query = len(prefix_pieces) - 1
     return head_view_from(rows[:, :, None, :], prefix_pieces, keys, layer=layer, focus=query, query_positions=[query],
-                          query_name="the prefix (query: the newest token)", key_name=NAMES[family][1])
+                          query_name="the prefix (query: the newest token)", key_name=NAMES[family][1],
+                          layer_picker=layer_picker)
 
 
 def beam_tree(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[str]],
@@ -86,9 +87,10 @@ def beam_tree(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[st
 
 
 def cell_flow(cell: CellArithmetic, query_label: str, key_labels: Sequence[str], key: int | None = None, *,
-              reveal: str = "all") -> View:
-    """Eq. 1 as one picture for a cell computed by `transformer.explain.cell_arithmetic`."""
-    return flow_view(cell, query_label, key_labels, key, reveal=reveal)
+              reveal: str = "all", compact: bool = False) -> View:
+    """Eq. 1 as one picture for a cell computed by `transformer.explain.cell_arithmetic` (`compact`: its query's
+    input, q and output above the key rows, for a narrow or zoomed page)."""
+    return flow_view(cell, query_label, key_labels, key, reveal=reveal, compact=compact)
 
 
 def one_token(translator: Translator, text: str, token: int = 0, *, stage: str | None = None, seed: int = 0,

@@ -18,7 +18,7 @@ import numpy as np
 
 from transformer.explain import checks
 from transformer.explain.arithmetic import CellArithmetic
-from transformer.explain.views.svg import BASE_CSS, View, data_json, esc, new_id, num, shorten
+from transformer.explain.views.svg import BASE_CSS, View, data_json, esc, new_id, num, shorten, text_width
 
 ROW, TOP = 22, 58  # px per key; the y of the first key row
 BAR_H = 16  # px of a key's bar vector
@@ -32,6 +32,14 @@ COLUMNS = {  # the query's input and q share the first column, input on top
     "output": (688, 116, "Σ weight × v"),
 }
 Q_TOP = TOP + 124  # y of q's bars, under the input's
+# compact (class mode, zoomed 1.5x in a 770 px column): input, q and the output side by side in a band on top, the
+# key rows under it in narrower columns, so that the whole picture is under 510 px wide
+COMPACT = {
+    "input": (8, 100, "input x"), "q": (124, 100, "q = x W^Q"), "output": (240, 116, "Σ weight × v"),
+    "key": (8, 80, "key"), "k": (92, 48, "k"), "v": (146, 48, "v"), "score": (200, 70, "q·k / √d_k"),
+    "mask": (276, 44, "mask"), "weight": (326, 80, "softmax"), "wv": (410, 56, "weight × v"),
+}
+BAND = 136  # px of the compact layout's top band, above its first key row
 STAGES = (("input", ["input"]), ("qkv", ["q", "key", "k", "v"]), ("score", ["score"]), ("mask", ["mask"]),
           ("softmax", ["weight"]), ("weighted", ["wv"]), ("sum", ["output"]))
 CSS = BASE_CSS + """.eq svg text{font-size:12px}.eq [data-j]{cursor:pointer}.eq text.on{font-weight:700}
@@ -90,9 +98,10 @@ def input_name(family: str, layer: int) -> str:
 
 
 def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str], key: int | None = None, *,
-              reveal: str = "all", title: str = "") -> View:
+              reveal: str = "all", title: str = "", compact: bool = False) -> View:
     """Eq. 1 for `cell` (one head, one query) with `key` highlighted (default: the key of highest weight).
-    reveal "all" shows every stage at once, "steps" only the first (Next shows the others)."""
+    reveal "all" shows every stage at once, "steps" only the first (Next shows the others). `compact` puts the
+    query's input, q and the output in a band above the key rows (narrow enough for class mode's zoom)."""
     scores, weights, mask = _np(cell.scores), _np(cell.weights), np.asarray(cell.mask.cpu(), dtype=bool)
     k, v, q, out = _np(cell.k), _np(cell.v), _np(cell.q), _np(cell.output)
     x_in = _np(cell.query_input)
@@ -106,9 +115,11 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     kv_scale = max(float(np.abs(k).max()), float(np.abs(v).max()), 1e-9)
     wv = weights[:, None] * v  # (L_k, Dh)
     wv_scale = max(float(np.abs(wv).max()), float(np.abs(out).max()), 1e-9)
-    col = COLUMNS
-    height = int(TOP + max(n, 9) * ROW + 30)
-    width = col["output"][0] + col["output"][1] + 10
+    col = COMPACT if compact else COLUMNS
+    top = TOP + BAND if compact else TOP  # y of the first key row
+    q_top = TOP if compact else Q_TOP
+    height = int(top + max(n, 1 if compact else 9) * ROW + 30)
+    width = math.ceil(max(x + max(w, text_width(heading, 13)) for x, w, heading in col.values())) + 6  # bold heads
     groups: dict[str, list[str]] = {name: [] for name, _ in STAGES}
 
     def add(stage: str, markup: str) -> None:
@@ -117,18 +128,21 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     for stage, cols in STAGES:
         for c in cols:
             x, w, heading = col[c]
-            add(stage, f'<text class="head" x="{x}" y="{(Q_TOP if c == "q" else TOP) - 30}">{esc(heading)}</text>')
+            y = q_top if c == "q" else TOP if c in ("input", "output") else top
+            add(stage, f'<text class="head" x="{x}" y="{y - 30}">{esc(heading)}</text>')
     xi, wi, _ = col["input"]
     add("input", bars(x_in[:IN_DIMS], xi, TOP - 12, wi, 48, float(np.abs(x_in).max()) or 1.0))
     add("input", f'<text x="{xi}" y="{TOP + 54}">«{esc(shorten(query_label, 14))}»</text>'
                  f'<text x="{xi}" y="{TOP + 70}" class="note">first {min(IN_DIMS, len(x_in))} of {len(x_in)}</text>')
     xq, wq, _ = col["q"]
-    add("qkv", bars(q, xq, Q_TOP - 12, wq, 48, float(np.abs(q).max()) or 1.0, ' data-part="q"'))
-    add("qkv", f'<text x="{xq}" y="{Q_TOP + 54}" class="note">d_k = {d_k}</text>')
-    add("qkv", f'<line class="qk" x1="{xq + wq:.1f}" y1="{Q_TOP + 12}" x2="{col["key"][0] - 4}" y2="{TOP + key * ROW}" '
+    add("qkv", bars(q, xq, q_top - 12, wq, 48, float(np.abs(q).max()) or 1.0, ' data-part="q"'))
+    add("qkv", f'<text x="{xq}" y="{q_top + 54}" class="note">d_k = {d_k}</text>')
+    # from q to the highlighted key row: beside q, or in the compact layout from under q to the rows' left edge
+    lx1, ly1, lx2 = (xq, q_top + 60, col["k"][0] - 2) if compact else (xq + wq, Q_TOP + 12, col["key"][0] - 4)
+    add("qkv", f'<line class="qk" x1="{lx1}" y1="{ly1}" x2="{lx2}" y2="{top + key * ROW}" '
                f'stroke="#c98a00" stroke-width="1.5"/>')
     for j in range(n):
-        y = TOP + j * ROW
+        y = top + j * ROW
         allowed = bool(mask[j])
         cls = "" if allowed else " off"
         add("qkv", f'<g class="row" data-j="{j}"><rect x="{col["key"][0]}" y="{y - ROW / 2}" '
@@ -153,11 +167,11 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
                f'<text x="{xo}" y="{TOP + 70}" class="note">Σ weights = {weights.sum():.3f}</text>'
                f'<text x="{xo}" y="{TOP + 86}" class="note">vs model: Δ {agree:.0e}</text>')
     x0, x1 = col["key"][0], col["wv"][0] + col["wv"][1]
-    body = [f'<rect class="hl" x="{x0}" y="{TOP + key * ROW - ROW / 2}" width="{x1 - x0}" height="{ROW}" fill="{HL}"/>']
+    body = [f'<rect class="hl" x="{x0}" y="{top + key * ROW - ROW / 2}" width="{x1 - x0}" height="{ROW}" fill="{HL}"/>']
     body += [f'<g class="st" data-stage="{name}">{"".join(groups[name])}</g>' for name, _ in STAGES]
     svg = (f'<svg class="eq" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}">{"".join(body)}</svg>')
-    data = {"reveal": reveal, "key": key, "query": query_label, "dk": d_k, "top": TOP, "row": ROW,
+    data = {"reveal": reveal, "key": key, "query": query_label, "dk": d_k, "top": top, "row": ROW,
             "input": input_name(cell.family, cell.layer),
             "keys": [{"label": key_labels[j], "allowed": bool(mask[j]),
                       "score": float(scores[j]) if math.isfinite(scores[j]) else None, "weight": float(weights[j])}

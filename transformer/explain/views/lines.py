@@ -34,6 +34,7 @@ ROW = 20  # px per token
 GAP = 240  # px between the two columns, where the lines run
 THUMB_W, THUMB_H = 96, 140  # px of a model view drawing
 HIDDEN = ' style="display:none"'
+CHROME_PX = 62  # px above and below the drawing: the layer and heads line, the note, the frame's padding
 
 CSS = BASE_CSS + """
 .hv text.tq,.hv text.tk{cursor:pointer}.hv text.on{font-weight:700}.hv text.dim{fill:#999}
@@ -54,9 +55,9 @@ svg.querySelectorAll('text.tq,text.tk').forEach(t=>{const kind=t.dataset.kind,i=
 t.addEventListener('mouseenter',()=>{if(!locked)focus(kind,i)});
 t.addEventListener('mouseleave',()=>{if(!locked)focus(null)});
 t.addEventListener('click',()=>{if(locked===kind+i){locked=null;focus(null)}else{locked=kind+i;focus(kind,i)}});});
-sel.onchange=()=>show(sel.value);boxes.forEach(b=>b.onchange=heads);
+if(sel)sel.onchange=()=>show(sel.value);boxes.forEach(b=>b.onchange=heads);
 if(root.dataset.focus!==undefined){locked='q'+root.dataset.focus;focus('q',root.dataset.focus)}
-root.open=(l,h)=>{sel.value=l;show(l);boxes.forEach(b=>b.checked=h===null||b.value==h);heads();};}"""
+root.open=(l,h)=>{if(sel)sel.value=l;show(l);boxes.forEach(b=>b.checked=h===null||b.value==h);heads();};}"""
 
 MODEL_JS = """function(root){root.querySelectorAll('.cell').forEach(c=>c.addEventListener('click',()=>{
 root.querySelectorAll('.cell').forEach(o=>o.classList.toggle('open',o===c));const hv=root.querySelector('.hv');
@@ -108,10 +109,11 @@ def _head_boxes(n_heads: int, on: set[int]) -> str:
 def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[str], *, layer: int = 0,
                    heads: Sequence[int] | None = None, focus: int | None = None,
                    query_positions: Sequence[int] | None = None, title: str = "", query_name: str = "queries",
-                   key_name: str = "keys") -> View:
+                   key_name: str = "keys", layer_picker: bool = True) -> View:
     """The head view of maps (L, H, Q, Lk): Q rows of queries at `query_positions` of query_labels (all of them by
     default), keys in key_labels. `heads` start switched on (all by default), `focus` is a query position whose
-    lines alone are shown at first (the current query of a decoding step)."""
+    lines alone are shown at first (the current query of a decoding step). Without `layer_picker` (a page whose
+    own Layer picker drives the view) only `layer` is drawn, named, with no picker of its own to disagree."""
     positions = checks.indices(query_positions, "query_positions", len(query_labels))
     positions = list(range(len(query_labels))) if positions is None else positions
     focus = None if focus is None else checks.position(focus, "focus", len(query_labels))
@@ -139,7 +141,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
              f"{esc(key_name)}</text>"]
     parts += [_label("q", i, t, q_x, y0 + i * ROW, q_edge, dim=i not in active) for i, t in enumerate(query_labels)]
     parts += [_label("k", j, t, k_x, y0 + j * ROW, k_edge) for j, t in enumerate(key_labels)]
-    for lay in range(n_layers):
+    for lay in range(n_layers) if layer_picker else [layer]:
         groups = "".join(
             f'<g class="hd" data-head="{h}" stroke="{HEAD_COLOURS[h % len(HEAD_COLOURS)]}" stroke-width="2"'
             f'{"" if h in on else HIDDEN}>{_lines(maps, lay, h, positions, x_q, x_k, y0, ROW)}</g>'
@@ -149,16 +151,18 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
            f'viewBox="0 0 {width} {height}" data-mirrored="{int(mirrored)}">{"".join(parts)}</svg>')
     options = "".join(f'<option value="{lay}"{" selected" if lay == layer else ""}>layer {lay}</option>'
                       for lay in range(n_layers))
+    picker = (f'<select class="layer">{options}</select>' if layer_picker else
+              f'<span class="layer" data-layer="{layer}" style="margin-right:10px">layer {layer}</span>')
     root = new_id("hv")
     focus_attr = f' data-focus="{focus}"' if focus is not None else ""
     heading = f"<div><b>{esc(title)}</b></div>" if title else ""
-    body = (f'<div class="tv hv" id="{root}"{focus_attr}>{heading}<div><select class="layer">{options}</select>'
+    body = (f'<div class="tv hv" id="{root}"{focus_attr}>{heading}<div class="top">{picker}'
             f"{_head_boxes(n_heads, on)}</div>"
             '<div class="note">Hover a token to see only its lines; click it to keep them (click again to let go). '
             "Line opacity is the weight.</div>"
             f'<div style="overflow-x:auto">{svg}</div></div>')
     script = f"<script>({HEAD_JS})(document.getElementById('{root}'));</script>"
-    return View("head view", f"<style>{CSS}</style>{body}{script}", height + 90, width, 12)
+    return View("head view", f"<style>{CSS}</style>{body}{script}", height + CHROME_PX, width, 12)
 
 
 def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str = "",

@@ -172,7 +172,9 @@ def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):
     assert not [s for s in at.selectbox if s.label == "Head"]  # one map per layer: nothing to pick
     assert not [w.value for w in at.warning if "heads 0 to 0" in w.value]  # the link's head is ignored
     assert "head" not in at.query_params
-    heatmap, aer_sentence = figures_of(at)[0], figures_of(at)[-2]
+    figures = figures_of(at)
+    heatmap = figures[0]
+    (aer_sentence,) = [f for f in figures if f["layout"].get("title", {}).get("text") == "AER %, this sentence"]
     assert heatmap["layout"]["title"]["text"].endswith("layer 0, all heads together")
     assert not [x for x in aer_sentence["data"][0]["x"] if x.startswith("head ")]
     (lines,) = [html for html in iframes(at) if 'class="hv"' in html]  # the head view

@@ -70,6 +70,16 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     path = Path(path)
     if problem := _not_a_regular_file(path):
         raise OutputPathError(f"{path} {problem}")
+    tmp = _temporary_beside(path, text)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _temporary_beside(path: Path, text: str) -> Path:
+    """A complete temporary file holding text in path's folder, readable as the umask allows (not mkstemp's 0600)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         umask = os.umask(0)
@@ -77,10 +87,10 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -94,13 +104,8 @@ def create_json(path: str | Path, data: Any) -> bool:
     file is hard-linked to path, which fails when the name is taken (O_EXCL where links are not supported)."""
     path = Path(path)
     text = json.dumps(data, indent=2, ensure_ascii=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _temporary_beside(path, text)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -114,7 +119,7 @@ def create_json(path: str | Path, data: Any) -> bool:
                 f.write(text)
         return True
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
 
 
 def read_small_text(path: str | Path, max_bytes: int | None = None) -> str | None:

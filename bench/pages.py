@@ -38,6 +38,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+# The page's clock (DOM changes outside Plotly's hover layer; zero at the navigation's start; each click recorded as
+# the action) and the end of a script run, as the many-users bench reads them (bench/ is the script's sys.path[0]).
+from many_users import PAGE_CLOCK, SCRIPT_DONE
+
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -54,18 +58,6 @@ PAGES = {  # page -> the link a teacher would open (query string)
     "Teaching_guide": "",
     "Explain_heads": f"model=en-fr-teaching&text={TEACHING}",
 }
-# Records DOM changes (outside Plotly's hover layer) on the page's clock, whose zero is the navigation's start.
-PAGE_CLOCK = """
-window.__clock = {action: 0, changed: 0};
-document.addEventListener("click", () => { window.__clock.action = performance.now(); }, true);
-new MutationObserver(records => {
-    const drawn = records.some(r => {
-        const element = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-        return !(element && element.closest(".hoverlayer"));
-    });
-    if (drawn) window.__clock.changed = performance.now();
-}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
-"""
 # The websocket's traffic and the page's long tasks, on the same clock (for --breakdown).
 PROBE = """
 window.__ws = {sent: 0, last: 0, bytes: 0, frames: 0};
@@ -86,7 +78,6 @@ COUNTS = """[document.querySelectorAll('.js-plotly-plot').length, document.query
              document.querySelectorAll('[data-testid="stDataFrame"]').length]"""
 RESOURCES = ("performance.getEntriesByType('resource').filter(r => r.name.endsWith('.js'))"
              ".map(r => [r.name, r.decodedBodySize])")
-SCRIPT_DONE = "document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'"
 
 
 class Server:

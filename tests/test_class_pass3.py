@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app_fixtures import make_checkpoint
 from tests.conftest import SPECIALS
 from tests.test_app import figures_of
+from tests.test_class_ready import app, opened
 from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
@@ -25,7 +26,6 @@ from ui.shared import class_mode
 from ui.translate.probability_table import probability_table
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
 SHIPPED = ROOT / "checkpoints"
 
 
@@ -37,17 +37,6 @@ def tiny(tmp_path_factory):
     return root
 
 
-def app(monkeypatch, tmp_path, checkpoints) -> AppTest:
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
-    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
-    return AppTest.from_file(APP, default_timeout=120)
-
-
-def opened(at: AppTest, page: str, **params) -> AppTest:
-    at.query_params.update(params)
-    at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
 
 
 # ----------------------------------------------------------------------------- 3. widget keys read before they exist

@@ -6,6 +6,7 @@ These tests cover what only a browser shows: clicks on plotly charts, what a sel
 address bar, and the requests the page makes.
 """
 
+import contextlib
 import os
 import re
 import shutil
@@ -95,7 +96,14 @@ def server(tmp_path_factory):
         make_checkpoint(checkpoints / "tiny")
         make_checkpoint(checkpoints / ARABIC_MODEL, tgt="ar")
         env["EXPLORER_CHECKPOINTS"] = str(checkpoints)
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    with app_server(env, tmp_path_factory.mktemp("server") / "streamlit.log") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def app_server(env: dict[str, str], log: Path):
+    """`streamlit run app.py` as a user starts it, with env, on a free port: its address while it runs; stopped
+    (its whole process group) after. RuntimeError with its log when /_stcore/health never answers."""
     for _ in range(3):  # a free port can be taken between probe and bind
         port = _free_port()
         cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import urllib.parse
 
 import pytest
@@ -17,10 +15,7 @@ from playwright.sync_api import expect  # noqa: I001  (after test_e2e's skip, be
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.test_e2e import (  # noqa: F401  (pytest fixtures)
     EXCEPTION,
-    REPO,
-    _free_port,
-    _healthy,
-    _stop,
+    app_server,
     browser_context_args,
     browser_type_launch_args,
 )
@@ -42,21 +37,8 @@ def crafted_server(tmp_path_factory):
     (checkpoints / "tiny" / "MODEL_CARD.md").write_text(CARD, encoding="utf-8")
     env = {**os.environ, "EXPLORER_CHECKPOINTS": str(checkpoints), "PYTHONUNBUFFERED": "1",
            "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs"))}
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.address",
-           "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not _healthy(proc, url):
-            raise RuntimeError(f"streamlit did not start:\n{log.read_text()}")
+    with app_server(env, tmp_path_factory.mktemp("server") / "streamlit.log") as url:
         yield url
-    finally:
-        _stop(proc)
 
 
 def test_a_model_card_with_remote_images_makes_the_browser_fetch_nothing(crafted_server, page):

@@ -10,8 +10,6 @@ The model is built once for the module in a tmp folder (about a minute on two co
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -21,7 +19,7 @@ from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's sk
 
 from tests.marian_fixtures import write_marian_folder  # noqa: E402
 from tests.test_e2e import (  # noqa: E402, F401  (the last two are pytest fixtures)
-    EXCEPTION, PLOT, REPO, _free_port, _healthy, _stop, browser_context_args, browser_type_launch_args)
+    EXCEPTION, PLOT, app_server, browser_context_args, browser_type_launch_args)
 from transformer.model import hf  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -41,19 +39,8 @@ def server(tmp_path_factory):
     hf.import_marian(str(folder), checkpoints / NAME)
     env = {**os.environ, "EXPLORER_CHECKPOINTS": str(checkpoints), "PYTHONUNBUFFERED": "1",
            "EXPLORER_RUNS": str(tmp_path_factory.mktemp("runs"))}
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.address",
-           "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        assert _healthy(proc, f"http://127.0.0.1:{port}"), log.read_text()
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        _stop(proc)
+    with app_server(env, tmp_path_factory.mktemp("server") / "streamlit.log") as url:
+        yield url
 
 
 def text_link() -> str:

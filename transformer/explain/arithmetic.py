@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.explain import checks
+import transformer.explain.checks as checks
 from transformer.explain.interventions import FAMILIES, attention_module
 from transformer.model.layers import Transformer, padding_mask, target_mask
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import SpecialIds
-from transformer.explain import checks
 from transformer.explain.alignment import piece_words
 from transformer.explain.occlusion import occluded_rows
 from transformer.explain.stream import Inputs, log_probs_from_embeddings, token_embeddings

@@ -1,11 +1,11 @@
 """The argument checks every public explain function runs first: one error type (`ValueError`), whose message
 names the argument and the range it must lie in, before any tensor is built.
 
-The bounds on work are the app's request limits (`ui.shared.translation_gate`: MAX_SOURCE_TOKENS source
-pieces, OUTPUT_LIMIT output pieces; `ui.shared.lens_switch.MAX_ZEROED` for value zeroing; a test holds them
-equal), so that a researcher's call costs at most what one app request may: the methods that re-run the model
-once per token, path point or head (attribution, patching, value zeroing) take inputs up to these lengths; the
-single passes (teacher forcing, the logit lens, Eq. 1 for a cell) up to the model's max_len.
+The bounds on work are the app's request limits (the app reads MAX_SOURCE_TOKENS and MAX_ZEROED from here;
+`ui.shared.translation_gate.OUTPUT_LIMIT` is derived from the first, and a test holds it equal), so that a researcher's
+call costs at most what one app request may: the methods that re-run the model once per token, path point or head
+(attribution, patching, value zeroing) take inputs up to these lengths; the single passes (teacher forcing, the
+logit lens, Eq. 1 for a cell) up to the model's max_len.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-MAX_SOURCE_TOKENS = 100  # source pieces, </s> included: the app's limit (ui.shared.translation_gate)
+MAX_SOURCE_TOKENS = 100  # source pieces, </s> included: about 75 English words with the shipped models' vocabularies
 MAX_OUTPUT_TOKENS = 160  # output pieces: the app's (ui.shared.translation_gate.OUTPUT_LIMIT)
-MAX_ZEROED = 120  # source and output pieces together for value zeroing: the app's (ui.shared.lens_switch)
+MAX_ZEROED = 120  # source and output pieces together for value zeroing: longer would keep an app slot too long
 MAX_STEPS = 500  # integrated gradients' path points: the app offers up to 200; 256 reach a 1% gap on the tests' models
 
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+import transformer.explain.checks as checks
 from transformer.data.vocabulary import SpecialIds
 from transformer.decoding.results import next_token_log_probs
 from transformer.decoding.sampling import draw, sample_generator, tempered, uniforms
 from transformer.decoding.translate import Translation
-from transformer.explain import checks
 from transformer.explain.stream import Inputs, next_token_logits
 from transformer.model.layers import Transformer
 

@@ -17,10 +17,10 @@ import sacrebleu
 import torch
 from torch import Tensor
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import Tokenizer
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translator
-from transformer.explain import checks
 from transformer.explain.interventions import (
     FAMILIES,
     NO_CHANGE,

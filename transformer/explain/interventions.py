@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import next_token_log_probs
 from transformer.decoding.translate import Translator
-from transformer.explain import checks
 from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, subsequent_mask, target_padding_mask
 
 FAMILIES = ("enc_self", "dec_self", "cross")

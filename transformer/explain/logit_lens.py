@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, Translator
-from transformer.explain import checks
 from transformer.explain.stream import Inputs, decoder_states, next_token_logits, replaced
 from transformer.model.layers import Transformer
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from transformer.explain import checks
+import transformer.explain.checks as checks
 from transformer.explain.interventions import FAMILIES, attention_module
 from transformer.explain.stream import Inputs, decoder_states, encoder_states, memory_of, next_token_logits, replaced
 from transformer.model.layers import Transformer

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import EOS, Tokenizer
-from transformer.explain import checks
 from transformer.model.layers import Transformer
 
 STATISTICS = {

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
+from transformer.explain.checks import MAX_ZEROED  # value zeroing re-runs each layer once per token
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LayerMaps, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
 from ui.shared.links import quoted
@@ -25,7 +26,6 @@ from ui.shared.widgets import decode_turn, link, link_problems, share
 PARAM = "lens"
 UNSHIFTED = {"shift": "raw", "shift_norm": "norm"}  # what a decoding step shows for a Shift-Att lens
 MEAN = -1  # the explorer's "mean of heads" (ui.shared.attention_explorer.MEAN)
-MAX_ZEROED = 120  # value zeroing re-runs each layer once per token: longer sentences would keep a slot too long
 MEMO = "_lens_memo"  # session state: the last lensed maps, so that a rerun does not compute them again
 MEMO_SIZE = 8
 LAYER_MAPS = "{}_layer_maps"  # session state per explorer key: the lens's own layer maps (LensMaps.layer_maps) or none

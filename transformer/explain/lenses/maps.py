@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.translate import TranslationAttention
-from transformer.explain import checks
 from transformer.explain.lenses.alti import alti
 from transformer.explain.lenses.attention import LensMaps, attention_rollout, norm_weighted, raw, shift_att
 from transformer.explain.lenses.trace import Trace, trace

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+import transformer.explain.checks as checks
 from transformer.data.tokenizer import SpecialIds
-from transformer.explain import checks
 from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, target_mask
 
 

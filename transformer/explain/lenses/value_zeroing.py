@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from transformer.explain import checks
+import transformer.explain.checks as checks
 from transformer.explain.lenses.attention import LensMaps, crop, renormalise
 from transformer.explain.lenses.trace import Trace
 from transformer.model.layers import MultiHeadAttention, Transformer, padding_mask, target_mask

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from transformer.explain import checks
+import transformer.explain.checks as checks
 from transformer.explain.arithmetic import CellArithmetic
 from transformer.explain.views.svg import BASE_CSS, View, data_json, esc, new_id, num, shorten, text_width
 

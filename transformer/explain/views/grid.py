@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from transformer.explain import checks
+import transformer.explain.checks as checks
 from transformer.explain.views.lines import MIN_WEIGHT, as_maps
 from transformer.explain.views.svg import (
     BASE_CSS,

@@ -42,7 +42,9 @@ def test_beam_result_is_the_trees_winner_after_pressing_next_to_the_end(server, 
         page.get_by_role("button", name="Next").click()
         n += 1
         _step(page, n)
-        page.wait_for_timeout(300)  # the rest of the run: the list and Result
+        page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState"
+                               " === 'notRunning'", timeout=60_000)  # the whole run drawn: the list and Result
+        page.wait_for_timeout(300)
         radios = page.locator('[data-testid="stRadio"]').filter(has_text="Open a hypothesis")
         if radios.count():
             checked = radios.locator("input:checked")

@@ -9,7 +9,10 @@
 - `history`: a probe sentence's attention across the snapshots of a training run
 - `attribution`: one output token attributed to the source words and the target prefix (saliency, input x
   gradient, integrated gradients, occlusion; contrastive against a foil)
-- `foil`: a typed target word as the foil of a contrastive question (its first piece; whether it has several)
+- `foil`: a typed target word as the foil of a contrastive question (its first piece; whether it has several), and
+  `contrast`, that question's attribution in one call
+- `forced_comparison`: the model's own translation beside one forced to start with a given prefix: totals,
+  per-piece log-probabilities, cross-attention of both and their difference
 - `logit_lens`: the decoder's layers read through the output projection (logit lens), and the translation each
   encoder layer would give (DecoderLens)
 - `patching`: activation patching on a counterfactual source pair

@@ -22,7 +22,7 @@ from ui.shared.widgets import (
     sentence_input,
     tokens_help,
 )
-from ui.step import hypotheses
+from ui.step import forced_comparison, hypotheses
 from ui.step.next_token import redraw, step_candidates
 
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
@@ -124,6 +124,7 @@ def main() -> None:
             maps = translator.attention_maps(source.ids, hyp.tokens)
         lens = st.session_state.get("step_lens", "raw")  # the switch above, at the current step
         attention_explorer(lensed(translator, maps, source.ids, hyp.tokens, lens, "step_att") or maps, key="step_att")
+    forced_comparison.side_by_side(translator, session)  # only for a session with a forced prefix
 
 
 main()

@@ -131,7 +131,8 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
-        for embed in {self.src_embed, self.tgt_embed}:
+        for embed in dict.fromkeys((self.src_embed, self.tgt_embed)):  # once when shared; in this order (a set's
+            # order follows the modules' addresses, so one seed made different models in different processes)
             # std D^-1/2 so that the sqrt(D) scaling yields unit-variance inputs
             nn.init.normal_(embed.tokens.weight, std=self.config.d_model**-0.5)
 

@@ -1,0 +1,81 @@
+"""The step page's side by side of the model's own translation and a forced one (issue 38 item 3): the figures' numbers
+read back from their JSON, and the page drawing them for a session with a forced prefix only."""
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
+
+from tests.app_fixtures import PAIRS
+from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # noqa: F401  (fixtures)
+from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
+from transformer.decoding.session import DecodingSession
+from transformer.explain.forced_comparison import compare_forced
+from ui.step.forced_comparison import DIVERGING, MIN_SCALE, cross_figure, difference_figure
+
+
+def test_each_sides_map_is_its_cross_attention_with_a_line_under_the_forced_rows(translator):  # noqa: F811
+    both = compare_forced(translator, "the house is big", "la maison")
+    sources = list(both.source_pieces)
+    fig = cross_figure(both.forced, sources, 1, None, title="forced")
+    z = np.asarray(fig.data[0].z)
+    assert np.allclose(z, both.forced.cross[1].mean(0).numpy(), atol=1e-6)  # the mean of the heads
+    assert [s.y0 for s in fig.layout.shapes] == [1.5]  # under the 2 forced rows
+    notes = [row[0][2] for row in fig.data[0].customdata]
+    assert notes[:2] == ["<br>forced piece"] * 2 and not any(notes[2:])
+    own = cross_figure(both.own, sources, 0, 3, title="own")
+    assert np.allclose(np.asarray(own.data[0].z), both.own.cross[0, 3].numpy()) and not own.layout.shapes
+
+
+def test_the_difference_map_is_own_minus_forced_on_a_scale_centred_at_zero(one_word):  # noqa: F811
+    both = next(c for c in one_word if c.difference is not None and c.rows > 2)
+    fig = difference_figure(both, 1, 0)
+    z = np.asarray(fig.data[0].z)
+    assert np.allclose(z, (both.own.cross[1, 0] - both.forced.cross[1, 0]).numpy(), atol=1e-6)
+    trace = fig.data[0]
+    top = max(float(np.abs(z).max()), MIN_SCALE)
+    assert (trace.zmin, trace.zmax, trace.zmid) == (-top, top, 0)
+    assert trace.colorscale == go.Heatmap(colorscale=DIVERGING).colorscale
+    assert fig.layout.title.text == "own − forced, layer 1, head 0"
+    assert [s.y0 for s in fig.layout.shapes] == [0.5]  # row 0 read the start token in both
+    ticks = list(fig.layout.yaxis.ticktext)  # "own→forced" where the pieces differ: row 0 always (forced)
+    assert len(ticks) == both.rows and "→" in ticks[0]
+    assert all(("→" in t) == (o != f) for t, o, f in zip(ticks, both.own.pieces, both.forced.pieces))
+    none = next(c for c in one_word if c.difference is None)
+    assert difference_figure(none, 0, None) is None
+
+
+def _forced_session(app, prefix):
+    old = app.session_state["step_session"]
+    app.session_state["step_session"] = DecodingSession(old.model, old.src_ids, old.settings, specials=old.specials,
+                                                       prefix=prefix)
+
+
+def test_the_step_page_shows_the_side_by_side_for_a_forced_session_only(at):  # noqa: F811
+    page(at, "pages/2_Step_by_step.py")
+    at.text_input(key="step_text").input(PAIRS[5][0]).run()
+    at.button(key="step_run_to_end").click().run()
+    titles = lambda: [f["layout"].get("title", {}).get("text", "") for f in figures_of(at)]  # noqa: E731
+    assert not at.exception and not any(t.startswith(("own", "forced")) for t in titles())
+    own = at.session_state["step_session"].result().best.tokens
+    forced_id = next(t for t in range(4, 40) if t != own[0])
+    _forced_session(at, [forced_id])  # as the page's "force a word" makes it (the same request: the page keeps it)
+    at.run()
+    assert not at.exception, at.exception
+    assert "The model's own translation and the forced one" in [s.value for s in at.subheader]
+    both = at.session_state["step_fc_result"][1]
+    assert both.prefix == (forced_id,) and both.own.token_ids == tuple(own)
+    assert [t for t in titles() if t.startswith(("own", "forced"))][:2] == ["own: layer 1, mean of heads",
+                                                                             "forced: layer 1, mean of heads"]
+    shown = [m.value for m in at.markdown]
+    assert any(f"total log-probability **{both.forced.score:.3f}**" in m for m in shown)
+    assert any(f"total log-probability **{both.own.score:.3f}**" in m for m in shown)
+    assert any(":orange-background[" in m for m in shown)  # the forced piece marked
+    at.selectbox(key="step_fc_head").set_value(2).run()
+    forced_map = next(f for f in figures_of(at) if f["layout"]["title"]["text"] == "forced: layer 1, head 2")
+    assert np.allclose(plotly_array(forced_map["data"][0]["z"]), both.forced.cross[1, 2].numpy(), atol=1e-6)
+    assert any(both.note[:30] in c.value.replace("\\", "") for c in at.caption)
+    assert at.session_state["step_fc_result"][1] is both  # computed once for the same request
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(both.own.cross, both.forced.cross)  # the maps differ

@@ -1,0 +1,115 @@
+"""The step page's side by side, for a session with a forced prefix: the model's own translation and the forced one,
+each with its total log-probability and its forced pieces marked, the cross-attention of both for a chosen layer
+and head (or the mean of the heads), and the difference own − forced where the lengths allow it
+(`transformer.explain.forced_comparison` computes every number). The figures are pure functions of that result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from transformer.decoding.session import DecodingSession
+from transformer.decoding.translate import TranslationError, Translator
+from transformer.explain.forced_comparison import ComparedOutput, ForcedComparison, compare_forced
+from ui.shared import heatmaps
+from ui.shared.text import piece_line, plain, score
+from ui.shared.translation_gate import decode_slot
+from ui.shared.widgets import chart, decode_turn
+
+MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
+DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
+MIN_SCALE = 0.1  # the difference map's colour scale runs to ± its largest cell, never less: noise stays pale
+FORCED_LINE = dict(color="#e67e22", dash="dash", width=2)  # under the forced pieces' rows (their orange)
+
+
+def _head_name(head: int | None) -> str:
+    return "mean of heads" if head is None else f"head {head}"
+
+
+def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, head: int | None, *,
+                 title: str) -> go.Figure:
+    """One output's cross-attention (rows its pieces, columns the source's); a dashed line under its forced rows."""
+    notes = ["<br>forced piece" if f else "" for f in output.forced]
+    fig = heatmaps.attention_heatmap(output.cross_map(layer, head).numpy(), list(output.pieces), source_pieces,
+                                     title=title, query_name="target query", key_name="source key", row_notes=notes)
+    n_forced = sum(output.forced)
+    if 0 < n_forced < len(output.pieces):
+        fig.add_hline(y=n_forced - 0.5, line=FORCED_LINE)
+    return fig
+
+
+def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> go.Figure | None:
+    """own − forced over the rows the comparison covers, on a diverging scale centred at 0; rows labelled "own
+    piece → forced piece" where they differ; a dashed line under the rows that read the same pieces. None when
+    there is no difference (both.note says why)."""
+    diff = both.difference_map(layer, head)
+    if diff is None:
+        return None
+    z = diff.double().numpy()  # (R, S)
+    rows = z.shape[0]
+    labels = [o if o == f else f"{o}→{f}" for o, f in zip(both.own.pieces[:rows], both.forced.pieces[:rows])]
+    top = max(float(np.abs(z).max(initial=0.0)), MIN_SCALE)
+    fig = heatmaps.attention_heatmap(np.clip(z, 0, 1), labels, list(both.source_pieces),
+                                     title=f"own − forced, layer {layer}, {_head_name(head)}",
+                                     query_name="own→forced piece", key_name="source key")
+    fig.data[0].update(z=z, zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING, colorbar=dict(title="own − forced"),
+                       hovertemplate="row %{customdata[0]}<br>source %{customdata[1]}<br>own − forced: %{z:+.3f}"
+                                     "<extra></extra>")
+    equal = min(both.shared + 1, rows)
+    if not both.same and equal < rows:
+        fig.add_hline(y=equal - 0.5, line=dict(color="black", dash="dash", width=2))
+    return fig
+
+
+def comparison(translator: Translator, session: DecodingSession) -> ForcedComparison:
+    """The session's comparison, computed once per model, source, prefix and settings (kept in the session state)."""
+    request = (str(translator.checkpoint.path), tuple(session.src_ids), tuple(session.prefix), session.settings)
+    kept = st.session_state.get("step_fc_result")
+    if kept is None or kept[0] != request:
+        with decode_turn() as on_wait, decode_slot(on_wait):
+            kept = (request, compare_forced(translator, session.src_ids, session.prefix, session.settings))
+        st.session_state.step_fc_result = kept
+    return kept[1]
+
+
+def _summary(container: Any, name: str, output: ComparedOutput) -> None:
+    container.markdown(f"**{name}** · total log-probability **{score(output.score)}**")
+    container.markdown(piece_line(output.pieces, output.forced))
+
+
+def side_by_side(translator: Translator, session: DecodingSession) -> None:
+    """Own and forced translations side by side; nothing for a session without a forced prefix."""
+    if not session.prefix:
+        return
+    try:
+        both = comparison(translator, session)
+    except (TranslationError, ValueError) as e:  # the server is busy; a prefix the model cannot be made to emit
+        st.warning(plain(str(e)))
+        return
+    st.subheader("The model's own translation and the forced one")
+    gap = both.forced.score - both.own.score
+    st.caption(f"Both decoded to the end with this page's search settings. Forced pieces on orange. Forcing the prefix "
+               f"changes the total log-probability by {gap:+.3f}" + (" (none: the model would have said it)."
+                                                                    if both.same else "."))
+    c1, c2 = st.columns(2)
+    _summary(c1, "The model's own", both.own)
+    _summary(c2, "Forced", both.forced)
+    n_layers, n_heads = both.own.cross.shape[:2]
+    p1, p2 = st.columns(2)
+    layer = p1.selectbox("Decoder layer", range(n_layers), index=n_layers - 1, key="step_fc_layer")
+    head = p2.selectbox("Head", [MEAN, *range(n_heads)], key="step_fc_head",
+                        format_func=lambda h: _head_name(None if h == MEAN else h))
+    head = None if head == MEAN else head
+    sources = list(both.source_pieces)
+    for col, (name, output) in zip(st.columns(2), (("own", both.own), ("forced", both.forced))):
+        chart(col, cross_figure(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head)}"),
+              key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None, share=0.5)
+    fig = difference_figure(both, layer, head)
+    if fig is not None:
+        chart(st, fig, key="step_fc_diff", filename=f"own-minus-forced-layer-{layer}", theme=None)
+    st.caption(plain(both.note) + (" Red: more weight in the model's own output, blue: more in the forced one."
+                                   if fig is not None and not both.same else ""))

@@ -24,8 +24,10 @@ from plotly.offline import get_plotlyjs
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
 from transformer.explain.flow import token_flow, translation_inputs
+from transformer.explain.foil import Contrast
+from transformer.explain.forced_comparison import ForcedComparison
 from transformer.explain.lenses import LABELS, LensMaps
-from ui.explain import head_maps
+from ui.explain import attribution_figures, head_maps
 from ui.shared import attention_maps, heatmaps
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.bidi import piece_labels
@@ -173,6 +175,51 @@ def flow_sections(translator: Translator, translation: Translation) -> list[str]
             f"{html_text(piece_labels(translation.target_pieces)[token])}, the one the model was least sure of "
             f"(probability {translation.token_probs[token]:.3f}): every stage from the embeddings to the softmax, "
             "with the model's numbers (open a layer's panel; hover a strip for a number).</p>", view.html]
+
+
+def forced_sections(both: ForcedComparison) -> list[str]:
+    """What if the model had said X (`transformer.explain.forced_comparison`), for `extra` of sentence_report: the
+    model's own translation and the forced one with their totals, each piece's log-probability (forced ones marked),
+    and own − forced of every layer's cross-attention (the mean of its heads) where the lengths allow it."""
+    sides = (("own", both.own), ("forced", both.forced))
+    prefix = " ".join(piece_labels(both.forced.pieces)[: len(both.prefix)])
+    parts = ["<h2>What if the model had said it? Own and forced translations</h2>"
+             f"<p class='note'>Forced prefix: {html_text(prefix)}. Both decoded to the end with the same search; "
+             "forcing changes the total log-probability by "
+             f"{both.forced.score - both.own.score:+.3f}.</p>",
+             _rows([[name, html_text(side.text), f"{side.score:.3f}"] for name, side in sides],
+                   ["translation", "text", "total log-probability"])]
+    for name, side in sides:
+        cells = [f"<b>{html_text(p)}</b> (forced)" if f else html_text(p)
+                 for p, f in zip(piece_labels(side.pieces), side.forced)]
+        parts.append(_rows([[c, f"{lp:.3f}"] for c, lp in zip(cells, side.log_probs)],
+                           [f"{name}: piece", "log-probability"]))
+    parts.append(f"<p class='note'>{html.escape(both.note)}</p>")
+    if both.difference is not None and not both.same:
+        rows = both.rows
+        labels = [o if o == f else f"{o}→{f}" for o, f in zip(both.own.pieces[:rows], both.forced.pieces[:rows])]
+        for layer in range(both.difference.shape[0]):
+            fig = head_maps.difference_heatmap(
+                both.own.cross_map(layer)[:rows].numpy(), both.forced.cross_map(layer)[:rows].numpy(), labels,
+                list(both.source_pieces), title=f"own − forced, layer {layer} (mean of heads)", names=("own", "forced"),
+                divergence=min(both.shared + 1, rows))
+            fig.update_layout(width=520)
+            parts.append(_figure(fig))
+    return parts
+
+
+def contrast_sections(contrast: Contrast, output_pieces: Sequence[str]) -> list[str]:
+    """"Why this token rather than that word?" (`transformer.explain.foil.contrast`), for `extra` of sentence_report:
+    f = log p(token) − log p(foil) and its attribution to the source words and the target prefix."""
+    result, foil = contrast.attribution, contrast.foil
+    token = piece_labels(output_pieces)[result.position]
+    note = f" {html.escape(foil.note)}." if foil.several else ""
+    check = attribution_figures.completeness_line(result)
+    return [f"<h2>Why <bdi>{html_text(token)}</bdi> rather than <bdi>{html_text(foil.word)}</bdi>?</h2>"
+            f"<p>Output token {result.position}: f = log p({html_text(token)}) − log p({html_text(foil.piece)}) = "
+            f"{result.log_prob:.3f} − ({result.foil_log_prob:.3f}) = {result.f:.3f}.{note}"
+            + (f"<br><span class='note'>Integrated gradients: {html.escape(check)}</span>" if check else "")
+            + "</p>", _figure(attribution_figures.attribution_bars(result))]
 
 
 def _hover(family: str, layer: int, head: int, numbers: dict[str, float]) -> str:

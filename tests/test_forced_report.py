@@ -1,0 +1,94 @@
+"""The HTML report's forced decoding and typed-foil sections (issue 38 item 5): the numbers they print and draw, the
+case without a difference map, their size, and the Explain page's fields that ask for them."""
+
+import json
+import re
+
+import numpy as np
+from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
+
+from tests.test_app import plotly_array
+from tests.test_attribution import tiny_translator
+from tests.test_explain_app import at, checkpoints, open_view  # noqa: F401  (fixtures)
+from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
+from transformer.decoding.search import SearchSettings
+from transformer.explain.foil import contrast, foil_word
+from transformer.explain.forced_comparison import compare_forced
+from ui.explain import html_report
+from ui.explain.report_download import asked_sections
+
+
+def plotted(html: str) -> list[dict]:
+    """Each figure's first trace, read back from its Plotly.newPlot call."""
+    out, decoder = [], json.JSONDecoder()
+    for m in re.finditer(r'Plotly\.newPlot\(\s*"[^"]+",\s*', html):
+        data, _ = decoder.raw_decode(html, m.end())
+        out.append(data[0])
+    return out
+
+
+def test_the_forced_section_prints_both_totals_marks_the_forced_pieces_and_draws_each_layers_difference(one_word):  # noqa: F811
+    both = next(c for c in one_word if c.difference is not None and c.rows > 2)
+    parts = html_report.forced_sections(both)
+    body = "".join(parts)
+    assert f"<td>{both.own.score:.3f}</td>" in body and f"<td>{both.forced.score:.3f}</td>" in body
+    assert f"{both.forced.score - both.own.score:+.3f}" in body
+    assert body.count("(forced)") == len(both.prefix)
+    traces = plotted(body)
+    assert len(traces) == both.own.cross.shape[0]  # one map per layer, the mean of its heads
+    for layer, trace in enumerate(traces):
+        expected = (both.own.cross_map(layer) - both.forced.cross_map(layer)).numpy()
+        assert np.allclose(plotly_array(trace["z"]), expected, atol=1e-3)  # rounded to 3 decimals for the file
+        assert trace["zmid"] == 0
+    assert both.note[:40] in body
+
+
+def test_without_a_difference_the_section_says_why_and_draws_nothing(one_word, translator):  # noqa: F811
+    none = next(c for c in one_word if c.difference is None)
+    body = "".join(html_report.forced_sections(none))
+    assert "no difference to draw" in body and not plotted(body)
+    own = translator.translate("the house is big")
+    same = compare_forced(translator, "the house is big", own.token_ids[:2])
+    body = "".join(html_report.forced_sections(same))
+    assert "what the model would have said" in body and not plotted(body) and "+0.000" in body
+
+
+def test_the_contrast_section_prints_f_and_draws_the_attribution_and_says_when_the_foil_has_pieces():
+    bpe = tiny_translator(seed=1)  # "femme" is several pieces there
+    output = bpe.translate("the woman reads a book .")
+    why = contrast(bpe.model, bpe.tokenizer, output.source_ids, output.token_ids, 1, "femme",
+                   methods=("integrated_gradients", "occlusion"), steps=16)
+    body = "".join(html_report.contrast_sections(why, output.target_pieces))
+    assert f"= {why.attribution.f:.3f}" in body and "femme" in body and why.foil.note in body
+    (trace, *_), = [plotted(body)]
+    assert np.allclose(plotly_array(trace["y"]), why.attribution.methods["integrated_gradients"].source, atol=1e-6)
+
+
+def test_asked_sections_build_only_what_was_asked_and_stay_small(translator):  # noqa: F811
+    translation = translator.translate("the house is big", attention=True)
+    settings = SearchSettings()
+    assert asked_sections(translator, translation, settings, None, None, 0) == []
+    forced = asked_sections(translator, translation, settings, translator.prefix_ids("la maison"), None, 0)
+    assert "Own and forced translations" in forced[0]
+    plain = html_report.sentence_report(translation, model="tiny")
+    with_forced = html_report.sentence_report(translation, model="tiny", extra=forced)
+    assert len(with_forced) - len(plain) < 40_000  # two layers' maps of 12 x 5 cells, the template written once
+    assert with_forced.count('"template":window.plotlyTemplate') == with_forced.count("Plotly.newPlot(")
+    too_long = asked_sections(translator, translation, settings, [4] * 12, None, 0)
+    assert "No forced decoding: prefix: 12 pieces" in too_long[0]
+    foil = foil_word(translator.tokenizer, "chat")
+    asked = asked_sections(translator, translation, settings, None, foil, 1)
+    assert len(asked) == 2 and "rather than <bdi>chat</bdi>" in asked[0]
+
+
+def test_the_report_view_checks_the_prefix_and_the_foil_it_is_asked_for(at):  # noqa: F811
+    open_view(at, "report")
+    assert not at.exception and at.get("download_button")
+    at.text_input(key="ex_report_prefix").input("le zèbre").run()
+    at.text_input(key="ex_report_foil").input("la femme").run()
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any("prefix: 'zèbre' has pieces the target vocabulary lacks" in w for w in warnings)
+    assert any("foil: one word, got 2" in w for w in warnings)
+    at.text_input(key="ex_report_prefix").input("la maison").run()
+    at.text_input(key="ex_report_foil").input("chat").run()
+    assert not at.exception and not at.warning and at.get("download_button")

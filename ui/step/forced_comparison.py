@@ -23,7 +23,8 @@ from ui.shared.widgets import chart, decode_turn
 MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
 DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
 MIN_SCALE = 0.1  # the difference map's colour scale runs to ± its largest cell, never less: noise stays pale
-FORCED_LINE = dict(color="#e67e22", dash="dash", width=2)  # under the forced pieces' rows (their orange)
+FORCED = "#7b3fa0"  # the forced pieces' violet, as the candidate bars and the beam tree mark them
+FORCED_LINE = dict(color=FORCED, dash="dash", width=2)  # under the forced pieces' rows
 
 
 def _head_name(head: int | None) -> str:
@@ -76,9 +77,15 @@ def comparison(translator: Translator, session: DecodingSession) -> ForcedCompar
     return kept[1]
 
 
+def pieces_line(output: ComparedOutput) -> str:
+    """The output's pieces as one line of Markdown, the forced ones on violet (the page's mark for them)."""
+    # piece_line escapes every piece, so its background directive is the only one in the line
+    return piece_line(output.pieces, output.forced).replace(":orange-background[", ":violet-background[")
+
+
 def _summary(container: Any, name: str, output: ComparedOutput) -> None:
     container.markdown(f"**{name}** · total log-probability **{score(output.score)}**")
-    container.markdown(piece_line(output.pieces, output.forced))
+    container.markdown(pieces_line(output))
 
 
 def side_by_side(translator: Translator, session: DecodingSession) -> None:
@@ -92,7 +99,7 @@ def side_by_side(translator: Translator, session: DecodingSession) -> None:
         return
     st.subheader("The model's own translation and the forced one")
     gap = both.forced.score - both.own.score
-    st.caption(f"Both decoded to the end with this page's search settings. Forced pieces on orange. Forcing the prefix "
+    st.caption(f"Both decoded to the end with this page's search settings. Forced pieces on violet. Forcing the prefix "
                f"changes the total log-probability by {gap:+.3f}" + (" (none: the model would have said it)."
                                                                     if both.same else "."))
     c1, c2 = st.columns(2)

@@ -73,7 +73,7 @@ def test_the_difference_is_own_minus_forced_and_zero_on_the_rows_that_read_the_s
     assert torch.equal(both.difference, both.own.cross - both.forced.cross)
     assert both.difference[:, :, 0].abs().max() < 1e-6  # query 0 read the start token in both
     assert both.difference[:, :, 1:].abs().max() > 1e-3  # then they part
-    assert "first 1 row(s) are equal" in both.note and "every row" in both.note
+    assert "The first row is equal" in both.note and "every row" in both.note
     layer, head = 1, 2
     assert torch.equal(both.difference_map(layer, head), both.difference[layer, head])
     assert torch.allclose(both.difference_map(layer), both.own.cross_map(layer) - both.forced.cross_map(layer),

@@ -66,13 +66,11 @@ def test_the_step_page_shows_the_side_by_side_for_a_forced_session_only(at):  # 
     assert "The model's own translation and the forced one" in [s.value for s in at.subheader]
     both = at.session_state["step_fc_result"][1]
     assert both.prefix == (forced_id,) and both.own.token_ids == tuple(own)
-    assert [t for t in titles() if t.startswith(("own", "forced"))][:2] == ["own: layer 1, mean of heads",
-                                                                             "forced: layer 1, mean of heads"]
+    assert [t for t in titles() if t.startswith(("own", "forced"))][:2] == ["own: layer 1, mean",
+                                                                             "forced: layer 1, mean"]
     shown = [m.value for m in at.markdown]
-    assert any(f"total log-probability **{both.forced.score:.3f}**" in m for m in shown)
-    assert any(f"total log-probability **{both.own.score:.3f}**" in m for m in shown)
-    own_line = shown[shown.index(f"**The model's own** · total log-probability **{both.own.score:.3f}**") + 1]
-    forced_line = shown[shown.index(f"**Forced** · total log-probability **{both.forced.score:.3f}**") + 1]
+    own_line = shown[shown.index(f"**Own** · log-probability **{both.own.score:.3f}**") + 1]
+    forced_line = shown[shown.index(f"**Forced** · log-probability **{both.forced.score:.3f}**") + 1]
     assert forced_line.count(":violet-background[") == 1 and ":violet-background[" not in own_line  # forced marked
     at.selectbox(key="step_fc_head").set_value(2).run()
     forced_map = next(f for f in figures_of(at) if f["layout"]["title"]["text"] == "forced: layer 1, head 2")

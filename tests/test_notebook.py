@@ -134,3 +134,22 @@ def test_tiny_model_trained_and_probed(executed):
     assert re.search(r"eval at step \d+: dev_loss", log), log
     probe = text_of(tagged(nb, "probe"))
     assert re.search(r"step-\d{7}\n\s+source:\s+\S.*\n\s+translation:", probe), probe
+
+
+@pytest.mark.slow
+def test_forced_decoding_and_the_typed_foil_in_one_call_each(executed):
+    """The forced cell puts the own and the forced translation side by side (totals, the forced pieces flagged, the
+    note on the difference) and draws the forced one's maps; the foil cell explains f against a typed word."""
+    nb, _ = executed
+    forced = text_of(tagged(nb, "forced"))
+    own_line, forced_line = forced.splitlines()[:2]
+    assert own_line.lstrip().startswith("own: ") and forced_line.lstrip().startswith("forced: Dès le")
+    totals = [float(x) for x in re.findall(r"\(log p (-\d+\.\d+)\)", forced)]
+    assert len(totals) == 2 and totals[1] < totals[0]  # the model's own choice was more probable
+    assert re.findall(r"^\s+(forced|chosen) ", forced, flags=re.M)[:3] == ["forced", "forced", "chosen"]
+    assert "row" in forced.splitlines()[-1]  # the note: which rows the difference covers, or why there is none
+    assert html_of(tagged(nb, "forced"))[0].count('<svg class="heatmap"') == 4  # layer 2's four heads
+    foil = text_of(tagged(nb, "foil"))
+    assert "pieces" in foil.splitlines()[0] and "the foil is its first" in foil.splitlines()[0]  # début: ▁déb ut
+    f = float(re.search(r"= (-?\d+\.\d+); the source words", foil).group(1))
+    assert f > 0 and len(re.findall(r"^\s+\S+\s+[+-]\d+\.\d+$", foil, flags=re.M)) == 4

@@ -132,12 +132,13 @@ def _difference(own: ComparedOutput, forced: ComparedOutput, n_forced: int, shar
                                           "the same piece for piece, and so are their maps (the difference is 0).")
     # a query reads the pieces before it: the rows up to the first piece that differs read the same prefix
     equal = min(shared + 1, t_own, t_forced)
-    same_rows = f"The first {equal} row(s) are equal: their queries read the same pieces. "
+    same_rows = ("The first row is equal: its query read the same pieces in both. " if equal == 1 else
+                 f"The first {equal} rows are equal: their queries read the same pieces in both. ")
     if t_own == t_forced:
         return own.cross - forced.cross, same_rows + f"Both have {t_own} pieces: the difference covers every row."
     rows = min(n_forced, t_own)  # the forced output holds every forced piece and one more at least
     note = f"The outputs have {t_own} and {t_forced} pieces, so their whole maps cannot be subtracted row by row"
     if rows <= equal:
-        return None, note + f"; the forced prefix's {rows} row(s) read the same pieces in both: no difference to draw."
+        return None, note + "; the forced prefix's rows read the same pieces in both: no difference to draw."
     return (own.cross[:, :, :rows] - forced.cross[:, :, :rows],  # (L, H, rows, S)
             same_rows + note + f": the difference covers the forced prefix's {rows} rows.")

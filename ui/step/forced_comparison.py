@@ -27,8 +27,8 @@ FORCED = "#7b3fa0"  # the forced pieces' violet, as the candidate bars and the b
 FORCED_LINE = dict(color=FORCED, dash="dash", width=2)  # under the forced pieces' rows
 
 
-def _head_name(head: int | None) -> str:
-    return "mean of heads" if head is None else f"head {head}"
+def _head_name(head: int | None, short: bool = False) -> str:
+    return ("mean" if short else "mean of heads") if head is None else f"head {head}"
 
 
 def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, head: int | None, *,
@@ -84,7 +84,7 @@ def pieces_line(output: ComparedOutput) -> str:
 
 
 def _summary(container: Any, name: str, output: ComparedOutput) -> None:
-    container.markdown(f"**{name}** · total log-probability **{score(output.score)}**")
+    container.markdown(f"**{name}** · log-probability **{score(output.score)}**")
     container.markdown(pieces_line(output))
 
 
@@ -103,7 +103,7 @@ def side_by_side(translator: Translator, session: DecodingSession) -> None:
                f"changes the total log-probability by {gap:+.3f}" + (" (none: the model would have said it)."
                                                                     if both.same else "."))
     c1, c2 = st.columns(2)
-    _summary(c1, "The model's own", both.own)
+    _summary(c1, "Own", both.own)
     _summary(c2, "Forced", both.forced)
     n_layers, n_heads = both.own.cross.shape[:2]
     p1, p2 = st.columns(2)
@@ -113,7 +113,7 @@ def side_by_side(translator: Translator, session: DecodingSession) -> None:
     head = None if head == MEAN else head
     sources = list(both.source_pieces)
     for col, (name, output) in zip(st.columns(2), (("own", both.own), ("forced", both.forced))):
-        chart(col, cross_figure(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head)}"),
+        chart(col, cross_figure(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head, True)}"),
               key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None, share=0.5)
     fig = difference_figure(both, layer, head)
     if fig is not None:

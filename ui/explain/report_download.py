@@ -51,13 +51,13 @@ def _asked(translator: Translator, translation: Translation, settings: SearchSet
     """The optional sections the fields below ask for: a forced prefix (own and forced side by side) and a typed foil
     (why this token rather than that word), checked now, built later with the report (on the download's thread)."""
     c1, c2, c3 = st.columns(3)
-    prefix = c1.text_input("Forced prefix in the report (optional)", key="ex_report_prefix",
+    prefix = c1.text_input("Forced prefix (optional)", key="ex_report_prefix",
                            help="A target text the model is made to start with: the report compares its translation "
                                 "with the model's own.").strip()
-    word = c2.text_input("Foil word in the report (optional)", key="ex_report_foil",
+    word = c2.text_input("Foil word (optional)", key="ex_report_foil",
                          help="Why the output token below rather than this word? Its first piece is the foil.").strip()
     pieces = translation.target_pieces
-    position = c3.selectbox("Output token for the foil", range(len(pieces)), key="ex_report_foil_pos",
+    position = c3.selectbox("Its output token", range(len(pieces)), key="ex_report_foil_pos",
                             index=min(1, len(pieces) - 1), format_func=lambda i: f"{i}: {pieces[i]}")
     ids = foil = None
     try:

@@ -55,7 +55,7 @@ def _asked(translator: Translator, translation: Translation, settings: SearchSet
                            help="A target text the model is made to start with: the report compares its translation "
                                 "with the model's own.").strip()
     word = c2.text_input("Foil word (optional)", key="ex_report_foil",
-                         help="Why the output token below rather than this word? Its first piece is the foil.").strip()
+                         help="Why the output token picked beside it rather than this word? (Its first piece.)").strip()
     pieces = translation.target_pieces
     position = c3.selectbox("Its output token", range(len(pieces)), key="ex_report_foil_pos",
                             index=min(1, len(pieces) - 1), format_func=lambda i: f"{i}: {pieces[i]}")

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+import ui.step.forced_comparison as forced_comparison
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
 from ui.shared import heatmaps, svg_views
@@ -22,7 +23,7 @@ from ui.shared.widgets import (
     sentence_input,
     tokens_help,
 )
-from ui.step import forced_comparison, hypotheses
+from ui.step import hypotheses
 from ui.step.next_token import redraw, step_candidates
 
 ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
@@ -124,7 +125,7 @@ def main() -> None:
             maps = translator.attention_maps(source.ids, hyp.tokens)
         lens = st.session_state.get("step_lens", "raw")  # the switch above, at the current step
         attention_explorer(lensed(translator, maps, source.ids, hyp.tokens, lens, "step_att") or maps, key="step_att")
-    forced_comparison.side_by_side(translator, session)  # only for a session with a forced prefix
+    forced_comparison.side_by_side(translator, session)  # own beside forced; nothing without a forced prefix
 
 
 main()

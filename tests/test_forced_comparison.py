@@ -14,7 +14,8 @@ from transformer import Transformer
 from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
-from transformer.explain.foil import contrast, foil_word
+from transformer.explain.contrast import contrast
+from transformer.explain.foil import foil_word
 from transformer.explain.forced_comparison import compare_forced, head_map, shared_prefix
 from transformer.model.checkpoint import Checkpoint
 

@@ -12,7 +12,8 @@ from tests.test_attribution import tiny_translator
 from tests.test_explain_app import at, checkpoints, open_view  # noqa: F401  (fixtures)
 from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.search import SearchSettings
-from transformer.explain.foil import contrast, foil_word
+from transformer.explain.contrast import contrast
+from transformer.explain.foil import foil_word
 from transformer.explain.forced_comparison import compare_forced
 from ui.explain import html_report
 from ui.explain.report_download import asked_sections

@@ -9,8 +9,8 @@
 - `history`: a probe sentence's attention across the snapshots of a training run
 - `attribution`: one output token attributed to the source words and the target prefix (saliency, input x
   gradient, integrated gradients, occlusion; contrastive against a foil)
-- `foil`: a typed target word as the foil of a contrastive question (its first piece; whether it has several), and
-  `contrast`, that question's attribution in one call
+- `foil`: a typed target word as the foil of a contrastive question (its first piece; whether it has several)
+- `contrast`: that question ("why this token rather than that word?") attributed in one call
 - `forced_comparison`: the model's own translation beside one forced to start with a given prefix: totals,
   per-piece log-probabilities, cross-attention of both and their difference
 - `logit_lens`: the decoder's layers read through the output projection (logit lens), and the translation each

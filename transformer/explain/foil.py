@@ -2,18 +2,14 @@
 (`attribution.attribute(..., foil=...)`) and patching (`patching.activation_patching(..., foil=...)`) measure
 log p(token) - log p(foil) for one foil id, so a word stands for its first piece, the one the model would have to
 emit first to go on to that word; `FoilWord.several` says when the word has more pieces than that one.
-`contrast` asks the whole question in one call: a typed word's attribution of log p(token) - log p(foil).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from transformer.data.corpora.base import normalize_text
 from transformer.data.vocabulary import TokenizerLike
-from transformer.explain.attribution import METHODS, TokenAttribution, attribute
-from transformer.model.layers import Transformer
 
 
 @dataclass(frozen=True)
@@ -53,22 +49,3 @@ def foil_word(tokenizer: TokenizerLike, word: str) -> FoilWord:
     if not ids or specials.unk in ids or ids[0] in specials.never:
         raise ValueError(f"foil: {word!r} has pieces the target vocabulary lacks (<unk>): the model cannot emit it")
     return FoilWord(word, ids[0], tuple(tokenizer.target_pieces(ids)))
-
-
-@dataclass(frozen=True)
-class Contrast:
-    """"Why this token rather than that word?": the typed word as a foil, and the attribution of
-    f = log p(token) - log p(foil) (`attribution.f`) to the source words and the target prefix."""
-
-    foil: FoilWord
-    attribution: TokenAttribution
-
-
-def contrast(model: Transformer, tokenizer: TokenizerLike, source_ids: Sequence[int], output_ids: Sequence[int],
-             position: int, word: str, *, methods: Sequence[str] = tuple(METHODS), steps: int = 50) -> Contrast:
-    """Output token `position` of output_ids (the translation of source_ids) attributed contrastively against the
-    typed word's first piece (`foil_word`; `attribution.attribute` for the methods and their checks); ValueError for
-    a word the tokenizer cannot make, or a bad position, method or step count."""
-    foil = foil_word(tokenizer, word)
-    return Contrast(foil, attribute(model, tokenizer, source_ids, output_ids, position, foil=foil.id, methods=methods,
-                                    steps=steps))

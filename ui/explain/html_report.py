@@ -23,8 +23,8 @@ from plotly.offline import get_plotlyjs
 
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
+from transformer.explain.contrast import Contrast
 from transformer.explain.flow import token_flow, translation_inputs
-from transformer.explain.foil import Contrast
 from transformer.explain.forced_comparison import ForcedComparison
 from transformer.explain.lenses import LABELS, LensMaps
 from ui.explain import attribution_figures, head_maps

@@ -10,7 +10,8 @@ import streamlit as st
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import StatisticsAccumulator
-from transformer.explain.foil import FoilWord, contrast, foil_word
+from transformer.explain.contrast import contrast
+from transformer.explain.foil import FoilWord, foil_word
 from transformer.explain.forced_comparison import compare_forced
 from transformer.explain.lenses import LABELS
 from ui.explain import attribution, html_report

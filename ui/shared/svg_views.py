@@ -94,7 +94,8 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
         st.session_state[f"{key}_open"] = picked
     opened = st.session_state.get(f"{key}_open")
     if not opened:
-        st.caption("Click a node to open that hypothesis at that step.")
+        st.caption("Click a node to open that hypothesis at that step" + (", and to continue from it." if on_continue
+                                                                          else "."))
         return
     step, rank = map(int, opened.split(":"))
     if step < 0 or step >= len(session.history) or rank >= len(session.history[step].nodes):

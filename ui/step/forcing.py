@@ -167,16 +167,14 @@ def force_panel(container: Any, session: DecodingSession, hyp, pieces, translato
     options = [t for t in order if t != session.specials.eos and t not in session.specials.never]
     probs = dict(zip(hyp.candidates.tokens, hyp.candidates.probs))
     container.markdown("**What if it said something else here?**")
-    left, right = container.columns([3, 2], vertical_alignment="bottom")
-    if options:
-        pick = choice_box(left, "A candidate", options, key="step_force_pick",
+    if options:  # each button under its own box: side by side they were cut short in class mode's half page
+        pick = choice_box(container, "A candidate", options, key="step_force_pick",
                           format_func=lambda t: f"{pieces([t])[0]}  (P = {number(probs[t])})")
-        right.button("Continue with this", key="step_force_candidate", on_click=_request,
-                     args=(before + (pick,), code(isolate(pieces([pick])[0]))), width="stretch")
-    left, right = container.columns([3, 2], vertical_alignment="bottom")
-    left.text_input("…or type a word", key=WORD, max_chars=min(WORD_CHARS, MAX_TEXT),
-                    help="Encoded with the model's tokenizer: a word of several pieces forces all of them.")
-    right.button("Force", key="step_force_typed", on_click=_typed, args=(translator, before), width="stretch")
+        container.button("Continue with this", key="step_force_candidate", on_click=_request,
+                         args=(before + (pick,), code(isolate(pieces([pick])[0]))))
+    container.text_input("…or type a word", key=WORD, max_chars=min(WORD_CHARS, MAX_TEXT),
+                         help="Encoded with the model's tokenizer: a word of several pieces forces all of them.")
+    container.button("Force", key="step_force_typed", on_click=_typed, args=(translator, before))
     if (error := st.session_state.pop(ERROR, None)) is not None:
         container.error(error)
 

@@ -29,8 +29,8 @@ WIN = "#0b2e6b"
 FORCED = "#7b3fa0"  # a forced step's ring and label
 CSS = BASE_CSS + """
 .bt .node{cursor:pointer}.bt .node text{font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:3px}
-.bt .node.win text{font-weight:700}.bt .node.pruned text{fill:#888}.bt .node.forced text{fill:""" + FORCED + """;
-text-decoration:underline}.bt .node.picked text{fill:#c00}
+.bt .node.win text{font-weight:700}.bt .node.pruned text{fill:#888}.bt .node.forced text{fill:""" + FORCED + """}
+.bt .node.picked text{fill:#c00}
 .bt .edge.picked{stroke:#c00 !important;stroke-opacity:1}.bt .info{min-height:1.4em}
 .bt svg.fit{width:100%;height:auto}.bt .wide{overflow-x:auto}"""
 TREE_JS = """function(root,onpick){const svg=root.querySelector('svg.bt');const info=root.querySelector('.info');

@@ -204,3 +204,32 @@ def test_the_beam_tree_marks_the_forced_steps_nodes_and_only_them(at):  # noqa: 
     assert "forced: given, not chosen" in tree.legend(True) and "forced" not in tree.legend(False)
     plain_svg, _, _ = tree.beam_tree_svg(s.history, tokenizer(at).target_pieces)
     assert "forced" not in plain_svg
+
+
+def test_sampling_forces_every_sample_and_draw_again_keeps_the_forced_words(at):  # noqa: F811
+    started(at)
+    at.radio(key="step_method").set_value("sample").run()
+    at.button(key="step_next").click().run()
+    at.text_input(key="step_force_word").input("la femme").run()
+    at.button(key="step_force_typed").click().run()
+    s = session(at)
+    assert not at.exception and s.settings.do_sample and s.n_steps == 2
+    assert all(n.token == token for step, token in zip(s.history, s.prefix) for n in step.nodes)
+    assert len(s.history[1].nodes) == s.settings.num_samples  # each sample was given the same pieces
+    at.button(key="step_next").click().run()
+    at.button(key="step_draw_again").click().run()
+    redrawn = session(at)
+    assert redrawn.settings.seed == s.settings.seed + 1 and redrawn.prefix == s.prefix and redrawn.n_steps == 3
+    assert at.query_params["prefix"] == "la femme"
+
+
+def test_the_candidate_box_opens_at_the_piece_each_step_emitted(at):  # noqa: F811
+    started(at)
+    at.button(key="step_next").click().run()
+    assert candidate_box(at).index == 0  # greedy search's choice: the most probable
+    candidate_box(at).set_value(3).run()
+    at.button(key="step_next").click().run()
+    assert candidate_box(at).index == 0  # a new step: not the last step's pick
+    candidate_box(at).set_value(2).run()
+    at.button(key="step_force_candidate").click().run()
+    assert candidate_box(at).index == 2 and at.session_state["step_force_pick"] == session(at).prefix[-1]

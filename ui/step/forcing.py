@@ -30,6 +30,7 @@ from ui.step.candidate_bars import FORCED_MARK, number
 PENDING = "step_pending"  # session state: the action main() takes before drawing (a button's name, or a Force)
 ERROR, NOTE = "step_force_error", "step_force_note"  # session state (Markdown): a refused force; a word's pieces
 WORD = "step_force_word"  # the typed word's text box
+PICK, PICK_AT = "step_force_pick", "_step_force_pick_at"  # the candidate picked; the step it was picked at
 WORD_CHARS = 200  # a word, or a few: a longer prefix comes from a link or from steps
 
 
@@ -167,8 +168,13 @@ def force_panel(container: Any, session: DecodingSession, hyp, pieces, translato
     options = [t for t in order if t != session.specials.eos and t not in session.specials.never]
     probs = dict(zip(hyp.candidates.tokens, hyp.candidates.probs))
     container.markdown("**What if it said something else here?**")
+    at = (session.n_steps, before, tuple(session.prefix))
+    if st.session_state.get(PICK_AT) != at:  # another step, or this one forced: the box opens at the piece emitted
+        index = session.current.live.index(hyp)
+        st.session_state[PICK] = next((n.token for n in session.current.nodes if n.parent == index), None)
+        st.session_state[PICK_AT] = at
     if options:  # each button under its own box: side by side they were cut short in class mode's half page
-        pick = choice_box(container, "A candidate", options, key="step_force_pick",
+        pick = choice_box(container, "A candidate", options, key=PICK,
                           format_func=lambda t: f"{pieces([t])[0]}  (P = {number(probs[t])})")
         container.button("Continue with this", key="step_force_candidate", on_click=_request,
                          args=(before + (pick,), code(isolate(pieces([pick])[0]))))

@@ -126,22 +126,26 @@ def test_a_link_restores_the_forced_prefix_in_a_beam_search_with_its_tree(at):  
     assert all(h.tokens[:2] == s.prefix for h in session(at).result().hypotheses)
 
 
-def test_continue_from_a_tree_node_forces_that_nodes_output(at):  # noqa: F811
-    started(at, text=TEXT, search="beam", beam="3")
-    for _ in range(3):
-        at.button(key="step_next").click().run()
-    history = session(at).history
-    rank = len(history[2].nodes) - 1  # the lowest node of step 3: pruned, or the beam's last
-    at.session_state["step_tree_open"] = f"2:{rank}"  # what a click on the node sends
-    at.run()
+def test_continue_from_a_tree_node_forces_that_nodes_output_and_an_ended_node_offers_none(at):  # noqa: F811
     from transformer.explain.views.tree import node_prefix
 
-    wanted = node_prefix(history, 2, rank)
-    if history[2].nodes[rank].status == "finished":
-        pytest.skip("the tiny model ended this hypothesis")
+    started(at, text=TEXT, search="beam", beam="3")
+    at.button(key="step_run_to_end").click().run()
+    history = session(at).history
+    ended = next((t, r) for t, step in enumerate(history) for r, n in enumerate(step.nodes)
+                 if n.status in ("finished", "stopped"))
+    at.session_state["step_tree_open"] = f"{ended[0]}:{ended[1]}"  # what a click on the node sends
+    at.run()
+    assert not [b for b in at.button if b.key == "step_tree_continue"]
+    assert any("there is nothing after it to decode" in c.value for c in at.caption)
+    t, rank = next((t, r) for t, step in enumerate(history) if t >= 2 for r, n in enumerate(step.nodes)
+                   if n.status in ("live", "pruned") and r > 0)  # not the beam's best: another output
+    at.session_state["step_tree_open"] = f"{t}:{rank}"
+    at.run()
     at.button(key="step_tree_continue").click().run()
     assert not at.exception and not at.error
-    assert session(at).prefix == wanted and session(at).n_steps == 3
+    assert session(at).prefix == node_prefix(history, t, rank) and session(at).n_steps == t + 1
+    assert any(sub.value == "Beam tree" for sub in at.subheader)
 
 
 @pytest.mark.parametrize("prefix, message", [

@@ -94,8 +94,8 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
         st.session_state[f"{key}_open"] = picked
     opened = st.session_state.get(f"{key}_open")
     if not opened:
-        st.caption("Click a node to open that hypothesis at that step" + (", and to continue from it." if on_continue
-                                                                          else "."))
+        st.caption("Click a node to open that hypothesis at that step" + (", and to continue from it" if on_continue
+                                                                          else "") + ".")
         return
     step, rank = map(int, opened.split(":"))
     if step < 0 or step >= len(session.history) or rank >= len(session.history[step].nodes):
@@ -108,8 +108,9 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
                 f"{node.score:.3f}. Where the decoder looked while it {'read' if step < forced else 'chose'} that "
                 "piece:")
     if on_continue is not None:
-        if node.status == "finished":
-            st.caption(f"This hypothesis ended with {code('</s>')}: there is nothing after it to decode.")
+        ended = {"finished": f"ended with {code('</s>')}", "stopped": "stopped at the length limit"}
+        if node.status in ended:  # nothing can follow it: the button could only be refused
+            st.caption(f"This hypothesis {ended[node.status]}: there is nothing after it to decode.")
         else:
             st.button("Continue from here", key=f"{key}_continue", on_click=on_continue, args=(tokens,),
                       help="Force this node's output so far (every piece of it) and decode on from there.")

@@ -88,6 +88,7 @@ def main() -> None:
     request = (str(translator.checkpoint.path), tuple(source.ids), settings)
     pending = st.session_state.pop(forcing.PENDING, None)
     linked, problems = forcing.link_prefix(translator, link())
+    dropped: list[str] = []  # why the forced prefix was not kept
     try:
         with decode_turn() as on_wait, decode_slot(on_wait):
             if st.session_state.get("step_request") != request:
@@ -97,7 +98,6 @@ def main() -> None:
                 redraw(previous, st.session_state.step_session)  # "Draw again": the new sample at the same step
                 hypotheses.forget_followed()
                 st.session_state.step_request = request
-                problems += dropped
             elif pending is not None:
                 session = st.session_state.step_session
                 st.session_state.step_session = forcing.apply(session, pending)
@@ -106,7 +106,11 @@ def main() -> None:
     except TranslationError as e:  # ServerBusy
         st.warning(str(e))
         return
-    link_problems(problems)  # the link's prefix; or why a prefix was dropped
+    if linked is not None:  # the link's prefix, refused: a link problem like the others
+        problems, dropped = problems + dropped, []
+    link_problems(problems)
+    for note in dropped:  # the session's prefix, after a new sentence, model or search
+        st.info(note, icon=":material/edit_off:")
     session = st.session_state.step_session
     share(prefix=forcing.link_text(tok, session))
     cols = st.columns(len(ACTIONS))

@@ -77,16 +77,17 @@ def start(fresh: DecodingSession, previous: DecodingSession | None, linked: list
           ) -> tuple[DecodingSession, list[str]]:
     """A new sentence, search or model: fresh, forced with the link's prefix (on the page's first run) or with the
     previous session's when only the search changed; and the sentences saying why a prefix was not forced."""
+    prefix, whose = linked, "The link's forced prefix"
     if linked is None:
         if previous is None or not previous.prefix:
             return fresh, []
         if previous.model is not fresh.model or previous.src_ids != fresh.src_ids:
             return fresh, ["A new sentence or model: the forced pieces were dropped."]
-        linked = previous.prefix
+        prefix, whose = previous.prefix, "The forced prefix"
     try:
-        return forced(fresh, linked), []
+        return forced(fresh, prefix), []
     except ValueError as e:
-        return fresh, [f"The forced prefix cannot be kept: {reason(e)}"]
+        return fresh, [f"{whose} cannot be forced here: {reason(e)}"]
 
 
 def reason(error: ValueError) -> str:

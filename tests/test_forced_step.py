@@ -237,3 +237,26 @@ def test_the_candidate_box_opens_at_the_piece_each_step_emitted(at):  # noqa: F8
     candidate_box(at).set_value(2).run()
     at.button(key="step_force_candidate").click().run()
     assert candidate_box(at).index == 2 and at.session_state["step_force_pick"] == session(at).prefix[-1]
+
+
+def test_every_fuzz_input_typed_as_a_word_is_forced_or_refused_in_a_message_shown_as_text(at):  # noqa: F811
+    from tests.test_fuzz import INPUTS, _typed, assert_safe
+
+    started(at)
+    at.button(key="step_next").click().run()
+    outcomes = set()
+    for _, text in [*INPUTS[::10], ("known", "la femme")]:  # the tiny vocabulary knows few of the fuzz words
+        text = text[:200]  # the box takes 200 characters (max_chars), as the browser enforces
+        at.button(key="step_reset").click().run()
+        at.button(key="step_next").click().run()
+        _typed(at, "step_force_word", text)
+        at.button(key="step_force_typed").click().run()
+        assert_safe(at, text)
+        if at.error:
+            assert all(e.value.startswith(("Cannot force", "Type a word")) for e in at.error), text[:60]
+            assert session(at).prefix == []
+            outcomes.add("refused")
+        else:
+            assert session(at).prefix and session(at).n_steps == len(session(at).prefix), text[:60]
+            outcomes.add("forced")
+    assert outcomes == {"forced", "refused"}

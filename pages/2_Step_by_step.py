@@ -120,7 +120,7 @@ def main() -> None:
                    width="stretch")
     live = [forcing.marked(tok, h.tokens, len(session.prefix)) for h in session.live]
     st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(live)))
-    forcing.forced_note(session)
+    forcing.forced_note(session, translator)
     current_step(session, translator, source.pieces)
     tokens_help()
     if settings.beam_size > 1 and session.history:

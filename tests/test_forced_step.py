@@ -260,3 +260,19 @@ def test_every_fuzz_input_typed_as_a_word_is_forced_or_refused_in_a_message_show
             assert session(at).prefix and session(at).n_steps == len(session(at).prefix), text[:60]
             outcomes.add("forced")
     assert outcomes == {"forced", "refused"}
+
+
+def test_pieces_whose_text_reads_back_otherwise_say_so_under_the_output(at):  # noqa: F811
+    from ui.step.forcing import PENDING, Force
+
+    started(at)
+    at.button(key="step_next").click().run()
+    tok = tokenizer(at)
+    word = next(i for i in range(4, tok.tgt_vocab_size) if tok.target_pieces([i])[0] == "aime")  # from "j'aime"
+    at.session_state[PENDING] = Force((word,))  # what "Continue with this" sends for that candidate
+    at.run()
+    assert session(at).prefix == [word] and at.query_params["prefix"] == "aime"
+    assert any("reads back as other pieces" in c.value for c in at.caption)
+    at.session_state[PENDING] = Force((tok.encode_target("la")[1],))
+    at.run()
+    assert not [c for c in at.caption if "reads back as other pieces" in c.value]

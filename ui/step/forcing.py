@@ -186,12 +186,21 @@ def force_panel(container: Any, session: DecodingSession, hyp, pieces, translato
         container.error(error)
 
 
-def forced_note(session: DecodingSession) -> None:
-    """Under the output line: what its violet part is, and the pieces of a word just forced."""
+def forced_note(session: DecodingSession, translator) -> None:
+    """Under the output line: what its violet part is, the pieces of a word just forced, and when the link's text
+    reads back as other pieces (a piece picked in the middle of a word the tokenizer would cut otherwise)."""
     if (note := st.session_state.pop(NOTE, None)) is not None:
         st.info(note, icon=":material/edit:")
-    if session.prefix:
-        n = len(session.prefix)
-        st.caption(f"{FORCED_MARK}on violet: the {'forced piece' if n == 1 else f'{n} forced pieces'} (step"
-                   f"{' 1' if n == 1 else f's 1 to {n}'}), given to the decoder rather than chosen; the model decodes "
-                   "on from them. **Back** takes the last forced piece back, **Reset** all of them.")
+    if not session.prefix:
+        return
+    n = len(session.prefix)
+    text = link_text(translator.tokenizer, session)
+    try:
+        kept = text is not None and translator.prefix_ids(text) == session.prefix
+    except ValueError:
+        kept = False
+    link = "" if kept else (" The link keeps them as text, which the tokenizer reads back as other pieces: a link "
+                            "opens with those.")
+    st.caption(f"{FORCED_MARK}on violet: the {'forced piece' if n == 1 else f'{n} forced pieces'} (step"
+               f"{' 1' if n == 1 else f's 1 to {n}'}), given to the decoder rather than chosen; the model decodes "
+               f"on from them. **Back** takes the last forced piece back, **Reset** all of them.{link}")

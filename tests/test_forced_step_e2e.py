@@ -8,6 +8,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip)
 
+from tests.label_boxes import clipped, measure, overlapping
 from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     EXCEPTION,
     browser_context_args,
@@ -15,6 +16,7 @@ from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     server,
 )
 from transformer.decoding.translate import find_checkpoint
+from ui.shared import class_mode
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(find_checkpoint() is None, reason="needs the shipped teaching model")]
@@ -73,3 +75,29 @@ def test_force_femme_into_the_man_is_here_and_find_it_in_the_output_the_tree_and
     prefix = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["prefix"][0]
     assert prefix.startswith("La femme") and len(prefix) > len("La femme")
     assert page.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("mode", ["class", "normal"])
+def test_a_forced_step_reads_at_1280_by_720_without_overlapping_labels(server, browser, mode):  # noqa: F811
+    """The forced page as a projector shows it: the ✎ label and the violet ring fit, the force panel's buttons whole."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        query = {"model": "en-fr-teaching", "text": "The man is here.", "search": "beam", "beam": "3",
+                 "prefix": "La femme", **({"class": "1"} if mode == "class" else {})}
+        page.goto(f"{server}/Step_by_step?" + urllib.parse.urlencode(query))
+        _settled(page, 2)
+        page.wait_for_timeout(2000)  # plotly's layout pass, the views' scripts
+        groups = measure(page)
+        assert groups and all(group.labels for group in groups)
+        for group in groups:
+            assert overlapping(group.labels) == [] and clipped(group) == [], mode
+            if mode == "class":
+                assert [label.text for label in group.labels if label.font < class_mode.LABEL_PX - 0.5] == []
+        for name in ("Continue with this", "Force"):
+            button = page.get_by_role("button", name=name, exact=True)
+            assert button.evaluate("b => [b, ...b.querySelectorAll('*')].every(e => e.scrollWidth <= e.clientWidth + 1)"
+                                   ), (mode, name)  # not cut short (an ellipsis)
+        assert page.locator(EXCEPTION).count() == 0
+    finally:
+        context.close()

@@ -199,8 +199,8 @@ def forced_note(session: DecodingSession, translator) -> None:
         kept = text is not None and translator.prefix_ids(text) == session.prefix
     except ValueError:
         kept = False
-    link = "" if kept else (" The link keeps them as text, which the tokenizer reads back as other pieces: a link "
-                            "opens with those.")
+    link = "" if kept else (" The link keeps them as text, which the tokenizer reads back as other pieces (or "
+                            "cannot read back): a link opens with what it reads.")
     st.caption(f"{FORCED_MARK}on violet: the {'forced piece' if n == 1 else f'{n} forced pieces'} (step"
                f"{' 1' if n == 1 else f's 1 to {n}'}), given to the decoder rather than chosen; the model decodes "
                f"on from them. **Back** takes the last forced piece back, **Reset** all of them.{link}")

@@ -18,23 +18,26 @@ from ui.shared.widgets import (
     chart,
     current_translator,
     decode_turn,
+    link,
+    link_problems,
     page_setup,
     search_settings,
     sentence_input,
+    share,
     tokens_help,
 )
-from ui.step import hypotheses
+from ui.step import forcing, hypotheses
 from ui.step.next_token import redraw, step_candidates
 
-ACTIONS = {"Next": DecodingSession.step, "Back": DecodingSession.back, "Run to end": DecodingSession.run_to_end,
-           "Reset": DecodingSession.reset}
+ACTIONS = ("Next", "Back", "Run to end", "Reset")  # taken by forcing.apply
 
 
 def _act(name: str) -> None:
-    st.session_state.step_pending = name  # done in main(), inside a decode slot, before the buttons are drawn
+    st.session_state[forcing.PENDING] = name  # done in main(), inside a decode slot, before the buttons are drawn
 
 
-def current_step(session, tok, src_pieces) -> None:
+def current_step(session, translator, src_pieces) -> None:
+    tok = translator.tokenizer
     step = session.current
     if step is None:
         start = tok.target_pieces([session.specials.start])[0]  # <s>, or Marian's <pad>
@@ -48,9 +51,11 @@ def current_step(session, tok, src_pieces) -> None:
                 f"{score(hyp.score)}); its newest token {code(isolate(prefix[-1]))} is the query whose "
                 "attention is shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
-    step_candidates(c1, step, step.live.index(hyp), tok.target_pieces, key="step_cands",
-                    rows=session.settings.candidates + session.settings.do_sample,
-                    filename=f"step-{session.n_steps}-candidates")
+    order = step_candidates(c1, step, step.live.index(hyp), tok.target_pieces, key="step_cands",
+                            rows=session.settings.candidates + session.settings.do_sample,
+                            filename=f"step-{session.n_steps}-candidates",
+                            forced=session.n_steps <= len(session.prefix))
+    forcing.force_panel(c1, session, hyp, tok.target_pieces, translator, order)
     lens = lens_switch(c2, "step")
     cross, self_rows, note = step_rows(session.model, session.src_ids, hyp.prefix, hyp.cross_attention,
                                        hyp.self_attention, lens, session.specials)
@@ -82,35 +87,46 @@ def main() -> None:
     for warning in source.warnings:
         st.warning(plain(warning))
     request = (str(translator.checkpoint.path), tuple(source.ids), settings)
-    pending = st.session_state.pop("step_pending", None)
+    pending = st.session_state.pop(forcing.PENDING, None)
+    linked, problems = forcing.link_prefix(translator, link())
+    dropped: list[str] = []  # why the forced prefix was not kept
     try:
         with decode_turn() as on_wait, decode_slot(on_wait):
             if st.session_state.get("step_request") != request:
                 previous = st.session_state.get("step_session")
-                st.session_state.step_session = DecodingSession(translator.model, source.ids, settings,
-                                                                specials=translator.specials)
+                fresh = DecodingSession(translator.model, source.ids, settings, specials=translator.specials)
+                st.session_state.step_session, dropped = forcing.start(fresh, previous, linked)
                 redraw(previous, st.session_state.step_session)  # "Draw again": the new sample at the same step
                 hypotheses.forget_followed()
                 st.session_state.step_request = request
             elif pending is not None:
-                ACTIONS[pending](st.session_state.step_session)
+                session = st.session_state.step_session
+                st.session_state.step_session = forcing.apply(session, pending)
+                if st.session_state.step_session is not session:  # forced, or a forced piece taken back
+                    hypotheses.forget_followed()
     except TranslationError as e:  # ServerBusy
         st.warning(str(e))
         return
+    if linked is not None:  # the link's prefix, refused: a link problem like the others
+        problems, dropped = problems + dropped, []
+    link_problems(problems)
+    for note in dropped:  # the session's prefix, after a new sentence, model or search
+        st.info(note, icon=":material/edit_off:")
     session = st.session_state.step_session
+    share(prefix=forcing.link_text(tok, session))
     cols = st.columns(len(ACTIONS))
     for col, name in zip(cols, ACTIONS):
         col.button(name, key=f"step_{name.lower().replace(' ', '_')}", on_click=_act, args=(name,),
                    disabled=session.done if name in ("Next", "Run to end") else name == "Back" and not session.n_steps,
                    width="stretch")
-    live = [tok.decode_target(h.tokens) for h in session.live]
-    st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(
-        code(isolate(t)) if t else "∅" for t in live)))
-    current_step(session, tok, source.pieces)
+    live = [forcing.marked(tok, h.tokens, len(session.prefix)) for h in session.live]
+    st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(live)))
+    forcing.forced_note(session, translator)
+    current_step(session, translator, source.pieces)
     tokens_help()
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
-        svg_views.beam_tree(session, translator, source.ids, key="step_tree")
+        svg_views.beam_tree(session, translator, source.ids, key="step_tree", on_continue=forcing.continue_from)
     finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")
@@ -118,7 +134,7 @@ def main() -> None:
         hyp = hypotheses.opened_hypothesis(finished, labels)
         if note := hypotheses.penalty_note(settings):
             st.caption(note)
-        st.markdown(f"**Result:** {plain(isolate(tok.decode_target(finished[0].tokens)))}")  # the tree's winner
+        st.markdown(f"**Result:** {forcing.marked(tok, finished[0].tokens, len(session.prefix), False)}")  # the winner
         if hyp is not finished[0]:
             st.markdown(f"**Opened below:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
         with decode_turn() as on_wait, decode_slot(on_wait):

@@ -25,7 +25,7 @@ ATTRIBUTION = ("pos", "foil")  # Explain heads' attribution view: its output pos
 # Explain heads: the parameters of one view only
 VIEW_ONLY = {"search": ("ref",), "compare": ("partner",), "attribution": ATTRIBUTION, "patching": PATCHING}
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
-               "step": ("model", "text", *SEARCH, *VIEW), "train": ("model",),
+               "step": ("model", "text", *SEARCH, *VIEW, "prefix"), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query", "token", "stage"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
                "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING, "foil"),
@@ -73,6 +73,17 @@ def read_text(params: Mapping[str, str], name: str = "text") -> tuple[str | None
     text = "".join(c for c in params[name] if c.isprintable() or c == " ")
     if len(text) > MAX_TEXT:
         return text[:MAX_TEXT], [f"The link's sentence is longer than {MAX_TEXT} characters; it was cut."]
+    return text, []
+
+
+def read_prefix(params: Mapping[str, str]) -> tuple[str | None, Problems]:
+    """A forced prefix's text (`prefix`, the step page's: the output the link makes the model start with), without
+    control characters; None when absent or longer than MAX_TEXT (a cut prefix would force other pieces)."""
+    if "prefix" not in params:
+        return None, []
+    text = "".join(c for c in params["prefix"] if c.isprintable() or c == " ")
+    if len(text) > MAX_TEXT:
+        return None, [f"The link's forced prefix is longer than {MAX_TEXT} characters; it was left out."]
     return text, []
 
 

@@ -6,6 +6,7 @@ and adds the few widgets around it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 import streamlit.components.v2 as bidi_components
@@ -71,13 +72,17 @@ def eq1_picture(model, source_ids: list[int], decoder_input: list[int] | None, f
     return cell
 
 
-def beam_tree(session, translator: Translator, source_ids: list[int], key: str) -> None:
-    """The beam tree of a session; a click on a node opens its hypothesis at that step with its attention."""
+def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
+              on_continue: Callable[[Sequence[int]], None] | None = None) -> None:
+    """The beam tree of a session, its forced steps (`session.prefix`) marked; a click on a node opens its hypothesis
+    at that step with its attention, and with on_continue a "Continue from here" button that calls it with the
+    node's output tokens."""
     tok = translator.tokenizer
     best = (session.finished or session.live or [None])[0]
-    svg, _, height = tree.beam_tree_svg(session.history, tok.target_pieces, best.tokens if best else None)
+    forced = len(session.prefix)
+    svg, _, height = tree.beam_tree_svg(session.history, tok.target_pieces, best.tokens if best else None, forced)
     factor = class_mode.zoom(tree.FONT_PX)
-    body = (f"<style>{tree.CSS}</style><div class='tv bt' style='zoom:{factor:.3f}'>{tree.legend()}"
+    body = (f"<style>{tree.CSS}</style><div class='tv bt' style='zoom:{factor:.3f}'>{tree.legend(forced > 0)}"
             f"<div class='wide'>{svg}</div><div class='info note'></div></div>")
     result = _tree_component(data={"html": body}, key=key, on_node_change=lambda: None,
                              height=math.ceil((height + 100) * factor))
@@ -89,16 +94,26 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str) 
         st.session_state[f"{key}_open"] = picked
     opened = st.session_state.get(f"{key}_open")
     if not opened:
-        st.caption("Click a node to open that hypothesis at that step.")
+        st.caption("Click a node to open that hypothesis at that step" + (", and to continue from it" if on_continue
+                                                                          else "") + ".")
         return
     step, rank = map(int, opened.split(":"))
     if step < 0 or step >= len(session.history) or rank >= len(session.history[step].nodes):
         return
     node = session.history[step].nodes[rank]
     tokens = tree.node_prefix(session.history, step, rank)
-    st.markdown(f"**Step {step + 1}, rank {rank}** ({node.status}): {plain(tok.decode_target(tokens)) or '∅'} "
-                f"with {code(tok.target_pieces([node.token])[0])} chosen at P = {math.exp(node.log_prob):.3f}, "
-                f"log-probability {node.score:.3f}. Where the decoder looked while it chose that piece:")
+    st.markdown(f"**Step {step + 1}, rank {rank}** ({node.status}{', forced' if step < forced else ''}): "
+                f"{plain(tok.decode_target(tokens)) or '∅'} with {code(tok.target_pieces([node.token])[0])} "
+                f"{'given' if step < forced else 'chosen'} at P = {math.exp(node.log_prob):.3f}, log-probability "
+                f"{node.score:.3f}. Where the decoder looked while it {'read' if step < forced else 'chose'} that "
+                "piece:")
+    if on_continue is not None:
+        ended = {"finished": f"ended with {code('</s>')}", "stopped": "stopped at the length limit"}
+        if node.status in ended:  # nothing can follow it: the button could only be refused
+            st.caption(f"This hypothesis {ended[node.status]}: there is nothing after it to decode.")
+        else:
+            st.button("Continue from here", key=f"{key}_continue", on_click=on_continue, args=(tokens,),
+                      help="Force this node's output so far (every piece of it) and decode on from there.")
     with decode_turn() as on_wait, decode_slot(on_wait):
         att = translator.attention_maps(source_ids, tokens)
     names = views.NAMES["cross"]

@@ -16,8 +16,9 @@ import plotly.graph_objects as go
 from ui.shared.heatmaps import label_text, short
 
 MODEL, TEMPERED, SAMPLED = "#9aa5b1", "#e39a3b", "#3b75af"
-CHOSEN = "#c0392b"
+CHOSEN, FORCED = "#c0392b", "#7b3fa0"  # the outline of the chosen bar; of a forced one (the beam tree's violet)
 MARK = "▶ "  # before the chosen token's label
+FORCED_MARK = "✎ "  # before a forced token's label (given to the decoder, not chosen), here and in the page's text
 
 
 @dataclass(frozen=True)
@@ -49,29 +50,32 @@ def number(p: float) -> str:
     return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
 
 
-def _bar(name: str, values: Sequence[float], labels: Sequence[str], colour: str, chosen: Sequence[bool]) -> go.Bar:
+def _bar(name: str, values: Sequence[float], labels: Sequence[str], colour: str, chosen: Sequence[bool],
+         outline: str = CHOSEN) -> go.Bar:
     return go.Bar(name=name, x=list(values), y=list(range(len(values))), orientation="h", marker_color=colour,
-                  marker_line=dict(color=[CHOSEN if c else colour for c in chosen],
+                  marker_line=dict(color=[outline if c else colour for c in chosen],
                                    width=[2.5 if c else 0 for c in chosen]),
                   text=[number(v) for v in values], textposition="outside", cliponaxis=False,
                   customdata=list(labels), hovertemplate=f"%{{customdata}}<br>{name}: %{{x:.4f}}<extra></extra>")
 
 
-def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: str = "", kept: int | None = None
-                      ) -> go.Figure:
+def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: str = "", kept: int | None = None,
+                      forced: bool = False) -> go.Figure:
     """Horizontal bars, one row per candidate (rows: the slots to keep, so the height does not change).
 
     Greedy and beam search: the model's probabilities. Sampling: three bars a token, the model's, after
-    temperature, and the distribution the token was drawn from (kept: how many tokens it has).
+    temperature, and the distribution the token was drawn from (kept: how many tokens it has). forced: the step
+    emitted a forced piece, marked FORCED_MARK rather than MARK and outlined in violet.
     """
     labels = [label_text(t) for t in bars.labels]  # whole in the hover, shortened on the axis
-    ticks = [(MARK if c else "") + short(t) for t, c in zip(labels, bars.chosen)]
+    mark, outline = (FORCED_MARK, FORCED) if forced else (MARK, CHOSEN)
+    ticks = [(mark if c else "") + short(t) for t, c in zip(labels, bars.chosen)]
     sampling = bars.sampled is not None
-    traces = [_bar("model", bars.probs, labels, MODEL if sampling else SAMPLED, bars.chosen)]
+    traces = [_bar("model", bars.probs, labels, MODEL if sampling else SAMPLED, bars.chosen, outline)]
     if sampling:
-        traces.append(_bar("temperature", bars.tempered, labels, TEMPERED, bars.chosen))
+        traces.append(_bar("temperature", bars.tempered, labels, TEMPERED, bars.chosen, outline))
         name = "drawn from" + (f" ({kept} token{'s' if kept != 1 else ''})" if kept is not None else "")
-        traces.append(_bar(name, bars.sampled, labels, SAMPLED, bars.chosen))
+        traces.append(_bar(name, bars.sampled, labels, SAMPLED, bars.chosen, outline))
     n = max(rows or 0, len(ticks))
     per_row = 54 if sampling else 30
     fig = go.Figure(traces)

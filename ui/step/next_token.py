@@ -25,21 +25,27 @@ def redraw(previous: DecodingSession | None, session: DecodingSession) -> None:
 
 
 def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *, rows: int, key: str,
-                    filename: str) -> None:
-    """One hypothesis's candidate bars at a step, with their numbers; its chosen (kept or drawn) tokens marked."""
+                    filename: str, forced: bool = False) -> list[int]:
+    """One hypothesis's candidate bars at a step, with their numbers; its chosen (kept or drawn) tokens marked, or
+    its forced one (forced: the step emitted a forced piece). Returns the candidates' ids in the order drawn."""
     hyp = step.live[hyp_index]
     c = hyp.candidates
     chosen = {n.token for n in step.nodes if n.parent == hyp_index and n.status != "pruned"}
     bars = candidate_bars.ordered(c.tokens, pieces(c.tokens), c.probs, chosen, c.tempered, c.sampled)
     sampling = c.sampled is not None
     title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
-    fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept)
+    fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept, forced=forced)
     chart(container, fig, key=key, filename=filename, share=0.5)  # the left one of the page's two columns
     drawn = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
-    if sampling:
+    if forced:
+        container.caption(f"{candidate_bars.FORCED_MARK}marks the forced token ({', '.join(drawn)}): given to the "
+                          "decoder, not chosen; its bar is the probability the model gave it. The model's own first "
+                          f"choice here: {code(isolate(bars.labels[0]))} ({candidate_bars.number(bars.probs[0])}).")
+    elif sampling:
         container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "
                           "probability; orange: after temperature; blue: what is left after top-k and top-p, "
                           f"renormalised ({c.kept} token{'s' if c.kept != 1 else ''}), which the token was drawn from.")
     else:
         container.caption(f"{candidate_bars.MARK}marks the token{'s' if len(drawn) > 1 else ''} chosen "
                           f"({', '.join(drawn) or 'none: this hypothesis was pruned'}).")
+    return bars.ids

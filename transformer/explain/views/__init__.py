@@ -81,9 +81,10 @@ def step_head_view(hypothesis: HypothesisStep, prefix_pieces: Sequence[str], sou
 
 
 def beam_tree(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[str]],
-              best: Sequence[int] | None = None) -> View:
-    """The tree of a recorded search (`DecodingSession.history`, or `DecodeResult.steps`)."""
-    return beam_tree_from(steps, pieces, best)
+              best: Sequence[int] | None = None, forced: int = 0) -> View:
+    """The tree of a recorded search (`DecodingSession.history`, or `DecodeResult.steps`); forced: how many first
+    steps emitted a forced prefix (`DecodingSession.prefix`), marked."""
+    return beam_tree_from(steps, pieces, best, forced=forced)
 
 
 def cell_flow(cell: CellArithmetic, query_label: str, key_labels: Sequence[str], key: int | None = None, *,

@@ -4,8 +4,9 @@
 Nodes are laid out by step (x) and rank (y: best on top), so every label owns one cell of the grid and no two
 labels can overlap; a long piece is shortened to fit its cell and shown whole on hover, with its probability and
 the hypothesis's log-probability. The winning path is drawn strongly; finished (</s>), length-stopped and pruned
-nodes each have their own shape and colour. Clicking a node marks its path (in the app: opens that
-hypothesis at that step).
+nodes each have their own shape and colour; a forced step's node (a piece given to the decoder rather than chosen,
+`transformer.decoding.prefix`) wears a violet ring and a violet label. Clicking a node marks its path (in the app:
+opens that hypothesis at that step).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ STYLES = {  # status -> (colour, edge dash, what the legend says)
     "pruned": ("#aaaaaa", "2,3", "pruned: fell out of the beam"),
 }
 WIN = "#0b2e6b"
+FORCED = "#7b3fa0"  # a forced step's ring and label
 CSS = BASE_CSS + """
 .bt .node{cursor:pointer}.bt .node text{font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:3px}
-.bt .node.win text{font-weight:700}.bt .node.pruned text{fill:#888}.bt .node.picked text{fill:#c00}
+.bt .node.win text{font-weight:700}.bt .node.pruned text{fill:#888}.bt .node.forced text{fill:""" + FORCED + """}
+.bt .node.picked text{fill:#c00}
 .bt .edge.picked{stroke:#c00 !important;stroke-opacity:1}.bt .info{min-height:1.4em}
 .bt svg.fit{width:100%;height:auto}.bt .wide{overflow-x:auto}"""
 TREE_JS = """function(root,onpick){const svg=root.querySelector('svg.bt');const info=root.querySelector('.info');
@@ -82,9 +85,10 @@ def _marker(status: str, x: float, y: float, win: bool) -> str:
 
 
 def beam_tree_svg(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[str]],
-                  best: Sequence[int] | None = None) -> tuple[str, int, int]:
+                  best: Sequence[int] | None = None, forced: int = 0) -> tuple[str, int, int]:
     """The tree's SVG, its width and height. steps: a search's recorded steps (`DecodingSession.history`);
-    pieces: token ids -> their pieces (`tokenizer.target_pieces`); best: the output whose path is drawn strongly."""
+    pieces: token ids -> their pieces (`tokenizer.target_pieces`); best: the output whose path is drawn strongly;
+    forced: how many first steps emitted a forced prefix (`DecodingSession.prefix`), whose nodes are marked."""
     win = winning_nodes(steps, best) if best else set()
     n_rows = max((len(s.nodes) for s in steps), default=1)
     width, height = int(LEFT + (len(steps) + 1) * COL), int(TOP + n_rows * ROW + 8)
@@ -111,13 +115,17 @@ def beam_tree_svg(steps: Sequence[SearchStep], pieces: Callable[[list[int]], lis
             prefix = " ".join(shorten(p) for p in pieces(node_prefix(steps, t, rank)))
             summary = (f"step {t + 1}, rank {rank}: {shorten(piece)} ({node.status}); P = {math.exp(node.log_prob):.3f}"
                        f", log-probability {node.score:.3f}; hypothesis: {shorten(prefix, HOVER_CHARS)}")
-            title = (f"{piece}\nstep {t + 1}, rank {rank}: {STYLES.get(node.status, ('', '', node.status))[2]}\n"
+            given = t < forced
+            title = (f"{piece}\nstep {t + 1}, rank {rank}: {STYLES.get(node.status, ('', '', node.status))[2]}"
+                     f"{' (forced: given, not chosen)' if given else ''}\n"
                      f"P({piece} | prefix) = {math.exp(node.log_prob):.3f}\nlog-probability of the hypothesis = "
                      f"{node.score:.3f}\n{shorten(prefix, 120)}")
-            classes = f"node {node.status}" + (" win" if on_path else "")
+            classes = f"node {node.status}" + (" win" if on_path else "") + (" forced" if given else "")
             nodes.append(f'<g class="{classes}" data-id="{t}-{rank}" data-up="{up}" data-step="{t}" '
                          f'data-rank="{rank}" data-status="{node.status}" data-summary="{esc(summary)}">'
-                         f"{_marker(node.status, x, y, on_path)}"
+                         + (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{RADIUS + 4}" fill="none" stroke="{FORCED}" '
+                            'stroke-width="2"/>' if given else "")
+                         + f"{_marker(node.status, x, y, on_path)}"
                          f'<text class="label" x="{x + RADIUS + 4}" y="{y}" {anchored("left", is_rtl(piece))} '
                          'dominant-baseline="middle">'
                          f"{esc(_fit(piece))}</text><title>{esc(title)}</title></g>")
@@ -130,23 +138,27 @@ def beam_tree_svg(steps: Sequence[SearchStep], pieces: Callable[[list[int]], lis
     return svg, width, height
 
 
-def legend() -> str:
+def legend(forced: bool = False) -> str:
+    """The tree's key (forced: with the forced steps' mark)."""
     items = [("live", "circle"), ("finished", "square"), ("stopped", "diamond"), ("pruned", "ring")]
     marks = {"live": "●", "finished": "■", "stopped": "◆", "pruned": "○"}
     parts = [f'<span style="color:{STYLES[s][0]}">{marks[s]}</span> {esc(STYLES[s][2])}' for s, _ in items]
     parts.append(f'<span style="color:{WIN};font-weight:700">━</span> the best hypothesis')
+    if forced:
+        parts.append(f'<span style="color:{FORCED}">◎</span> forced: given, not chosen')
     return ('<div class="note"><button class="fit" type="button" title="Shrink the tree to the width of the page: '
             'every step and the best path at once">Whole tree</button>' + " &nbsp; ".join(parts)
             + ". Hover a node for its numbers, click it for its path.</div>")
 
 
 def beam_tree_from(steps: Sequence[SearchStep], pieces: Callable[[list[int]], list[str]],
-                   best: Sequence[int] | None = None, *, title: str = "") -> View:
-    """The beam tree as a view: legend, SVG (scrolls sideways when long) and a line naming the clicked node."""
-    svg, width, height = beam_tree_svg(steps, pieces, best)
+                   best: Sequence[int] | None = None, *, title: str = "", forced: int = 0) -> View:
+    """The beam tree as a view: legend, SVG (scrolls sideways when long) and a line naming the clicked node;
+    forced: the steps of a forced prefix, marked."""
+    svg, width, height = beam_tree_svg(steps, pieces, best, forced)
     root = new_id("bt")
     heading = f"<div><b>{esc(title)}</b></div>" if title else ""
-    body = (f'<style>{CSS}</style><div class="tv bt" id="{root}">{heading}{legend()}'
+    body = (f'<style>{CSS}</style><div class="tv bt" id="{root}">{heading}{legend(forced > 0)}'
             f'<div class="wide">{svg}</div><div class="info note"></div></div>')
     script = f"<script>({TREE_JS})(document.getElementById('{root}'));</script>"
     return View("beam tree", body + script, height + 80, width, FONT_PX)

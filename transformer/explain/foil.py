@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from transformer.data.corpora.base import normalize_text
 from transformer.data.vocabulary import TokenizerLike
+from transformer.labels import shorten
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def foil_word(tokenizer: TokenizerLike, word: str) -> FoilWord:
     ids = tokenizer.encode_target(word)[1:-1]  # start + pieces + </s>
     specials = tokenizer.specials
     if not ids or specials.unk in ids or ids[0] in specials.never:
-        made = " ".join(tokenizer.target_pieces(ids)) or "nothing"
+        made = shorten(" ".join(tokenizer.target_pieces(ids)), 80) or "nothing"
         raise ValueError(f"foil: {word!r} has pieces the target vocabulary lacks (<unk>): the tokenizer makes {made} "
                          "of it, and the model cannot emit <unk>")
     return FoilWord(word, ids[0], tuple(tokenizer.target_pieces(ids)))

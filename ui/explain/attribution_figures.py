@@ -186,7 +186,8 @@ def report_sections(*, attribution: TokenAttribution | None, token: str, foil: s
     if attribution is not None:
         out.append(f"<h2>Attribution of output token {attribution.position}: <bdi>{html.escape(token)}</bdi></h2>"
                    f"<p>f = {_html_question(token, foil)} = {attribution.f:.4f}. Integrated gradients: "
-                   f"{html.escape(completeness_line(attribution))}</p>" + _figure(attribution_bars(attribution)))
+                   f"{html.escape(completeness_line(attribution))}</p>"
+                   + _figure(attribution_bars(attribution, title=attribution_title(token, foil))))
     out.append("<h2>Logit lens (decoder)</h2><p class='note'>Each decoder layer's state through the final norm "
                "and the output projection; bold: the token the model emitted.</p>"
                + _figure(lens_table(lens, output_pieces, piece_of)))

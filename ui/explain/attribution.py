@@ -257,7 +257,7 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
               share=1 / len(heads))
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
-               "W^O at every query position. Red raises the token's log-probability towards the clean run.")
+               f"W^O at every query position. Red raises {measure} towards the clean run.")
 
 
 # ----------------------------------------------------------------------------- the report

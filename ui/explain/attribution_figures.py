@@ -40,7 +40,7 @@ def _question_label(token: str, foil: str | None) -> str:
 
 def attribution_title(token: str, foil: str | None) -> str:
     """The attribution bars' title: the explained f, with the token's and the foil's pieces."""
-    return f"f = {_question_label(token, foil)}" + ("" if foil is None else " (why the token rather than the foil)")
+    return f"f = {_question_label(token, foil)}"
 
 
 def completeness_line(attribution: TokenAttribution) -> str:
@@ -129,9 +129,9 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
                      for c in range(z.shape[1])] for r in range(z.shape[0])],
         hovertemplate=f"%{{customdata}}<br>Δ {measure or 'log p'}: %{{z:+.4f}}<extra></extra>",
         colorbar=dict(title=unit, thickness=12)))
-    subtitle = f"<br><span style='font-size:12px'>Δ {measure}</span>" if measure else ""
     fig.update_layout(
-        title=dict(text=title + subtitle, y=1, yanchor="top", pad=dict(t=8)),
+        title=dict(text=title, y=1, yanchor="top", pad=dict(t=8),
+                   subtitle=dict(text=f"Δ {measure}" if measure else None, font=dict(size=12))),
         height=150 + 40 * z.shape[0] + 6 * longest + (18 if measure else 0),
         margin=dict(l=20 + 7 * max(map(len, rows), default=4),
                     r=10, t=50 + (8 * longest if rotated else 20) + (18 if measure else 0), b=10),

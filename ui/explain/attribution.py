@@ -22,7 +22,7 @@ from transformer.explain.patching import PatchingError, activation_patching, che
 from transformer.labels import shorten
 from ui.explain import attribution_figures as figs
 from ui.explain.foil_choice import foil_choice
-from ui.shared import linked_choices, links
+from ui.shared import class_mode, linked_choices, links
 from ui.shared.bidi import isolate
 from ui.shared.text import piece_line, plain
 from ui.shared.translation_gate import bounded, decode_slot, prepare, translate
@@ -107,7 +107,10 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                 "prefix contributes to $f = \\log p(y_t)$, or, with a foil, to $\\log p(y_t) - \\log p(\\text{foil})$: "
                 "why this token *rather than* the other (Yin & Neubig, 2022). Scores are of the token embeddings "
                 "before the positions are added; a word's score is the sum of its pieces'.")
-    c1, c2, c3, c4, c5 = st.columns([2, 2, 1.6, 1, 1])
+    if class_mode.is_on():  # the IG settings on a row of their own: five boxes in a row cut their values
+        (c1, c2, c3), (c4, c5, _) = st.columns([2, 2, 1.6]), st.columns([1, 1, 2])
+    else:
+        c1, c2, c3, c4, c5 = st.columns([2, 2, 1.6, 1, 1])
     linked_choices.seed_indexes({"pos": ("ex_attr_pos", len(translation.token_ids))})
     position = token_picker(c1, "ex_attr_pos", translator, translation.token_ids)
     target = translation.token_ids[position]
@@ -246,9 +249,10 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     result = _patching(translator, clean, other, position, token, None if foil is None else foil.id)
     pieces = (_piece(translator, token), None if foil is None else foil.piece)
     measure = plain(figs.question(*(None if p is None else isolate(p) for p in pieces)))
+    st.markdown(f"**Measured:** {measure}")
     m1, m2, m3 = st.columns(3)
-    m1.metric(f"{measure}, clean run", f"{result.clean_log_prob:.3f}")
-    m2.metric(f"{measure}, counterfactual run", f"{result.counterfactual_log_prob:.3f}")
+    m1.metric("clean run", f"{result.clean_log_prob:.3f}")
+    m2.metric("counterfactual run", f"{result.counterfactual_log_prob:.3f}")
     m3.metric("difference to restore", f"{result.difference:+.3f}")
     residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces, *pieces)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)

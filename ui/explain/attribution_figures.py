@@ -131,7 +131,7 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
         colorbar=dict(title=unit, thickness=12)))
     fig.update_layout(
         title=dict(text=title, y=1, yanchor="top", pad=dict(t=8),
-                   subtitle=dict(text=f"Δ {measure}" if measure else None, font=dict(size=12))),
+                   subtitle=dict(text=f"Δ {measure}" if measure else None)),  # in the page's font size
         height=150 + 40 * z.shape[0] + 6 * longest + (18 if measure else 0),
         margin=dict(l=20 + 7 * max(map(len, rows), default=4),
                     r=10, t=50 + (8 * longest if rotated else 20) + (18 if measure else 0), b=10),

@@ -130,12 +130,14 @@ def attribution_view(translator: Translator, text: str, translation: Translation
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids), *picks)
     result = _memo("ex_attr_result", request, lambda: _attribute(translator, translation, *picks))
     token, foil_piece = _piece(translator, target), None if foil is None else foil.piece
+    if foil is not None:  # a line of its own: a metric's label is cut at its column's width
+        shown = plain(isolate(foil_piece))
+        st.markdown(f"**Explained:** f = {plain(figs.question(isolate(token), isolate(foil_piece)))}: the log of how "
+                    f"many times likelier the model finds the token than the foil (log p({shown}) = "
+                    f"{result.foil_log_prob:.3f}; the difference of their logits: the softmax's normaliser cancels).")
     m1, m2, m3 = st.columns(3)
     m1.metric(f"log p({plain(isolate(token))})", f"{result.log_prob:.3f}")
-    m2.metric(f"f = {plain(figs.question(isolate(token), None if foil is None else isolate(foil_piece)))}",
-              f"{result.f:.3f}", help=None if foil is None else
-              f"log p({plain(isolate(foil_piece))}) = {result.foil_log_prob:.3f}: f is what the model prefers the "
-              "token by, in log-probability (the difference of their logits: the softmax's normaliser cancels).")
+    m2.metric("f (explained)", f"{result.f:.3f}")
     m3.metric(f"IG completeness gap at {result.completeness.steps} steps",
               f"{100 * result.completeness.relative_gap:.2f}%",
               help="Integrated gradients' attributions should sum to f(input) − f(baseline) (Sundararajan et al., "

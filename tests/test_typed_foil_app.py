@@ -74,7 +74,7 @@ def test_a_typed_foil_gives_the_attribution_of_the_foils_id_and_is_kept_in_the_l
     assert plotly_array(ig["y"]).tolist() == pytest.approx(expected.methods["integrated_gradients"].source, abs=1e-5)
     token = translation.target_pieces[1]
     assert f"log p({token}) − log p({foil.piece})" in bars["layout"]["title"]["text"]
-    assert any(m.value.replace("\\", "").startswith(f"**Explained:** f = log p({token}) − log p({foil.piece}), ")
+    assert any(m.value.replace("\\", "").startswith(f"**Explained:** f = log p({token}) − log p({foil.piece}): ")
                for m in at.markdown)
     assert any(f"{len(foil.pieces)} pieces" in c.value and "the foil is its first" in c.value for c in at.caption)
     shared = dict(at.query_params)

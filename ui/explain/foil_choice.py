@@ -105,7 +105,7 @@ def foil_choice(box, word_box, key: str, tokenizer: TokenizerLike, target: int, 
 
     def label(t: int | None) -> str:
         if t is None:
-            return "nothing: explain log p(token)"
+            return "nothing (no contrast)"
         if t in log_probs:
             return f"{isolate(piece_of(t))} (log p {log_probs[t]:.2f})"
         if word is not None and t == word.id:

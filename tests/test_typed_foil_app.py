@@ -143,7 +143,8 @@ def test_patching_with_a_typed_foil_measures_the_difference_and_keeps_it_in_the_
     assert plotly_array(figs[0]["data"][0]["z"]).ravel().tolist() == pytest.approx(
         [v for row in expected.residual for v in row], abs=1e-5)
     measure = f"log p({clean.target_pieces[0]}) − log p({foil.piece})"
-    assert all(measure in f["layout"]["title"]["subtitle"]["text"] for f in figs) and len(figs) == 4
+    subtitles = [f["layout"]["title"]["subtitle"]["text"].replace("<br>", " ") for f in figs]  # the heads': 2 lines
+    assert len(figs) == 4 and all(measure in t for t in subtitles), subtitles
     assert any(m.value.replace("\\", "") == f"**Measured:** {measure}" for m in at.markdown)
     assert at.query_params["foil_word"] == WORD
     again = opened(dict(at.query_params))
@@ -167,4 +168,4 @@ def test_the_report_carries_the_patching_foil(checkpoints):
                                    [1], translation.token_ids[0], foil=foil.id)
     assert f"− log p(<bdi>{foil.piece}</bdi>): clean {expected.clean_log_prob:.3f}" in html
     # in plotly's JSON: the bars' title, and the four maps' titles and hovers
-    assert html.count(json.dumps(f" − log p({foil.piece})")[1:-1]) == 1 + 2 * 4
+    assert html.count(json.dumps(f"− log p({foil.piece})")[1:-1]) == 1 + 2 * 4

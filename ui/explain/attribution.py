@@ -257,6 +257,9 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     m2.metric("counterfactual run", f"{result.counterfactual_log_prob:.3f}")
     m3.metric("difference to restore", f"{result.difference:+.3f}")
     residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces, *pieces)
+    if class_mode.is_on():  # the measure under each title at the projector's label size (plotly's is 0.7 title's)
+        for fig in (residual, *heads):
+            fig.update_layout(title_subtitle_font_size=class_mode.LABEL_PX)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
     for column, fig, family in zip(st.columns(len(heads)), heads, result.heads):
         chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None,

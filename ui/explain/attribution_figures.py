@@ -57,10 +57,10 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
     """One row of bars per method: the source words on the left, the words of the target prefix on the right.
     Each method has its own scale (a gradient norm and a log-probability drop are different units)."""
     methods = list(attribution.methods)
-    prefix_title = ("target prefix" if attribution.prefix_words else
-                    "target prefix (empty: the first token's decoder read only &lt;s&gt;)")
+    prefix_title = ("target prefix" if attribution.prefix_words else  # two short lines: the column is narrow
+                    "target prefix<br>(empty: read only &lt;s&gt;)")
     n_src = max(len(attribution.source_words), 1)
-    n_tgt = max(len(attribution.prefix_words), 0.3 * n_src, 2)  # room for the title above a short prefix
+    n_tgt = max(len(attribution.prefix_words), 0.4 * n_src, 3)  # room for the title above a short prefix
     fig = make_subplots(rows=len(methods), cols=2, shared_yaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.5 / max(len(methods), 1) if len(methods) > 1 else 0.0,
                         column_widths=[n_src / (n_src + n_tgt), n_tgt / (n_src + n_tgt)],
@@ -78,7 +78,8 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
                              tickangle=-60, tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col,
                              title=dict(text="source word" if col == 1 else "target word", standoff=4))
         fig.update_yaxes(title=dict(text=AXIS_TITLES.get(method, "contribution to f"), standoff=4), row=row, col=1)
-    fig.update_layout(title=title or None, height=140 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=80),
+    fig.update_layout(title=title or None, height=140 + 230 * len(methods),
+                      margin=dict(l=50, r=10, t=70 + (0 if attribution.prefix_words else 20), b=80),
                       bargap=0.25)
     return fig
 
@@ -129,12 +130,13 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
                      for c in range(z.shape[1])] for r in range(z.shape[0])],
         hovertemplate=f"%{{customdata}}<br>Δ {measure or 'log p'}: %{{z:+.4f}}<extra></extra>",
         colorbar=dict(title=unit, thickness=12)))
+    lines = 20 * (1 + measure.count("<br>")) if measure else 0  # px of the subtitle
     fig.update_layout(
         title=dict(text=title, y=1, yanchor="top", pad=dict(t=8),
                    subtitle=dict(text=f"Δ {measure}" if measure else None)),  # in the page's font size
-        height=150 + 40 * z.shape[0] + 6 * longest + (18 if measure else 0),
+        height=150 + 40 * z.shape[0] + 6 * longest + lines,
         margin=dict(l=20 + 7 * max(map(len, rows), default=4),
-                    r=10, t=50 + (8 * longest if rotated else 20) + (18 if measure else 0), b=10),
+                    r=10, t=50 + (8 * longest if rotated else 20) + lines, b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=cols, side="top",
                    tickangle=-60 if rotated else 0),
         yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=rows,
@@ -157,6 +159,7 @@ def patching_figures(result: PatchingMap, clean_pieces: Sequence[str], other_pie
                  unit="Δ log p" if foil is None else "Δ log ratio")
     figs = [patching_map(result.residual, list(result.layers), position_labels(clean_pieces, other_pieces),
                          title="encoder residual stream at each source position", scale=scale, **words)]
+    words["measure"] = words["measure"].replace(" − ", "<br>− ")  # the heads' maps share a row: two short lines
     for family, rows in result.heads.items():
         figs.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],
                                  [f"h{h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",

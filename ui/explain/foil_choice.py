@@ -25,12 +25,10 @@ WORD = "foil_word"  # the link parameter of a typed foil; `foil` holds a picked 
 
 @dataclass(frozen=True)
 class Foil:
-    """The foil a view contrasts with: its token id and piece, and for a typed word of several pieces, a sentence
-    saying that the contrast is with its first."""
+    """The foil a view contrasts with: its token id and piece (a typed word's first)."""
 
     id: int
     piece: str
-    note: str = ""
 
 
 def typed_foil(tokenizer: TokenizerLike, text: str) -> tuple[FoilWord | None, str]:
@@ -123,7 +121,6 @@ def foil_choice(box, word_box, key: str, tokenizer: TokenizerLike, target: int, 
     share(foil=None if pick is None or typed else str(pick), **{WORD: word.word if typed else None})
     if pick is None:
         return None
-    note = word.note if typed else ""
-    if note:
-        st.caption(plain(note))
-    return Foil(pick, piece_of(pick), note)
+    if typed and word.several:
+        st.caption(plain(word.note))
+    return Foil(pick, piece_of(pick))

@@ -2,6 +2,7 @@
 patching measure log p(token) - log p(foil) for it (constructed cases with known answers)."""
 
 import pytest
+import torch
 
 from tests.conftest import SPECIALS
 from tests.test_attribution import tiny_translator
@@ -89,3 +90,26 @@ def test_the_target_as_its_own_foil_measures_zero_everywhere(translator, pair):
     assert all(v == 0.0 for rows in same.heads.values() for row in rows for v in row)
     with pytest.raises(ValueError, match="foil"):
         activation_patching(translator.model, clean, other, decoder_input, target, foil=10**6)
+
+
+def test_contrastive_attribution_is_the_targets_minus_the_foils_and_f_the_logit_difference(translator, pair):
+    """Yin & Neubig (2022) explain q(y_t) - q(y_foil) with q the logits: the softmax's normaliser cancels, so it is
+    our log p(y_t) - log p(foil); and every method linear in f (input x gradient, integrated gradients on the same
+    path, occlusion) gives the target's attribution minus the foil's, each explained alone."""
+    clean, _, decoder_input, target = pair
+    model, tokenizer = translator.model, translator.tokenizer
+    foil = foil_word(tokenizer, "femme").id
+    output = [*decoder_input[1:], target]
+    methods = ("input_x_gradient", "integrated_gradients", "occlusion")
+    contrast, alone, of_foil = (attribute(model, tokenizer, clean, [*output[:-1], token], len(output) - 1, foil=f,
+                                          steps=16, methods=methods)
+                                for token, f in ((target, foil), (target, None), (foil, None)))
+    with torch.no_grad():
+        logits = model(torch.tensor([clean]), torch.tensor([decoder_input])).logits[0, -1]  # (V,)
+    assert contrast.f == pytest.approx(float(logits[target] - logits[foil]), abs=1e-5)
+    for method in methods:
+        for side in ("source", "prefix"):
+            a, b = (getattr(result.methods[method], side) for result in (alone, of_foil))
+            expected = [x - y for x, y in zip(a, b)]
+            assert getattr(contrast.methods[method], side) == pytest.approx(expected, abs=1e-4), (method, side)
+    assert any(abs(v) > 1e-3 for v in contrast.methods["integrated_gradients"].source)

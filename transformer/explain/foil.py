@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from transformer.data.corpora.base import normalize_text
 from transformer.data.vocabulary import TokenizerLike
+from transformer.labels import shorten
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class FoilWord:
 
 def foil_word(tokenizer: TokenizerLike, word: str) -> FoilWord:
     """A typed target word's first piece as a foil; ValueError for an empty word, more than one word, or a word with
-    pieces the target vocabulary lacks (<unk>)."""
+    pieces the target vocabulary lacks (<unk>), whose message shows the pieces the tokenizer makes."""
     if not isinstance(word, str) or not normalize_text(word).strip():
         raise ValueError(f"foil: type a target word, got {word!r}")
     word = normalize_text(word).strip()
@@ -47,5 +48,7 @@ def foil_word(tokenizer: TokenizerLike, word: str) -> FoilWord:
     ids = tokenizer.encode_target(word)[1:-1]  # start + pieces + </s>
     specials = tokenizer.specials
     if not ids or specials.unk in ids or ids[0] in specials.never:
-        raise ValueError(f"foil: {word!r} has pieces the target vocabulary lacks (<unk>): the model cannot emit it")
+        made = shorten(" ".join(tokenizer.target_pieces(ids)), 80) or "nothing"
+        raise ValueError(f"foil: {word!r} has pieces the target vocabulary lacks (<unk>): the tokenizer makes {made} "
+                         "of it, and the model cannot emit <unk>")
     return FoilWord(word, ids[0], tuple(tokenizer.target_pieces(ids)))

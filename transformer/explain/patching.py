@@ -8,8 +8,9 @@ Language Models Using Causal Mediation Analysis", NeurIPS 2020; Meng et al., "Lo
 Associations in GPT", NeurIPS 2022, call it causal tracing; TransformerLens calls it activation patching). A
 large positive effect at (layer, position) says that the clean run's state there alone restores much of the
 clean prediction. With a foil token, the measure is contrastive (Yin & Neubig, EMNLP 2022): log p(y) - log p(foil),
-and the effect says how much the patch moves the model towards y rather than the foil (`explain.foil` turns a typed
-word into its first piece). Two kinds of activation:
+the log of Vig et al.'s own measure, a ratio of two words' probabilities, and the effect says how much the patch moves
+the model towards y rather than the foil (`explain.foil` turns a typed word into its first piece). Meng et al. measure
+p(y) itself, and corrupt the subject's embeddings with noise where we swap a word. Two kinds of activation:
 
 - the encoder's residual stream entering layer l (l = 0: the embeddings with positions; the last row: the
   encoder's output before its final norm) at one source position, by a functional re-run from layer l;

@@ -21,7 +21,8 @@ from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
 from transformer.labels import shorten
 from ui.explain import attribution_figures as figs
-from ui.shared import linked_choices, links
+from ui.explain.foil_choice import foil_choice
+from ui.shared import class_mode, linked_choices, links
 from ui.shared.bidi import isolate
 from ui.shared.text import piece_line, plain
 from ui.shared.translation_gate import bounded, decode_slot, prepare, translate
@@ -106,7 +107,10 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                 "prefix contributes to $f = \\log p(y_t)$, or, with a foil, to $\\log p(y_t) - \\log p(\\text{foil})$: "
                 "why this token *rather than* the other (Yin & Neubig, 2022). Scores are of the token embeddings "
                 "before the positions are added; a word's score is the sum of its pieces'.")
-    c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
+    if class_mode.is_on():  # the IG settings on a row of their own: five boxes in a row cut their values
+        (c1, c2, c3), (c4, c5, _) = st.columns([2, 2, 1.6]), st.columns([1, 1, 2])
+    else:
+        c1, c2, c3, c4, c5 = st.columns([2, 2, 1.6, 1, 1])
     linked_choices.seed_indexes({"pos": ("ex_attr_pos", len(translation.token_ids))})
     position = token_picker(c1, "ex_attr_pos", translator, translation.token_ids)
     target = translation.token_ids[position]
@@ -114,35 +118,33 @@ def attribution_view(translator: Translator, text: str, translation: Translation
                                          tuple(translation.token_ids), position),
                   lambda: candidates(translator.model, translation.source_ids, translation.token_ids, position,
                                      specials=translator.specials))
-    probs = {c.token: c.log_prob for c in found}
-    foils = [None, *(c.token for c in found if c.token != target)]
-    linked, problems = links.read_index(link(), "foil", translator.model.config.tgt_vocab_size)
-    link_problems(problems if linked is None or linked in foils else
-                  [f"Foil {linked} of the link is not among this token's candidates; nothing is contrasted."])
-    if linked is not None:
-        st.session_state["ex_attr_foil"] = linked if linked in foils else None
-    foil = choice_box(c2, "…rather than (contrastive)", foils, key="ex_attr_foil",
-               format_func=lambda f: "nothing: explain log p(token)" if f is None else
-               f"{isolate(_piece(translator, f))} (log p {probs[f]:.2f})",
-               help="The model's next most probable tokens at this position.")
-    c3.selectbox("IG steps", [AUTO, 20, 50, 100, 200], key="ex_attr_steps",
+    foil = foil_choice(c2, c3, "ex_attr_foil", translator.tokenizer, target, [c.token for c in found],
+                       {c.token: c.log_prob for c in found})
+    c4.selectbox("IG steps", [AUTO, 20, 50, 100, 200], key="ex_attr_steps",
                  help=f"Points of the Riemann sum along the path from the baseline; more steps, smaller gap. auto: "
                       f"from 50, doubled until the gap is under {100 * GAP:g}% (at most {MAX_IG_STEPS}).")
-    c4.selectbox("IG baseline", list(BASELINES), key="ex_attr_baseline",
+    c5.selectbox("IG baseline", list(BASELINES), key="ex_attr_baseline",
                  help="zeros: every token embedding 0; pad: every token the <pad> embedding.")
-    share(pos=str(position) if position else None, foil=None if foil is None else str(foil))
+    share(pos=str(position) if position else None)
     picks = _attribution_picks(translation)
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids), *picks)
     result = _memo("ex_attr_result", request, lambda: _attribute(translator, translation, *picks))
+    token, foil_piece = _piece(translator, target), None if foil is None else foil.piece
+    if foil is not None:  # a line of its own: a metric's label is cut at its column's width
+        shown = plain(isolate(foil_piece))
+        st.markdown(f"**Explained:** f = {plain(figs.question(isolate(token), isolate(foil_piece)))}: the log of how "
+                    f"many times likelier the model finds the token than the foil (log p({shown}) = "
+                    f"{result.foil_log_prob:.3f}; the difference of their logits: the softmax's normaliser cancels).")
     m1, m2, m3 = st.columns(3)
-    m1.metric(f"log p({plain(_piece(translator, target))})", f"{result.log_prob:.3f}")
+    m1.metric(f"log p({plain(isolate(token))})", f"{result.log_prob:.3f}")
     m2.metric("f (explained)", f"{result.f:.3f}")
     m3.metric(f"IG completeness gap at {result.completeness.steps} steps",
               f"{100 * result.completeness.relative_gap:.2f}%",
               help="Integrated gradients' attributions should sum to f(input) − f(baseline) (Sundararajan et al., "
                    "2017); the gap shrinks with more steps.")
     st.caption(plain(figs.completeness_line(result)))
-    chart(st, figs.attribution_bars(result), key="ex_attr_bars", filename=f"attribution-{position}", theme=None)
+    chart(st, figs.attribution_bars(result, title=figs.attribution_title(token, foil_piece)), key="ex_attr_bars",
+          filename=f"attribution-{position}", theme=None)
     special = ", ".join(f"{METHODS[m]} {s.special:+.3f}" for m, s in result.methods.items() if m != "occlusion")
     st.caption("Red raises f, blue lowers it (saliency is a norm: never negative). Occlusion replaces every piece of "
                "one word by <unk> and measures the drop of f; the gradient methods read the model at this input only. "
@@ -193,19 +195,21 @@ def _pair_inputs(translator: Translator, text: str) -> tuple[str, str]:
     return clean, other
 
 
-def _patching(translator: Translator, clean: Translation, other: Translation, position: int, token: int):
+def _patching(translator: Translator, clean: Translation, other: Translation, position: int, token: int,
+              foil: int | None):
     request = (str(translator.checkpoint.path), tuple(clean.source_ids), tuple(other.source_ids),
-               tuple(clean.token_ids[:position]), token)
+               tuple(clean.token_ids[:position]), token, foil)
     return _memo("ex_patch_result", request, lambda: activation_patching(
         translator.model, clean.source_ids, other.source_ids, [translator.specials.start, *clean.token_ids[:position]],
-        token))
+        token, foil=foil))
 
 
 def patching_view(translator: Translator, text: str, translation: Translation, settings: SearchSettings) -> None:
     st.markdown("Two runs: the clean source and a counterfactual one. One activation of the clean run is copied into "
                 "the counterfactual run and everything after it recomputed; each cell is the change in the log-"
-                "probability of the chosen token. A cell near the full difference restores the clean prediction "
-                "alone: that is where the difference is carried.")
+                "probability of the chosen token, or, with a foil, in $\\log p(\\text{token}) - \\log p(\\text{foil})$"
+                " (Vig et al., 2020, measure a ratio of two words' probabilities). A cell near the full difference "
+                "restores the clean prediction alone: that is where the difference is carried.")
     clean_text, other_text = _pair_inputs(translator, text)
     sources = [prepare(translator, t) for t in (clean_text, other_text)]
     try:
@@ -228,8 +232,8 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     options = [clean.token_ids[position]]
     if position < len(other.token_ids) and other.token_ids[position] not in options:
         options.append(other.token_ids[position])
-    options += [c.token for c in candidates(translator.model, clean.source_ids, clean.token_ids, position,
-                                            specials=translator.specials) if c.token not in options]
+    found = candidates(translator.model, clean.source_ids, clean.token_ids, position, specials=translator.specials)
+    options += [c.token for c in found if c.token not in options]
     if st.session_state.get("ex_patch_token_for") != (tuple(clean.token_ids), position):  # new options: the clean token
         st.session_state["ex_patch_token_for"] = (tuple(clean.token_ids), position)
         st.session_state.pop("ex_patch_token", None)
@@ -241,19 +245,28 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     token = choice_box(c2, "Token whose log-probability is measured", options, key="ex_patch_token",
                        format_func=lambda t: isolate(_piece(translator, t)))
     share(token=str(token) if token != options[0] else None)
-    result = _patching(translator, clean, other, position, token)
+    f1, f2 = st.columns(2)
+    foil = foil_choice(f1, f2, "ex_patch_foil", translator.tokenizer, token, options,
+                       {c.token: c.log_prob for c in found})
+    result = _patching(translator, clean, other, position, token, None if foil is None else foil.id)
+    pieces = (_piece(translator, token), None if foil is None else foil.piece)
+    measure = plain(figs.question(*(None if p is None else isolate(p) for p in pieces)))
+    st.markdown(f"**Measured:** {measure}")
     m1, m2, m3 = st.columns(3)
-    m1.metric("log p, clean run", f"{result.clean_log_prob:.3f}")
-    m2.metric("log p, counterfactual run", f"{result.counterfactual_log_prob:.3f}")
+    m1.metric("clean run", f"{result.clean_log_prob:.3f}")
+    m2.metric("counterfactual run", f"{result.counterfactual_log_prob:.3f}")
     m3.metric("difference to restore", f"{result.difference:+.3f}")
-    residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces)
+    residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces, *pieces)
+    if class_mode.is_on():  # the measure under each title at the projector's label size (plotly's is 0.7 title's)
+        for fig in (residual, *heads):
+            fig.update_layout(title_subtitle_font_size=class_mode.LABEL_PX)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
     for column, fig, family in zip(st.columns(len(heads)), heads, result.heads):
         chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None,
               share=1 / len(heads))
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
-               "W^O at every query position. Red raises the token's log-probability towards the clean run.")
+               f"W^O at every query position. Red raises {measure} towards the clean run.")
 
 
 # ----------------------------------------------------------------------------- the report
@@ -265,7 +278,8 @@ def report_picks(translation: Translation) -> dict[str, Any]:
     return {"attribution": _attribution_picks(translation),
             "clean": ss.get("ex_patch_clean", translation.source),
             "other": ss.get("ex_patch_other", swapped(translation.source)),
-            "position": ss.get("ex_patch_pos", 0), "token": ss.get("ex_patch_token")}
+            "position": ss.get("ex_patch_pos", 0), "token": ss.get("ex_patch_token"),
+            "foil": ss.get("ex_patch_foil")}
 
 
 def report_sections(translator: Translator, translation: Translation, settings: SearchSettings,
@@ -278,7 +292,7 @@ def report_sections(translator: Translator, translation: Translation, settings: 
         lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, k=5,
                           specials=translator.specials)
     layers = decoder_lens(translator, translation.source, bounded(settings))
-    patching = pair = pair_pieces = None
+    patching = pair = pair_pieces = patched_foil = None
     token = ""
     try:
         sources = [prepare(translator, t) for t in (picks["clean"], picks["other"])]
@@ -286,9 +300,11 @@ def report_sections(translator: Translator, translation: Translation, settings: 
         clean = translate(translator, picks["clean"], settings)
         pos = min(picks["position"], len(clean.token_ids) - 1)
         target = picks["token"] if picks["token"] is not None else clean.token_ids[pos]
+        patched_foil = None if picks.get("foil") in (None, target) else picks["foil"]
         with decode_slot():
             patching = activation_patching(translator.model, clean.source_ids, sources[1].ids,
-                                           [translator.specials.start, *clean.token_ids[:pos]], target)
+                                           [translator.specials.start, *clean.token_ids[:pos]], target,
+                                           foil=patched_foil)
         pair, pair_pieces, token = (picks["clean"], picks["other"]), (sources[0].pieces, sources[1].pieces), \
             _piece(translator, target)
     except (TranslationError, PatchingError):
@@ -298,4 +314,5 @@ def report_sections(translator: Translator, translation: Translation, settings: 
         foil=_piece(translator, foil) if foil is not None else None, lens=lens,
         output_pieces=translation.target_pieces, piece_of=lambda t: _piece(translator, t),
         layer_translations=[(item.layer, item.translation.text, item.translation.score) for item in layers],
-        patching=patching, pair=pair, pair_pieces=pair_pieces, patched_token=token)
+        patching=patching, pair=pair, pair_pieces=pair_pieces, patched_token=token,
+        patched_foil=None if patched_foil is None else _piece(translator, patched_foil))

@@ -19,12 +19,28 @@ from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
 from transformer.labels import HOVER_CHARS
 from ui.explain.head_maps import DIVERGING
+from ui.shared.bidi import isolate
 from ui.shared.heatmaps import escape, label_text, label_texts, short
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
 AXIS_TITLES = {"saliency": "gradient norm", "occlusion": "drop of f"}  # the others: contribution to f
 MIN_SCALE = 0.05  # Δ log p: the smallest end of a patching map's colour scale (the cells print two decimals)
+
+
+def question(token: str, foil: str | None) -> str:
+    """The explained quantity in words: "log p(token)", or contrastively "log p(token) − log p(foil)"."""
+    return f"log p({token})" + ("" if foil is None else f" − log p({foil})")
+
+
+def _question_label(token: str, foil: str | None) -> str:
+    """question() of two pieces as plotly draws it: escaped, a right-to-left piece isolated in the line."""
+    return question(*(None if p is None else isolate(label_text(p)) for p in (token, foil)))
+
+
+def attribution_title(token: str, foil: str | None) -> str:
+    """The attribution bars' title: the explained f, with the token's and the foil's pieces."""
+    return f"f = {_question_label(token, foil)}"
 
 
 def completeness_line(attribution: TokenAttribution) -> str:
@@ -41,10 +57,10 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
     """One row of bars per method: the source words on the left, the words of the target prefix on the right.
     Each method has its own scale (a gradient norm and a log-probability drop are different units)."""
     methods = list(attribution.methods)
-    prefix_title = ("target prefix" if attribution.prefix_words else
-                    "target prefix (empty: the first token's decoder read only &lt;s&gt;)")
+    prefix_title = ("target prefix" if attribution.prefix_words else  # two short lines: the column is narrow
+                    "target prefix<br>(empty: read only &lt;s&gt;)")
     n_src = max(len(attribution.source_words), 1)
-    n_tgt = max(len(attribution.prefix_words), 0.3 * n_src, 2)  # room for the title above a short prefix
+    n_tgt = max(len(attribution.prefix_words), 0.4 * n_src, 3)  # room for the title above a short prefix
     fig = make_subplots(rows=len(methods), cols=2, shared_yaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.5 / max(len(methods), 1) if len(methods) > 1 else 0.0,
                         column_widths=[n_src / (n_src + n_tgt), n_tgt / (n_src + n_tgt)],
@@ -62,7 +78,8 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Fi
                              tickangle=-60, tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col,
                              title=dict(text="source word" if col == 1 else "target word", standoff=4))
         fig.update_yaxes(title=dict(text=AXIS_TITLES.get(method, "contribution to f"), standoff=4), row=row, col=1)
-    fig.update_layout(title=title or None, height=140 + 230 * len(methods), margin=dict(l=50, r=10, t=70, b=80),
+    fig.update_layout(title=title or None, height=140 + 230 * len(methods),
+                      margin=dict(l=50, r=10, t=70 + (0 if attribution.prefix_words else 20), b=80),
                       bargap=0.25)
     return fig
 
@@ -95,10 +112,11 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title
 
 
 def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
-                 title: str, scale: float) -> go.Figure:
+                 title: str, scale: float, measure: str = "", unit: str = "Δ log p") -> go.Figure:
     """Effects (rows x columns) on a diverging scale centred at 0 and running to ±scale (e.g. the full
     clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it), never to
-    less than ±MIN_SCALE: differences of rounding noise stay near white instead of filling the scale."""
+    less than ±MIN_SCALE: differences of rounding noise stay near white instead of filling the scale. measure: what
+    changes, with its words (`question`), on a second line of the title and in the hover; unit: the colour bar's."""
     z = np.asarray(values, dtype=np.float64)
     top = max(float(scale), float(np.abs(z).max(initial=0.0)), MIN_SCALE)
     text = [[f"{v:+.2f}" for v in row] for row in z]
@@ -110,12 +128,15 @@ def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], c
         text=text, texttemplate="%{text}" if z.shape[1] <= 16 else None, xgap=1, ygap=1,
         customdata=[[f"{short(row_labels[r], HOVER_CHARS)} · {short(col_labels[c], HOVER_CHARS)}"
                      for c in range(z.shape[1])] for r in range(z.shape[0])],
-        hovertemplate="%{customdata}<br>Δ log p: %{z:+.4f}<extra></extra>", colorbar=dict(title="Δ log p",
-                                                                                           thickness=12)))
+        hovertemplate=f"%{{customdata}}<br>Δ {measure or 'log p'}: %{{z:+.4f}}<extra></extra>",
+        colorbar=dict(title=unit, thickness=12)))
+    lines = 20 * (1 + measure.count("<br>")) if measure else 0  # px of the subtitle
     fig.update_layout(
-        title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)), height=150 + 40 * z.shape[0] + 6 * longest,
-        margin=dict(l=20 + 7 * max(map(len, rows), default=4), r=10, t=50 + (8 * longest if rotated else 20),
-                    b=10),
+        title=dict(text=title, y=1, yanchor="top", pad=dict(t=8),
+                   subtitle=dict(text=f"Δ {measure}" if measure else None)),  # in the page's font size
+        height=150 + 40 * z.shape[0] + 6 * longest + lines,
+        margin=dict(l=20 + 7 * max(map(len, rows), default=4),
+                    r=10, t=50 + (8 * longest if rotated else 20) + lines, b=10),
         xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=cols, side="top",
                    tickangle=-60 if rotated else 0),
         yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=rows,
@@ -130,15 +151,19 @@ def position_labels(clean_pieces: Sequence[str], other_pieces: Sequence[str]) ->
 
 
 def patching_figures(result: PatchingMap, clean_pieces: Sequence[str], other_pieces: Sequence[str],
-                     ) -> list[go.Figure]:
-    """The residual map (encoder layer x source position) and one layers x heads map per attention family."""
+                     token: str = "", foil: str | None = None) -> list[go.Figure]:
+    """The residual map (encoder layer x source position) and one layers x heads map per attention family; token
+    and foil: the pieces of the measure (`result.foil`'s), said in each title."""
     scale = abs(result.difference)
+    words = dict(measure=_question_label(token, foil) if token else "",
+                 unit="Δ log p" if foil is None else "Δ log ratio")
     figs = [patching_map(result.residual, list(result.layers), position_labels(clean_pieces, other_pieces),
-                         title="encoder residual stream at each source position", scale=scale)]
+                         title="encoder residual stream at each source position", scale=scale, **words)]
+    words["measure"] = words["measure"].replace(" − ", "<br>− ")  # the heads' maps share a row: two short lines
     for family, rows in result.heads.items():
         figs.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],
                                  [f"h{h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",
-                                 scale=scale))
+                                 scale=scale, **words))
     return figs
 
 
@@ -149,19 +174,23 @@ def _figure(fig: go.Figure) -> str:
     return f'<div class="map">{pio.to_html(fig, include_plotlyjs=False, full_html=False)}</div>'
 
 
+def _html_question(token: str, foil: str | None) -> str:
+    return question(*(None if p is None else f"<bdi>{html.escape(p)}</bdi>" for p in (token, foil)))
+
+
 def report_sections(*, attribution: TokenAttribution | None, token: str, foil: str | None, lens: LogitLens,
                     output_pieces: Sequence[str], piece_of, layer_translations: Sequence[tuple[str, str, float]],
                     patching: PatchingMap | None = None, pair: tuple[str, str] | None = None,
                     pair_pieces: tuple[Sequence[str], Sequence[str]] | None = None, patched_token: str = "",
-                    ) -> list[str]:
+                    patched_foil: str | None = None) -> list[str]:
     """HTML sections for `ui.explain.html_report.sentence_report(extra=...)`: attribution, logit lens, DecoderLens,
     patching."""
     out = []
     if attribution is not None:
-        question = f"log p({token})" + (f" − log p({foil})" if foil is not None else "")
         out.append(f"<h2>Attribution of output token {attribution.position}: <bdi>{html.escape(token)}</bdi></h2>"
-                   f"<p>f = {html.escape(question)} = {attribution.f:.4f}. Integrated gradients: "
-                   f"{html.escape(completeness_line(attribution))}</p>" + _figure(attribution_bars(attribution)))
+                   f"<p>f = {_html_question(token, foil)} = {attribution.f:.4f}. Integrated gradients: "
+                   f"{html.escape(completeness_line(attribution))}</p>"
+                   + _figure(attribution_bars(attribution, title=attribution_title(token, foil))))
     out.append("<h2>Logit lens (decoder)</h2><p class='note'>Each decoder layer's state through the final norm "
                "and the output projection; bold: the token the model emitted.</p>"
                + _figure(lens_table(lens, output_pieces, piece_of)))
@@ -173,8 +202,9 @@ def report_sections(*, attribution: TokenAttribution | None, token: str, foil: s
     if patching is not None and pair is not None and pair_pieces is not None:
         out.append(f"<h2>Activation patching</h2><p>Clean: <bdi>{html.escape(pair[0])}</bdi><br>Counterfactual: "
                    f"<bdi>{html.escape(pair[1])}</bdi></p>"
-                   f"<p>log p(<bdi>{html.escape(patched_token)}</bdi>): clean {patching.clean_log_prob:.3f}, "
+                   f"<p>{_html_question(patched_token, patched_foil)}: clean {patching.clean_log_prob:.3f}, "
                    f"counterfactual {patching.counterfactual_log_prob:.3f}. Each cell: the change when that "
                    "activation is copied from the clean run into the counterfactual one.</p>"
-                   + "".join(_figure(f) for f in patching_figures(patching, *pair_pieces)))
+                   + "".join(_figure(f) for f in patching_figures(patching, *pair_pieces, patched_token,
+                                                                  patched_foil)))
     return out

@@ -20,15 +20,16 @@ MEAN = "mean"  # head=mean: the mean of the heads
 
 SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.shared.sampling
 VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.shared.lens_switch
-PATCHING = ("clean", "other", "pos", "token")  # Explain heads' patching view: its pair, position and token
-ATTRIBUTION = ("pos", "foil")  # Explain heads' attribution view: its output position and foil token
+FOIL = ("foil", "foil_word")  # a contrastive foil: a picked token's id, or a typed word (ui.explain.foil_choice)
+PATCHING = ("clean", "other", "pos", "token", *FOIL)  # Explain heads' patching view: pair, position, token, foil
+ATTRIBUTION = ("pos", *FOIL)  # Explain heads' attribution view: its output position and foil
 # Explain heads: the parameters of one view only
 VIEW_ONLY = {"search": ("ref",), "compare": ("partner",), "attribution": ATTRIBUTION, "patching": PATCHING}
 PAGE_PARAMS = {"home": ("model",), "translate": ("model", "text", *SEARCH, *VIEW),
                "step": ("model", "text", *SEARCH, *VIEW, "prefix"), "train": ("model",),
                "learn": ("model", "text", "layer", "head", "query", "token", "stage"),
                "guide": ("model", "doc"),  # the parameters each page reads; page_setup drops the others
-               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING, "foil"),
+               "explain": ("model", "text", *SEARCH, "view", "partner", "ref", "lens", *PATCHING),
                "dataset": ("model", "split", "limit")}
 
 Problems = list[str]

@@ -144,3 +144,22 @@ def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
     assert list(axis.tickvals) == [250] and list(axis.ticktext) == ["250"] and list(axis.range) == [249, 251]
     two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
     assert two.layout.xaxis.tickvals is None  # more than one step: plotly's own ticks
+
+
+def test_every_chart_in_a_column_says_its_share_of_the_page():
+    """Class mode fits a chart's labels to the part of the page its container has (ui.shared.widgets.chart's
+    `share`); a chart drawn into a column without it was fitted to the whole page (issue 37 item 2)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found, missing = 0, []
+    for path in [*sorted((root / "ui").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]:
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) in ("chart", "draw_map")):
+                continue
+            container = ast.unparse(call.args[0]) if call.args else "st"
+            found += container != "st"
+            if container not in ("st", "container") and "share" not in {k.arg for k in call.keywords}:
+                missing.append(f"{path.relative_to(root)}:{call.lineno} {container}")
+    assert found >= 10 and missing == []

@@ -84,7 +84,7 @@ def map_picker(key: str, att: TranslationAttention, mean: bool = True) -> tuple[
 
 
 def draw_map(container, att: TranslationAttention, family: str, layer: int, head: int | None, *, key: str,
-             title: str, share: float = 1.0) -> None:
+             title: str, share: float) -> None:
     matrix, rows, cols = attention_maps.matrix(att, family, layer, head)
     fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=NAMES[family][0],
                                     key_name=NAMES[family][1], row_notes=attention_maps.row_notes(att, family))
@@ -149,8 +149,8 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     family, layer, head = map_picker("ex_ab", base)
     base_title, new_title = switched_off_maps.map_titles(off, family, layer, head)
     c1, c2 = st.columns(2)
-    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title)
-    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title)
+    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title, share=0.5)
+    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title, share=0.5)
     st.caption(switched_off_maps.OFF_NOTE)
 
 
@@ -252,8 +252,9 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
                    "could read everything anyway, is unchanged.")
     family, layer, head = map_picker("ex_wi", translation.attention)
     c1, c2 = st.columns(2)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_wi_map_base", title="trained model")
-    draw_map(c2, new_att, family, layer, head, key="ex_wi_map_new", title=what)
+    draw_map(c1, translation.attention, family, layer, head, key="ex_wi_map_base", title="trained model",
+             share=0.5)
+    draw_map(c2, new_att, family, layer, head, key="ex_wi_map_new", title=what, share=0.5)
 
 
 # ----------------------------------------------------------------------------- 6. greedy, beam, reference

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -227,12 +228,29 @@ def model_view_pick(selection: Mapping, n_heads: int) -> tuple[int, int] | None:
     return None
 
 
-def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
-    """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding)."""
-    rows = np.asarray(rows, dtype=np.float64)
-    heads = ["all heads"] if rows.shape[0] == 1 else [f"head {h}" for h in range(rows.shape[0])]  # a layer-level lens
-    return attention_heatmap(rows, heads, key_labels, title=title,
-                             query_name="head", row_px=40)
+LAYER_ROW = "layer level"  # the name of a layer's own row under its heads' rows
+
+
+@dataclass(frozen=True)
+class QueryRows:
+    """One query's attention rows in one layer: heads (H', Lk), a row per head (H' = 1 for a lens that reads all
+    heads together), and layer (Lk,), the layer's own row where the lens defines one apart from its heads (the
+    norm-weighted lens's ||Σ_h alpha^h_ij f^h(x_j)||), else None."""
+
+    heads: np.ndarray
+    layer: np.ndarray | None = None
+
+
+def head_rows(rows: np.ndarray | QueryRows, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
+    """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding), or QueryRows,
+    whose layer row is drawn last, named LAYER_ROW."""
+    if not isinstance(rows, QueryRows):
+        rows = QueryRows(np.asarray(rows))
+    heads = np.asarray(rows.heads, dtype=np.float64)
+    names = ["all heads"] if heads.shape[0] == 1 else [f"head {h}" for h in range(heads.shape[0])]  # a layer-level lens
+    if rows.layer is not None:
+        heads, names = np.vstack([heads, np.asarray(rows.layer, dtype=np.float64)[None]]), [*names, LAYER_ROW]
+    return attention_heatmap(heads, names, key_labels, title=title, query_name="row", row_px=40)
 
 
 def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,

@@ -262,7 +262,7 @@ def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequ
         hovertemplate="query position %{y}<br>key position %{x}<br>may attend: %{z}<extra></extra>"))
     longest_key = _longest(key_labels)
     top = 20 + 6 * longest_key + (30 if title else 0)  # the key labels stand rotated above the grid
-    fig.update_layout(title=dict(text=title, y=0.995, yanchor="top") if title else None,
+    fig.update_layout(title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)) if title else None,
                       height=min(max(24 * len(query_labels) + top + 20, 260), 760),
                       margin=dict(l=20 + 7 * _longest(query_labels), r=10, t=top, b=10),
                       xaxis=_ticks(key_labels, side="top", tickangle=-60),

@@ -21,7 +21,7 @@ from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
 from transformer.labels import shorten
 from ui.explain import attribution_figures as figs
-from ui.shared import linked_choices, links
+from ui.shared import class_mode, linked_choices, links
 from ui.shared.bidi import isolate
 from ui.shared.text import piece_line, plain
 from ui.shared.translation_gate import bounded, decode_slot, prepare, translate
@@ -248,9 +248,9 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     m3.metric("difference to restore", f"{result.difference:+.3f}")
     residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
-    for column, fig, family in zip(st.columns(len(heads)), heads, result.heads):
-        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None,
-              share=1 / len(heads))
+    columns, width = class_mode.map_columns(len(heads))
+    for column, fig, family in zip(columns, heads, result.heads):
+        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None, share=width)
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
                "W^O at every query position. Red raises the token's log-probability towards the clean run.")

@@ -250,7 +250,10 @@ def head_rows(rows: np.ndarray | QueryRows, key_labels: Sequence[str], *, title:
     names = ["all heads"] if heads.shape[0] == 1 else [f"head {h}" for h in range(heads.shape[0])]  # a layer-level lens
     if rows.layer is not None:
         heads, names = np.vstack([heads, np.asarray(rows.layer, dtype=np.float64)[None]]), [*names, LAYER_ROW]
-    return attention_heatmap(heads, names, key_labels, title=title, query_name="row", row_px=40)
+    fig = attention_heatmap(heads, names, key_labels, title=title, query_name="row", row_px=40)
+    # the rows name themselves ("head 0"): no axis title, and its room goes to the grid (half a page at most)
+    fig.update_layout(yaxis_title=None, margin_l=10 + 7 * _longest(names))
+    return fig
 
 
 def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,

@@ -163,3 +163,28 @@ def test_every_chart_in_a_column_says_its_share_of_the_page():
             if container not in ("st", "container") and "share" not in {k.arg for k in call.keywords}:
                 missing.append(f"{path.relative_to(root)}:{call.lineno} {container}")
     assert found >= 10 and missing == []
+
+
+def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
+    """Class mode dropped the logit lens's cell texts, the table's whole content: a cell's width was counted with
+    its <b> tags and a piece's bidi isolates, and the colour bar twice (enlarge's right margin already holds it)."""
+    from types import SimpleNamespace
+
+    from ui.explain import attribution_figures
+    from ui.shared.bidi import FSI, PDI
+
+    pieces = {1: "▁jeune", 2: "▁homme", 3: f"{FSI}▁وكلم{PDI}", 4: "</s>"}
+    cells = [[SimpleNamespace(tokens=[t, 1], probs=[0.9, 0.1], output_prob=0.9, output_rank=0 if t % 2 else 1)
+              for t in pieces] for _ in range(4)]  # 4 layers (embeddings + 3) x 4 positions
+    lens = SimpleNamespace(cells=cells, layers=["embeddings", "layer 0", "layer 1", "layer 2"])
+    fig = attribution_figures.lens_table(lens, list(pieces.values()), pieces.get)
+    assert any("<b>" in t for row in fig.data[0].text for t in row)
+    big = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, 1.0), class_mode.CELL_PX, class_mode.PAGE_PX, 1.0,
+                                    class_mode.COLOUR_BAR_PX)
+    assert big.data[0].texttemplate == "%{text}" and big.data[0].textfont.size == class_mode.CELL_PX
+    grid = class_mode.PAGE_PX - big.layout.margin.l - big.layout.margin.r  # the bar stands in the right margin
+    assert 0.62 * class_mode.CELL_PX * len("▁homme") + 4 <= grid / 4
+    third = heatmaps.fit_cell_numbers(class_mode.enlarge(attribution_figures.lens_table(
+        lens, list(pieces.values()), pieces.get), 1 / 3), class_mode.CELL_PX, class_mode.PAGE_PX, 1 / 3,
+        class_mode.COLOUR_BAR_PX)
+    assert not third.data[0].texttemplate  # where they cannot fit, still left out

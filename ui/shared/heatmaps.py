@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -135,8 +136,10 @@ COLOUR_BAR_PX = 70
 
 
 def _cell_lines(trace) -> list[str]:
+    """The lines written in the cells as they show: no tags (<b>), no invisible marks (a piece's bidi isolates)."""
     texts = np.asarray(trace.text, dtype=object).ravel() if trace.text is not None else ["+0.00"]
-    return [line for t in texts for line in re.split(r"<br\s*/?>", str(t))] or [""]
+    lines = [re.sub(r"<[^>]*>", "", line) for t in texts for line in re.split(r"<br\s*/?>", str(t))]
+    return ["".join(c for c in line if unicodedata.category(c) != "Cf") for line in lines] or [""]
 
 
 def fit_cell_numbers(fig: go.Figure, font_px: int = CELL_FONT, page_px: float = PAGE_PX, share: float = 1.0,
@@ -154,8 +157,9 @@ def fit_cell_numbers(fig: go.Figure, font_px: int = CELL_FONT, page_px: float = 
         yaxis = layout["yaxis" + (trace.yaxis or "y")[1:]]
         x_part = xaxis.domain[1] - xaxis.domain[0] if xaxis.domain else 1.0
         y_part = yaxis.domain[1] - yaxis.domain[0] if yaxis.domain else 1.0
-        bar = bar_px if trace.showscale is not False else 0
-        cell_w = (page_px * share - (margin.l or 80) - (margin.r or 80) - bar) * x_part / max(cols, 1)
+        right = 80 if margin.r is None else margin.r
+        bar = max(bar_px - right, 0) if trace.showscale is not False else 0  # what the right margin does not hold
+        cell_w = (page_px * share - (margin.l or 80) - right - bar) * x_part / max(cols, 1)
         cell_h = ((layout.height or 450) - (margin.t or 100) - (margin.b or 80)) * y_part / max(rows, 1)
         lines = _cell_lines(trace)
         wide = max(len(line) for line in lines)

@@ -144,3 +144,47 @@ def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
     assert list(axis.tickvals) == [250] and list(axis.ticktext) == ["250"] and list(axis.range) == [249, 251]
     two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
     assert two.layout.xaxis.tickvals is None  # more than one step: plotly's own ticks
+
+
+def test_every_chart_in_a_column_says_its_share_of_the_page():
+    """Class mode fits a chart's labels to the part of the page its container has (ui.shared.widgets.chart's
+    `share`); a chart drawn into a column without it was fitted to the whole page (issue 37 item 2)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found, missing = 0, []
+    for path in [*sorted((root / "ui").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]:
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) in ("chart", "draw_map")):
+                continue
+            container = ast.unparse(call.args[0]) if call.args else "st"
+            found += container != "st"
+            if container not in ("st", "container") and "share" not in {k.arg for k in call.keywords}:
+                missing.append(f"{path.relative_to(root)}:{call.lineno} {container}")
+    assert found >= 10 and missing == []
+
+
+def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
+    """Class mode dropped the logit lens's cell texts, the table's whole content: a cell's width was counted with
+    its <b> tags and a piece's bidi isolates, and the colour bar twice (enlarge's right margin already holds it)."""
+    from types import SimpleNamespace
+
+    from ui.explain import attribution_figures
+    from ui.shared.bidi import FSI, PDI
+
+    pieces = {1: "▁jeune", 2: "▁homme", 3: f"{FSI}▁وكلم{PDI}", 4: "</s>"}
+    cells = [[SimpleNamespace(tokens=[t, 1], probs=[0.9, 0.1], output_prob=0.9, output_rank=0 if t % 2 else 1)
+              for t in pieces] for _ in range(4)]  # 4 layers (embeddings + 3) x 4 positions
+    lens = SimpleNamespace(cells=cells, layers=["embeddings", "layer 0", "layer 1", "layer 2"])
+    fig = attribution_figures.lens_table(lens, list(pieces.values()), pieces.get)
+    assert any("<b>" in t for row in fig.data[0].text for t in row)
+    big = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, 1.0), class_mode.CELL_PX, class_mode.PAGE_PX, 1.0,
+                                    class_mode.COLOUR_BAR_PX)
+    assert big.data[0].texttemplate == "%{text}" and big.data[0].textfont.size == class_mode.CELL_PX
+    grid = class_mode.PAGE_PX - big.layout.margin.l - big.layout.margin.r  # the bar stands in the right margin
+    assert 0.62 * class_mode.CELL_PX * len("▁homme") + 4 <= grid / 4
+    third = heatmaps.fit_cell_numbers(class_mode.enlarge(attribution_figures.lens_table(
+        lens, list(pieces.values()), pieces.get), 1 / 3), class_mode.CELL_PX, class_mode.PAGE_PX, 1 / 3,
+        class_mode.COLOUR_BAR_PX)
+    assert not third.data[0].texttemplate  # where they cannot fit, still left out

@@ -143,3 +143,31 @@ def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_pa
     assert any("layer-level" in c.value and "Σ_h" in c.value for c in app.caption)
     app.selectbox(key="tr_head").set_value(1).run()
     assert np.allclose(plotly_array(figures_of(app)[0]["data"][0]["z"]), maps.cross[0][1].numpy(), atol=1e-5)
+
+
+def test_the_step_pages_norm_lens_adds_the_layers_own_row_under_the_heads(at):  # noqa: F811
+    """Issue 37 item 26 on Decode step by step: under the norm-weighted lens the per-head rows get the layer's own
+    row, Kobayashi et al.'s ||Σ_h alpha^h_ij f^h(x_j)|| (the package's layer map at this step), named and said."""
+    from ui.shared.heatmaps import LAYER_ROW
+    from ui.shared.lens_switch import LAYER_ROW_NOTE
+
+    page(at, "pages/2_Step_by_step.py")
+    at.text_input(key="step_text").input(PAIRS[5][0]).run()
+    at.button(key="step_next").click().run()
+    at.button(key="step_next").click().run()
+    heads = _model(at).config.n_heads
+    assert plotly_array(figures_of(at)[1]["data"][0]["z"]).shape[0] == heads  # raw weights: the heads alone
+    at.selectbox(key="step_lens").set_value("norm").run()
+    at.selectbox(key="step_layer").set_value(1).run()
+    assert not at.exception
+    session = at.session_state["step_session"]
+    prefix = session.current.live[0].prefix
+    maps = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "norm", specials=SPECIALS)
+    for figure, family in zip(figures_of(at)[1:3], ("cross", "dec_self")):
+        z = plotly_array(figure["data"][0]["z"])  # (H + 1, Lk) of decoder layer 1
+        assert z.shape[0] == heads + 1 and figure["layout"]["yaxis"]["ticktext"][-1] == LAYER_ROW
+        assert np.allclose(z[:heads], getattr(maps, family)[1][:, -1].numpy(), atol=1e-5)  # each head's own
+        layer_row = getattr(maps.layer_maps, family)[1][0, -1].numpy()
+        assert np.allclose(z[-1], layer_row, atol=1e-5) and np.isclose(z[-1].sum(), 1, atol=1e-5)
+        assert not np.allclose(z[-1], z[:heads].mean(0), atol=1e-4)  # the head-summed vector's norm, not a mean
+    assert any(LAYER_ROW_NOTE in c.value for c in at.caption)

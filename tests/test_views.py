@@ -301,3 +301,65 @@ def test_heatmaps_of_arabic_keys_run_right_to_left(arabic):
     assert root.get("data-rtl") == "1"
     x_of = {int(e.get("data-j")): float(e.get("x")) for e in root.iter(SVG + "rect") if e.get("data-i") == "0"}
     assert x_of[0] == max(x_of.values())  # <s>, the first key, on the right
+
+
+def _qk_points(root: ET.Element) -> list[tuple[float, float]]:
+    """The points of the line from q to the highlighted key (a <path>, or the <line> it once was)."""
+    line = [e for e in root.iter() if "qk" in classes(e)][0]
+    if line.tag == SVG + "line":
+        return [(float(line.get("x1")), float(line.get("y1"))), (float(line.get("x2")), float(line.get("y2")))]
+    return [tuple(map(float, p.split(","))) for p in line.get("d").lstrip("M").split("L")]
+
+
+def _drawn_boxes(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """(what, (left, top, right, bottom)) of every bar vector (from its baseline) and every text of the picture."""
+    boxes = []
+    for g in root.iter(SVG + "g"):
+        if "vec" in classes(g):
+            base = g.find(SVG + "line")
+            half = 8 if g.get("data-j") else 24  # a key's bars are 16 px high, q's, the input's, the output's 48
+            x1, x2, y = float(base.get("x1")), float(base.get("x2")), float(base.get("y1"))
+            boxes.append((f"bars {g.get('data-part') or g.get('data-j')}", (x1, y - half, x2, y + half)))
+    for e in root.iter(SVG + "text"):
+        words = "".join(t for t in [e.text, *(c.tail for c in e)] if t)  # a label's <title> is no drawn text
+        font = 13 if "head" in classes(e) else 12
+        x, y, width = float(e.get("x")), float(e.get("y")), text_width(words, font)
+        left = x - width if e.get("text-anchor") == "end" else x
+        top, bottom = (y - 7, y + 7) if e.get("dominant-baseline") == "middle" else (y - font + 1, y + 3)
+        boxes.append((f"text {words}", (left, top, left + width, bottom)))
+    return boxes
+
+
+def _crosses(a: tuple[float, float], b: tuple[float, float], box: tuple[float, float, float, float]) -> bool:
+    """Whether segment a-b runs through the box (Liang-Barsky clipping; touching an edge does not count)."""
+    (x0, y0), (x1, y1), (left, top, right, bottom) = a, b, box
+    t0, t1 = 0.0, 1.0
+    for p, q in ((x0 - x1, x0 - left), (x1 - x0, right - x0), (y0 - y1, y0 - top), (y1 - y0, bottom - y0)):
+        if p == 0:
+            if q <= 0:
+                return False
+        elif p < 0:
+            t0 = max(t0, q / p)
+        else:
+            t1 = min(t1, q / p)
+    return t1 - t0 > 1e-6
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["wide", "compact"])
+def test_the_line_from_q_to_a_key_crosses_no_bars_and_no_label(translator, compact):
+    """Issue 37: in the compact Eq. 1 the line from q to the highlighted key ran across the k bars of the rows
+    above it. For every key, each segment of the line keeps clear of every bar vector and text, and it ends at the
+    key's row, left of its bars."""
+    t = translator.translate("the woman reads a long book about the lucky accuser .", attention=True)
+    cell = cell_arithmetic(translator.model, t.source_ids, [SPECIALS.start, *t.token_ids[:-1]], "cross", 1, 2, 1)
+    labels = ["▁commandments", *t.source_pieces[1:]]  # a long piece: its label is fitted before the line's gutter
+    for key in range(len(labels)):
+        root = svg_of(views.cell_flow(cell, t.target_pieces[1], labels, key=key, compact=compact), "eq")
+        points = _qk_points(root)
+        row = [e for e in root.iter(SVG + "text") if "key" in classes(e) and e.get("data-j") == str(key)][0]
+        assert points[-1][1] == float(row.get("y"))
+        first_bar = min(box[0] for what, box in _drawn_boxes(root) if what == f"bars {key}")
+        assert points[-1][0] < first_bar
+        crossed = [(what, segment) for segment in zip(points, points[1:]) for what, box in _drawn_boxes(root)
+                   if _crosses(*segment, box)]
+        assert crossed == [], (key, crossed[:3])

@@ -124,6 +124,33 @@ def test_eq1_picture_reveals_its_stages_and_follows_a_clicked_key(page, tiny):
 
 
 
+# the line from q to the highlighted key (its points) and the boxes of the bars it must keep clear of, as drawn
+QK_JS = """() => { const e = document.querySelector('svg.eq .qk'), a = n => +e.getAttribute(n);
+  const d = e.tagName === 'line' ? `M${a('x1')},${a('y1')}L${a('x2')},${a('y2')}` : e.getAttribute('d');
+  const bars = [...document.querySelectorAll('svg.eq g.vec')].map(g => { const b = g.getBBox();
+    return [g.dataset.part || g.dataset.j, [b.x, b.y, b.x + b.width, b.y + b.height]]; });
+  return {points: d.slice(1).split('L').map(p => p.split(',').map(Number)), bars}; }"""
+
+
+def test_the_compact_eq1_line_follows_a_clicked_key_clear_of_every_bar(page, tiny):
+    """Issue 37: the compact Eq. 1's line from q to a key crossed the k bars; as the browser draws it after each
+    click, no segment runs through a bar vector and the line ends at the clicked row."""
+    from tests.test_views import _crosses
+
+    t = tiny.translate("the woman reads a book .", attention=True)
+    cell = cell_arithmetic(tiny.model, t.source_ids, [tiny.specials.start, *t.token_ids[:-1]], "cross", 0, 1, 1)
+    page.set_content(views.cell_flow(cell, t.target_pieces[1], t.source_pieces, key=0, compact=True).document())
+    for key in reversed(range(len(t.source_pieces))):
+        page.locator(f"svg.eq g.row[data-j='{key}'] text").click()
+        drawn = page.evaluate(QK_JS)
+        points = drawn["points"]
+        row_y = float(page.get_attribute("rect.hl", "y")) + 11
+        assert points[-1][1] == pytest.approx(row_y)
+        crossed = [(name, a, b) for a, b in zip(points, points[1:]) for name, box in drawn["bars"]
+                   if _crosses(a, b, box)]
+        assert crossed == [], (key, crossed[:3])
+
+
 def test_eq1_picture_works_with_a_piece_that_opens_a_comment_and_a_script(page, tiny):
     t = tiny.translate("the woman reads a book .", attention=True)
     cell = cell_arithmetic(tiny.model, t.source_ids, [tiny.specials.start, *t.token_ids[:-1]], "cross", 0, 1, 1)

@@ -261,9 +261,9 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
         for fig in (residual, *heads):
             fig.update_layout(title_subtitle_font_size=class_mode.LABEL_PX)
     chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
-    for column, fig, family in zip(st.columns(len(heads)), heads, result.heads):
-        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None,
-              share=1 / len(heads))
+    columns, width = class_mode.map_columns(len(heads))
+    for column, fig, family in zip(columns, heads, result.heads):
+        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None, share=width)
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
                f"W^O at every query position. Red raises {measure} towards the clean run.")

@@ -35,7 +35,7 @@ from transformer.explain.interventions import Head
 from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from ui.explain import head_maps, importance_ties
 from ui.explain.one_sentence import NAMES, SHORT, head_name
-from ui.shared import heatmaps, training_curves, training_jobs
+from ui.shared import class_mode, heatmaps, training_curves, training_jobs
 from ui.shared.attention_maps import FAMILIES
 from ui.shared.corpus_access import corpus_readable
 from ui.shared.models import checkpoint_stamp, no_corpus, runs_dir
@@ -230,12 +230,12 @@ def importance_view(translator: Translator) -> None:
                       format_func={"log_likelihood": "log-likelihood per token", "bleu": "BLEU"}.get)
     values = result.log_likelihood if by == "log_likelihood" else result.bleu
     top = max(float(np.abs(v.numpy()).max()) for v in values.values()) or 1.0
-    columns = st.columns(len(FAMILIES))
+    columns, width = class_mode.map_columns(len(FAMILIES))
     for column, family in zip(columns, FAMILIES):
         fig = head_maps.heads_map(values[family].numpy(), title=SHORT[family], diverging=True, zmax=top,
                                         fmt=".3f" if by == "log_likelihood" else ".1f")
         chart(column, fig, key=f"ex_imp_map_{family}", filename=f"head-importance-{family}", theme=None,
-              share=1 / len(FAMILIES),
+              share=width,
               on_select=lambda f=family: _head_clicked(f), selection_mode="points")
     ranked = result.ranked(by)
     st.markdown("**The most important heads**")

@@ -84,7 +84,7 @@ def map_picker(key: str, att: TranslationAttention, mean: bool = True) -> tuple[
 
 
 def draw_map(container, att: TranslationAttention, family: str, layer: int, head: int | None, *, key: str,
-             title: str, share: float = 1.0) -> None:
+             title: str, share: float) -> None:
     matrix, rows, cols = attention_maps.matrix(att, family, layer, head)
     fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=NAMES[family][0],
                                     key_name=NAMES[family][1], row_notes=attention_maps.row_notes(att, family))
@@ -148,9 +148,9 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     base, off_maps = lens_switch.lens_pair(translator, translation, changed, new, key="ex_ab")
     family, layer, head = map_picker("ex_ab", base)
     base_title, new_title = switched_off_maps.map_titles(off, family, layer, head)
-    c1, c2 = st.columns(2)
-    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title)
-    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title)
+    (c1, c2), width = class_mode.map_columns(2)
+    draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title, share=width)
+    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title, share=width)
     st.caption(switched_off_maps.OFF_NOTE)
 
 
@@ -251,9 +251,10 @@ def what_if_view(translator: Translator, text: str, translation: Translation, se
                    "after it. The model never learnt to use them, so what it predicts drifts, and the last row, which "
                    "could read everything anyway, is unchanged.")
     family, layer, head = map_picker("ex_wi", translation.attention)
-    c1, c2 = st.columns(2)
-    draw_map(c1, translation.attention, family, layer, head, key="ex_wi_map_base", title="trained model")
-    draw_map(c2, new_att, family, layer, head, key="ex_wi_map_new", title=what)
+    (c1, c2), width = class_mode.map_columns(2)
+    draw_map(c1, translation.attention, family, layer, head, key="ex_wi_map_base", title="trained model",
+             share=width)
+    draw_map(c2, new_att, family, layer, head, key="ex_wi_map_new", title=what, share=width)
 
 
 # ----------------------------------------------------------------------------- 6. greedy, beam, reference
@@ -360,9 +361,9 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
                                               for f in FAMILIES})
     family, layer, head = map_picker("ex_cmp", translation.attention)  # above the maps it controls
     layer = min(layer, len(getattr(att_b, family)) - 1)
-    m1, m2 = st.columns(2)
-    draw_map(m1, translation.attention, family, layer, head, key="ex_cmp_map_a", title="this model", share=0.5)
-    draw_map(m2, att_b, family, layer, head, key="ex_cmp_map_b", title="the other model", share=0.5)
+    (m1, m2), width = class_mode.map_columns(2)
+    draw_map(m1, translation.attention, family, layer, head, key="ex_cmp_map_a", title="this model", share=width)
+    draw_map(m2, att_b, family, layer, head, key="ex_cmp_map_b", title="the other model", share=width)
     me = next((c for c in models if c.path == str(translator.checkpoint.path)), None)
     why_not = model_comparison.why_no_difference(family, translation, other, me, partner)
     if why_not:

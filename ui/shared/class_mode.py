@@ -79,6 +79,15 @@ def view(drawn: View) -> View:
     return drawn.zoomed(LABEL_PX) if is_on() else drawn
 
 
+def map_columns(n: int) -> tuple[list[Any], float]:
+    """Places for n heatmaps side by side, and each one's share of the page's width (`ui.shared.widgets.chart`). In
+    class mode they stand one under another at the page's width: beside 18 px token labels and a colour bar, half
+    the page or less leaves a map's grid a sliver (55 px for two bible sentences' maps, 16 px for a third)."""
+    if is_on():
+        return [st.container() for _ in range(n)], 1.0
+    return list(st.columns(n)), 1 / n
+
+
 def table(container: Any, data: pd.DataFrame, **kwargs: Any) -> Any:
     """st.dataframe, or in class mode st.table: every row and column on the page, no scrolling inside a grid."""
     if is_on():

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -134,8 +136,10 @@ COLOUR_BAR_PX = 70
 
 
 def _cell_lines(trace) -> list[str]:
+    """The lines written in the cells as they show: no tags (<b>), no invisible marks (a piece's bidi isolates)."""
     texts = np.asarray(trace.text, dtype=object).ravel() if trace.text is not None else ["+0.00"]
-    return [line for t in texts for line in re.split(r"<br\s*/?>", str(t))] or [""]
+    lines = [re.sub(r"<[^>]*>", "", line) for t in texts for line in re.split(r"<br\s*/?>", str(t))]
+    return ["".join(c for c in line if unicodedata.category(c) != "Cf") for line in lines] or [""]
 
 
 def fit_cell_numbers(fig: go.Figure, font_px: int = CELL_FONT, page_px: float = PAGE_PX, share: float = 1.0,
@@ -153,8 +157,9 @@ def fit_cell_numbers(fig: go.Figure, font_px: int = CELL_FONT, page_px: float = 
         yaxis = layout["yaxis" + (trace.yaxis or "y")[1:]]
         x_part = xaxis.domain[1] - xaxis.domain[0] if xaxis.domain else 1.0
         y_part = yaxis.domain[1] - yaxis.domain[0] if yaxis.domain else 1.0
-        bar = bar_px if trace.showscale is not False else 0
-        cell_w = (page_px * share - (margin.l or 80) - (margin.r or 80) - bar) * x_part / max(cols, 1)
+        right = 80 if margin.r is None else margin.r
+        bar = max(bar_px - right, 0) if trace.showscale is not False else 0  # what the right margin does not hold
+        cell_w = (page_px * share - (margin.l or 80) - right - bar) * x_part / max(cols, 1)
         cell_h = ((layout.height or 450) - (margin.t or 100) - (margin.b or 80)) * y_part / max(rows, 1)
         lines = _cell_lines(trace)
         wide = max(len(line) for line in lines)
@@ -227,12 +232,32 @@ def model_view_pick(selection: Mapping, n_heads: int) -> tuple[int, int] | None:
     return None
 
 
-def head_rows(rows: np.ndarray, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
-    """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding)."""
-    rows = np.asarray(rows, dtype=np.float64)
-    heads = ["all heads"] if rows.shape[0] == 1 else [f"head {h}" for h in range(rows.shape[0])]  # a layer-level lens
-    return attention_heatmap(rows, heads, key_labels, title=title,
-                             query_name="head", row_px=40)
+LAYER_ROW = "layer level"  # the name of a layer's own row under its heads' rows
+
+
+@dataclass(frozen=True)
+class QueryRows:
+    """One query's attention rows in one layer: heads (H', Lk), a row per head (H' = 1 for a lens that reads all
+    heads together), and layer (Lk,), the layer's own row where the lens defines one apart from its heads (the
+    norm-weighted lens's ||Σ_h alpha^h_ij f^h(x_j)||), else None."""
+
+    heads: np.ndarray
+    layer: np.ndarray | None = None
+
+
+def head_rows(rows: np.ndarray | QueryRows, key_labels: Sequence[str], *, title: str = "") -> go.Figure:
+    """rows (H, Lk): one query's attention row per head (the newest token in step-by-step decoding), or QueryRows,
+    whose layer row is drawn last, named LAYER_ROW."""
+    if not isinstance(rows, QueryRows):
+        rows = QueryRows(np.asarray(rows))
+    heads = np.asarray(rows.heads, dtype=np.float64)
+    names = ["all heads"] if heads.shape[0] == 1 else [f"head {h}" for h in range(heads.shape[0])]  # a layer-level lens
+    if rows.layer is not None:
+        heads, names = np.vstack([heads, np.asarray(rows.layer, dtype=np.float64)[None]]), [*names, LAYER_ROW]
+    fig = attention_heatmap(heads, names, key_labels, title=title, query_name="row", row_px=40)
+    # the rows name themselves ("head 0"): no axis title, and its room goes to the grid (half a page at most)
+    fig.update_layout(yaxis_title=None, margin_l=10 + 7 * _longest(names))
+    return fig
 
 
 def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
@@ -244,7 +269,7 @@ def mask_heatmap(mask: np.ndarray, query_labels: Sequence[str], key_labels: Sequ
         hovertemplate="query position %{y}<br>key position %{x}<br>may attend: %{z}<extra></extra>"))
     longest_key = _longest(key_labels)
     top = 20 + 6 * longest_key + (30 if title else 0)  # the key labels stand rotated above the grid
-    fig.update_layout(title=dict(text=title, y=0.995, yanchor="top") if title else None,
+    fig.update_layout(title=dict(text=title, y=1, yanchor="top", pad=dict(t=8)) if title else None,
                       height=min(max(24 * len(query_labels) + top + 20, 260), 760),
                       margin=dict(l=20 + 7 * _longest(query_labels), r=10, t=top, b=10),
                       xaxis=_ticks(key_labels, side="top", tickangle=-60),

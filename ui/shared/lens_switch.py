@@ -18,6 +18,7 @@ from transformer.decoding.translate import Translation, TranslationAttention, Tr
 from transformer.explain.checks import MAX_ZEROED  # value zeroing re-runs each layer once per token
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LayerMaps, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
+from ui.shared import heatmaps
 from ui.shared.links import quoted
 from ui.shared.text import plain
 from ui.shared.translation_gate import decode_slot
@@ -181,9 +182,31 @@ def lens_outputs(translator: Translator, source_ids: Sequence[int],
     return lens, read
 
 
+@dataclasses.dataclass(frozen=True)
+class StepRows:
+    """One family's query rows at a decoding step, per decoder layer: heads (L, H', Lk), and the layers' own rows
+    (L, Lk) where the lens defines them (norm-weighted), else None. Indexed by layer as the heads' array is."""
+
+    heads: np.ndarray
+    layer: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.heads.shape
+
+    def __getitem__(self, layer: int) -> heatmaps.QueryRows:
+        return heatmaps.QueryRows(self.heads[layer], None if self.layer is None else self.layer[layer])
+
+
+LAYER_ROW_NOTE = (f"The last row, “{heatmaps.LAYER_ROW}”, is the layer's own map, the norm of the vector all heads "
+                  "together send, ||Σ_h alpha^h_ij f^h(x_j)||, rescaled to 1 (Kobayashi et al.'s layer-level measure); "
+                  "the rows above it are each head's own.")
+
+
 def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[int], cross: Tensor, self_rows: Tensor,
-              lens: str, specials: SpecialIds) -> tuple[np.ndarray, np.ndarray, str]:
-    """A decoding step's query rows as `lens` reads them: cross (L, H', S), self (L, H', len(prefix)), and a note.
+              lens: str, specials: SpecialIds) -> tuple[StepRows, StepRows, str]:
+    """A decoding step's query rows as `lens` reads them: cross (L, H', S), self (L, H', len(prefix)), each with
+    the layer's own row where the lens has one, and a note.
 
     The query reads the prefix's last token; a pass over the prefix gives its rows (the token fed after it, which
     only a later row could read, changes nothing). Shift-Att needs the token this step has not chosen yet, so the
@@ -193,9 +216,13 @@ def step_rows(model: Transformer, source_ids: Sequence[int], prefix: Sequence[in
             if below != lens else "")
     maps = None if below == "raw" else _computed(model, source_ids, [*prefix[1:], specials.eos], below, specials)
     if maps is None:
-        return cross.numpy(), self_rows.numpy(), note
-    stack = lambda ms: torch.stack([m[:, -1] for m in ms]).float().cpu().numpy()  # noqa: E731
-    return stack(maps.cross), stack(maps.dec_self), note
+        return StepRows(cross.numpy()), StepRows(self_rows.numpy()), note
+    stack = lambda ms: torch.stack([m[:, -1] for m in ms]).float().cpu().numpy()  # noqa: E731  (L, H', Lk)
+    own = maps.layer_maps
+    if own is None:
+        return StepRows(stack(maps.cross)), StepRows(stack(maps.dec_self)), note
+    return (StepRows(stack(maps.cross), stack(own.cross)[:, 0]),  # own: (L, 1, Lk) -> (L, Lk)
+            StepRows(stack(maps.dec_self), stack(own.dec_self)[:, 0]), " ".join(filter(None, [note, LAYER_ROW_NOTE])))
 
 
 def report_maps(model: Transformer, translation: Translation, lenses: Sequence[str], specials: SpecialIds,

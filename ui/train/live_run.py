@@ -21,14 +21,14 @@ def _charts(records: list[dict]) -> None:
                "that step.")
     c1, c2 = st.columns(2)
     chart(c1, metric_curves.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
-          filename="tokens-per-second")
+          filename="tokens-per-second", share=0.5)
     aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
     if aer_keys:  # a corpus with gold word links (the teaching corpus)
         chart(c2, metric_curves.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
                                         title="dev alignment error rate % (lower is better)"),
-              key="train_aer_chart", filename="dev-aer")
+              key="train_aer_chart", filename="dev-aer", share=0.5)
         chart(c1, metric_curves.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
-              key="train_exact_chart", filename="dev-exact-match")
+              key="train_exact_chart", filename="dev-exact-match", share=0.5)
 
 
 def _probes(root) -> None:

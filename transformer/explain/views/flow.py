@@ -19,6 +19,7 @@ import numpy as np
 import transformer.explain.checks as checks
 from transformer.explain.arithmetic import CellArithmetic
 from transformer.explain.views.svg import BASE_CSS, View, data_json, esc, new_id, num, shorten, text_width
+from transformer.labels import fit
 
 ROW, TOP = 22, 58  # px per key; the y of the first key row
 BAR_H = 16  # px of a key's bar vector
@@ -36,10 +37,11 @@ Q_TOP = TOP + 124  # y of q's bars, under the input's
 # key rows under it in narrower columns, so that the whole picture is under 510 px wide
 COMPACT = {
     "input": (8, 100, "input x"), "q": (124, 100, "q = x W^Q"), "output": (240, 116, "Σ weight × v"),
-    "key": (8, 80, "key"), "k": (92, 48, "k"), "v": (146, 48, "v"), "score": (200, 70, "q·k / √d_k"),
-    "mask": (276, 44, "mask"), "weight": (326, 80, "softmax"), "wv": (410, 56, "weight × v"),
+    "key": (8, 80, "key"), "k": (98, 48, "k"), "v": (150, 48, "v"), "score": (202, 70, "q·k / √d_k"),
+    "mask": (278, 44, "mask"), "weight": (328, 78, "softmax"), "wv": (410, 56, "weight × v"),
 }
 BAND = 136  # px of the compact layout's top band, above its first key row
+GUTTER = 93  # x of the compact layout's line from q down to the key rows, between the key labels and the k bars
 STAGES = (("input", ["input"]), ("qkv", ["q", "key", "k", "v"]), ("score", ["score"]), ("mask", ["mask"]),
           ("softmax", ["weight"]), ("weighted", ["wv"]), ("sum", ["output"]))
 CSS = BASE_CSS + """.eq svg text{font-size:12px}.eq [data-j]{cursor:pointer}.eq text.on{font-weight:700}
@@ -60,7 +62,8 @@ cap.textContent='Step '+(s+1)+' of '+stages.length+'. '+w[s];};
 const draw=()=>{stages.forEach((g,i)=>g.style.display=i<shown?'':'none');
 svg.querySelectorAll('[data-j]').forEach(e=>e.classList.toggle('on',e.dataset.j==key));
 const hl=svg.querySelector('rect.hl');hl.setAttribute('y',data.top+key*data.row-data.row/2);
-const ln=svg.querySelector('line.qk');ln.setAttribute('y2',data.top+key*data.row);text();};
+const y=data.top+key*data.row;svg.querySelector('path.qk').setAttribute('d','M'+data.line.map(
+([x,p])=>x+','+(p===null?y:p)).join('L'));text();};
 root.querySelector('.next').onclick=()=>{shown=Math.min(shown+1,stages.length);draw();};
 root.querySelector('.all').onclick=()=>{shown=stages.length;draw();};
 root.querySelector('.first').onclick=()=>{shown=1;draw();};
@@ -137,10 +140,14 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     xq, wq, _ = col["q"]
     add("qkv", bars(q, xq, q_top - 12, wq, 48, float(np.abs(q).max()) or 1.0, ' data-part="q"'))
     add("qkv", f'<text x="{xq}" y="{q_top + 54}" class="note">d_k = {d_k}</text>')
-    # from q to the highlighted key row: beside q, or in the compact layout from under q to the rows' left edge
-    lx1, ly1, lx2 = (xq, q_top + 60, col["k"][0] - 2) if compact else (xq + wq, Q_TOP + 12, col["key"][0] - 4)
-    add("qkv", f'<line class="qk" x1="{lx1}" y1="{ly1}" x2="{lx2}" y2="{top + key * ROW}" '
-               f'stroke="#c98a00" stroke-width="1.5"/>')
+    # from q to the highlighted key row (y None: that row's, which a click moves): straight from beside q to the key
+    # labels, or in the compact layout down from under q, along the gutter left of the k bars and into the row
+    elbow = top - 46  # under the band's notes, above the columns' headings
+    line = ([(xq + 6, q_top + 60), (xq + 6, elbow), (GUTTER, elbow), (GUTTER, None), (col["k"][0] - 2, None)]
+            if compact else [(xq + wq, Q_TOP + 12), (col["key"][0] - 4, None)])
+    d = "L".join(f"{x},{top + key * ROW if y is None else y}" for x, y in line)
+    add("qkv", f'<path class="qk" d="M{d}" fill="none" stroke="#c98a00" stroke-width="1.5"/>')
+    key_room = col["key"][1] - 6  # px for a key's label: it ends before the line's gutter and the k bars
     for j in range(n):
         y = top + j * ROW
         allowed = bool(mask[j])
@@ -148,7 +155,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
         add("qkv", f'<g class="row" data-j="{j}"><rect x="{col["key"][0]}" y="{y - ROW / 2}" '
                    f'width="{col["wv"][0] + col["wv"][1] - col["key"][0]}" height="{ROW}" fill="transparent"/>'
                    f'<text class="key{cls}" data-j="{j}" x="{col["key"][0] + 4}" y="{y}" dominant-baseline="middle">'
-                   f"<title>{esc(key_labels[j])}</title>{esc(shorten(key_labels[j], 12))}</text></g>")
+                   f"<title>{esc(key_labels[j])}</title>{esc(fit(key_labels[j], key_room, 12))}</text></g>")
         add("qkv", bars(k[j], col["k"][0], y - BAR_H / 2, col["k"][1], BAR_H, kv_scale, f' data-j="{j}"'))
         add("qkv", bars(v[j], col["v"][0], y - BAR_H / 2, col["v"][1], BAR_H, kv_scale, f' data-j="{j}"'))
         add("score", f'<text class="score{cls}" data-j="{j}" x="{col["score"][0] + col["score"][1] - 8}" y="{y}" '
@@ -171,7 +178,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     body += [f'<g class="st" data-stage="{name}">{"".join(groups[name])}</g>' for name, _ in STAGES]
     svg = (f'<svg class="eq" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}">{"".join(body)}</svg>')
-    data = {"reveal": reveal, "key": key, "query": query_label, "dk": d_k, "top": top, "row": ROW,
+    data = {"reveal": reveal, "key": key, "query": query_label, "dk": d_k, "top": top, "row": ROW, "line": line,
             "input": input_name(cell.family, cell.layer),
             "keys": [{"label": key_labels[j], "allowed": bool(mask[j]),
                       "score": float(scores[j]) if math.isfinite(scores[j]) else None, "weight": float(weights[j])}

@@ -1,6 +1,8 @@
 """The step page's side by side of the model's own translation and a forced one (issue 38 item 3): the figures' numbers
 read back from their JSON, and the page drawing them for a session with a forced prefix only."""
 
+import dataclasses
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -42,8 +44,15 @@ def test_the_difference_map_is_own_minus_forced_on_a_scale_centred_at_zero(one_w
     ticks = list(fig.layout.yaxis.ticktext)  # "own→forced" where the pieces differ: row 0 always (forced)
     assert len(ticks) == both.rows and "→" in ticks[0]
     assert all(("→" in t) == (o != f) for t, o, f in zip(ticks, both.own.pieces, both.forced.pieces))
-    none = next(c for c in one_word if c.difference is None)
-    assert difference_figure(none, 0, None) is None
+    assert difference_figure(dataclasses.replace(both, difference=None), 0, None) is None
+
+
+def test_outputs_of_different_lengths_get_a_map_of_the_rows_both_have(one_word):  # noqa: F811
+    both = next(c for c in one_word if len(c.own.token_ids) != len(c.forced.token_ids) and c.rows > 1)
+    rows = min(len(both.own.token_ids), len(both.forced.token_ids))
+    z = np.asarray(difference_figure(both, 0, None).data[0].z)
+    assert z.shape == (rows, len(both.source_pieces))
+    assert np.allclose(z, (both.own.cross_map(0)[:rows] - both.forced.cross_map(0)[:rows]).numpy(), atol=1e-6)
 
 
 def _forced_session(app, prefix):

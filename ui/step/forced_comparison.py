@@ -1,6 +1,6 @@
 """The step page's side by side, for a session with a forced prefix: the model's own translation and the forced one,
 each with its total log-probability and its forced pieces marked, the cross-attention of both for a chosen layer
-and head (or the mean of the heads), and the difference own − forced where the lengths allow it
+and head (or the mean of the heads), and the difference own − forced over the rows both have
 (`transformer.explain.forced_comparison` computes every number). The figures are pure functions of that result.
 """
 

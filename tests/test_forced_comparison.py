@@ -1,5 +1,5 @@
 """The model's own translation beside a forced one (issue 38 item 3): totals that are teacher-forced sums, maps that
-are the teacher-forced pass's, the difference own - forced where the lengths allow it, and the typed foil's
+are the teacher-forced pass's, the difference own - forced over the rows both have, and the typed foil's
 contrast in one call (item 5)."""
 
 import math

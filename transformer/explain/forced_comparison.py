@@ -1,6 +1,6 @@
 """The model's own translation beside a forced one ("what if the model had said X?", issue 38): each with its total
 log-probability and per-piece log-probabilities (the forced pieces flagged), their cross-attention maps, and the
-difference of the two maps where the outputs' lengths allow one.
+difference of the two maps over the rows both outputs have.
 
 Both outputs come from the same search (`transformer.decoding.search`) with the same settings, one from the empty
 prefix and one from the forced prefix; their maps from one teacher-forced pass each (`Translator.attention_maps`),

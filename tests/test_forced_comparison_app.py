@@ -81,6 +81,7 @@ def test_the_step_page_shows_the_side_by_side_for_a_forced_session_only(at):  # 
     own_line = shown[shown.index(f"**Own** · log-probability **{both.own.score:.3f}**") + 1]
     forced_line = shown[shown.index(f"**Forced** · log-probability **{both.forced.score:.3f}**") + 1]
     assert forced_line.count(":violet-background[") == 1 and ":violet-background[" not in own_line  # forced marked
+    assert forced_line.startswith(":violet-background[✎ ")  # the mark of the page's other lines
     at.selectbox(key="step_fc_head").set_value(2).run()
     forced_map = next(f for f in figures_of(at) if f["layout"]["title"]["text"] == "forced: layer 1, head 2")
     assert np.allclose(plotly_array(forced_map["data"][0]["z"]), both.forced.cross[1, 2].numpy(), atol=1e-6)

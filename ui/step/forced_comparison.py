@@ -19,6 +19,7 @@ from ui.shared import heatmaps
 from ui.shared.text import piece_line, plain, score
 from ui.shared.translation_gate import decode_slot
 from ui.shared.widgets import chart, decode_turn
+from ui.step.candidate_bars import FORCED_MARK
 
 MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
 DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
@@ -78,9 +79,10 @@ def comparison(translator: Translator, session: DecodingSession) -> ForcedCompar
 
 
 def pieces_line(output: ComparedOutput) -> str:
-    """The output's pieces as one line of Markdown, the forced ones on violet (the page's mark for them)."""
+    """The output's pieces as one line of Markdown, the forced ones on violet, ✎ before the first (the page's mark)."""
     # piece_line escapes every piece, so its background directive is the only one in the line
-    return piece_line(output.pieces, output.forced).replace(":orange-background[", ":violet-background[")
+    return piece_line(output.pieces, output.forced).replace(":orange-background[", ":violet-background[") \
+        .replace(":violet-background[", f":violet-background[{FORCED_MARK}", 1)
 
 
 def _summary(container: Any, name: str, output: ComparedOutput) -> None:

@@ -127,6 +127,22 @@ def marked(tokenizer, tokens: Sequence[int], n_forced: int, as_code: bool = True
         + shown(rest.strip())
 
 
+def marked_pieces(pieces: Sequence[str], start: int, n_forced: int) -> str:
+    """Pieces joined by spaces as bold Markdown, pieces[start:start + n_forced] (the forced ones) after ✎ on the
+    violet background of `marked`."""
+    def bold(part: Sequence[str]) -> str:
+        return f"**{plain(isolate(' '.join(part)))}**" if part else ""
+
+    head, forced_part, rest = pieces[:start], pieces[start:start + n_forced], pieces[start + n_forced:]
+    middle = f":violet-background[{FORCED_MARK}{bold(forced_part)}]" if forced_part else ""
+    return " ".join(filter(None, (bold(head), middle, bold(rest))))
+
+
+def piece_labels(pieces: Sequence[str], start: int, n_forced: int) -> list[str]:
+    """Pieces as a chart's token labels: pieces[start:start + n_forced] (the forced ones) after ✎."""
+    return [FORCED_MARK + p if start <= i < start + n_forced else p for i, p in enumerate(pieces)]
+
+
 def _request(tokens: Sequence[int], what: str, note: str = "") -> None:
     """A button's callback: a Force for main() to take, or the message saying why these pieces cannot be forced."""
     session = st.session_state.get("step_session")

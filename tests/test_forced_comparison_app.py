@@ -47,6 +47,13 @@ def test_the_difference_map_is_own_minus_forced_on_a_scale_centred_at_zero(one_w
     assert difference_figure(dataclasses.replace(both, difference=None), 0, None) is None
 
 
+def test_no_blank_difference_map_when_the_forced_prefix_is_the_models_own(translator):  # noqa: F811
+    own = translator.translate("the house is big").token_ids
+    same = compare_forced(translator, "the house is big", own[:2])
+    assert same.same and same.difference.abs().max() < 1e-6
+    assert difference_figure(same, 1, None) is None  # the note says the difference is 0
+
+
 def test_outputs_of_different_lengths_get_a_map_of_the_rows_both_have(one_word):  # noqa: F811
     both = next(c for c in one_word if len(c.own.token_ids) != len(c.forced.token_ids) and c.rows > 1)
     rows = min(len(both.own.token_ids), len(both.forced.token_ids))

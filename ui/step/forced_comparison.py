@@ -47,9 +47,9 @@ def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, h
 def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> go.Figure | None:
     """own − forced over the rows the comparison covers, on a diverging scale centred at 0; rows labelled "own
     piece → forced piece" where they differ; a dashed line under the rows that read the same pieces. None when
-    there is no difference (both.note says why)."""
+    there is no difference, or it is 0 everywhere (the forced prefix is the model's own; both.note says why)."""
     diff = both.difference_map(layer, head)
-    if diff is None:
+    if diff is None or both.same:  # a blank map of every row says less than the note
         return None
     z = diff.double().numpy()  # (R, S)
     rows = z.shape[0]
@@ -62,7 +62,7 @@ def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> g
                        hovertemplate="row %{customdata[0]}<br>source %{customdata[1]}<br>own − forced: %{z:+.3f}"
                                      "<extra></extra>")
     equal = min(both.shared + 1, rows)
-    if not both.same and equal < rows:
+    if equal < rows:
         fig.add_hline(y=equal - 0.5, line=dict(color="black", dash="dash", width=2))
     return fig
 

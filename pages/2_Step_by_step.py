@@ -132,7 +132,8 @@ def main() -> None:
     tokens_help()
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
-        svg_views.beam_tree(session, translator, source.ids, key="step_tree", on_continue=forcing.continue_from)
+        svg_views.beam_tree(session, translator, source.ids, key="step_tree", on_continue=forcing.continue_from,
+                            marked=lambda tokens: forcing.marked(tok, tokens, len(session.prefix), False))
     finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")

@@ -154,6 +154,10 @@ def test_continue_from_a_tree_node_forces_that_nodes_output_and_an_ended_node_of
     assert not at.exception and not at.error
     assert session(at).prefix == node_prefix(history, t, rank) and session(at).n_steps == t + 1
     assert any(sub.value == "Beam tree" for sub in at.subheader)
+    at.session_state["step_tree_open"] = f"{t}:0"  # the continued node, opened: its output marked forced
+    at.run()
+    opened = next(m.value for m in at.markdown if m.value.startswith(f"**Step {t + 1}, rank 0**"))
+    assert f"(live, forced): :violet-background[{FORCED_MARK}" in opened
 
 
 @pytest.mark.parametrize("prefix, message", [

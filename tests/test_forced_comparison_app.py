@@ -14,7 +14,7 @@ from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # no
 from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.session import DecodingSession
 from transformer.explain.forced_comparison import compare_forced
-from ui.step.forced_comparison import DIVERGING, MIN_SCALE, cross_figure, difference_figure
+from ui.step.forced_comparison import DIVERGING, MIN_SCALE, SIDE_BY_SIDE_PIECES, cross_figure, difference_figure
 
 
 def test_each_sides_map_is_its_cross_attention_with_a_line_under_the_forced_rows(translator):  # noqa: F811
@@ -96,3 +96,27 @@ def test_the_step_page_shows_the_side_by_side_for_a_forced_session_only(at):  # 
     assert at.session_state["step_fc_result"][1] is both  # computed once for the same request
     with pytest.raises(AssertionError):
         torch.testing.assert_close(both.own.cross, both.forced.cross)  # the maps differ
+
+
+@pytest.mark.parametrize("class_on", [False, True])
+def test_a_long_source_or_class_mode_draws_the_two_maps_at_the_pages_width(at, class_on):  # noqa: F811
+    """Half a page thinned a long source's labels to a few (or class mode's large ones): the maps one under the
+    other keep as many source labels as the difference map under them, or more."""
+    long = " ".join(source.rstrip(" .") for source, _ in PAIRS[:8]) + " ."  # over SIDE_BY_SIDE_PIECES pieces
+    page(at, "pages/2_Step_by_step.py")
+    if class_on:
+        at.session_state["class_mode"] = True
+    at.text_input(key="step_text").input(long).run()
+    at.button(key="step_run_to_end").click().run()
+    own = at.session_state["step_session"].result().best.tokens
+    _forced_session(at, [next(t for t in range(4, 40) if t != own[0])])
+    at.run()
+    assert not at.exception, at.exception
+    both = at.session_state["step_fc_result"][1]
+    assert len(both.source_pieces) > SIDE_BY_SIDE_PIECES and both.difference is not None
+
+    def shown(prefix):
+        fig = next(f for f in figures_of(at) if f["layout"]["title"]["text"].startswith(prefix))
+        return sum(1 for t in fig["layout"]["xaxis"]["ticktext"] if t)
+
+    assert shown("own:") == shown("forced:") >= shown("own −") > 0  # its "own→forced" rows take more margin

@@ -15,7 +15,7 @@ import streamlit as st
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.explain.forced_comparison import ComparedOutput, ForcedComparison, compare_forced
-from ui.shared import heatmaps
+from ui.shared import class_mode, heatmaps
 from ui.shared.text import piece_line, plain, score
 from ui.shared.translation_gate import decode_slot
 from ui.shared.widgets import chart, decode_turn
@@ -25,6 +25,7 @@ MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
 DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
 MIN_SCALE = 0.1  # the difference map's colour scale runs to ± its largest cell, never less: noise stays pale
 FORCED = "#7b3fa0"  # the forced pieces' violet, as the candidate bars and the beam tree mark them
+SIDE_BY_SIDE_PIECES = 20  # a longer source (or class mode): the two maps one under the other, at the page's width
 FORCED_LINE = dict(color=FORCED, dash="dash", width=2)  # under the forced pieces' rows
 
 
@@ -114,9 +115,12 @@ def side_by_side(translator: Translator, session: DecodingSession) -> None:
                         format_func=lambda h: _head_name(None if h == MEAN else h))
     head = None if head == MEAN else head
     sources = list(both.source_pieces)
-    for col, (name, output) in zip(st.columns(2), (("own", both.own), ("forced", both.forced))):
+    stacked = class_mode.is_on() or len(sources) > SIDE_BY_SIDE_PIECES  # half a page would thin the source labels
+    places = [st, st] if stacked else st.columns(2)
+    for col, (name, output) in zip(places, (("own", both.own), ("forced", both.forced))):
         chart(col, cross_figure(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head, True)}"),
-              key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None, share=0.5)
+              key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None,
+              share=1.0 if stacked else 0.5)
     fig = difference_figure(both, layer, head)
     if fig is not None:
         chart(st, fig, key="step_fc_diff", filename=f"own-minus-forced-layer-{layer}", theme=None)

@@ -133,7 +133,8 @@ def main() -> None:
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
         svg_views.beam_tree(session, translator, source.ids, key="step_tree", on_continue=forcing.continue_from,
-                            marked=lambda tokens: forcing.marked(tok, tokens, len(session.prefix), False))
+                            marked=lambda tokens: forcing.marked(tok, tokens, len(session.prefix), False),
+                            forced_mark=forcing.FORCED_MARK)
     finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")

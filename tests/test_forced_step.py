@@ -158,6 +158,8 @@ def test_continue_from_a_tree_node_forces_that_nodes_output_and_an_ended_node_of
     at.run()
     opened = next(m.value for m in at.markdown if m.value.startswith(f"**Step {t + 1}, rank 0**"))
     assert f"(live, forced): :violet-background[{FORCED_MARK}" in opened
+    lines = [str(f.proto) for f in at.get("iframe") if "target queries" in str(f.proto)][-1]  # the node's head view
+    assert FORCED_MARK.strip() in lines  # the forced queries' labels
 
 
 @pytest.mark.parametrize("prefix, message", [

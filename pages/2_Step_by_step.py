@@ -126,7 +126,8 @@ def main() -> None:
                    disabled=session.done if name in ("Next", "Run to end") else name == "Back" and not session.n_steps,
                    width="stretch")
     live = [forcing.marked(tok, h.tokens, len(session.prefix)) for h in session.live]
-    st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(live)))
+    done = f"Done: {forcing.marked(tok, session.result().best.tokens, len(session.prefix))}" if session.done else ""
+    st.markdown(f"**Step {session.n_steps}.** " + (done or "Output so far: " + " | ".join(live)))
     forcing.forced_note(session, translator)
     current_step(session, translator, source.pieces)
     tokens_help()

@@ -81,6 +81,8 @@ def test_a_non_top_candidate_is_forced_marked_and_decoded_on_from(at):  # noqa: 
     assert s.n_steps == 2 and s.prefix == [picked] and s.history[1].nodes[0].status != "pruned"
     assert [t for t in ticks(at) if t.startswith(MARK)] and not forced_ticks(at)
     at.button(key="step_run_to_end").click().run()
+    done = next(m.value for m in at.markdown if m.value.startswith(f"**Step {session(at).n_steps}.**"))
+    assert done.startswith(f"**Step {session(at).n_steps}.** Done: :violet-background[{FORCED_MARK}{word}]")
     result = next(m.value for m in at.markdown if m.value.startswith("**Result:**"))
     assert result.startswith(f"**Result:** :violet-background[{FORCED_MARK}{word}]")
     assert session(at).result().best.tokens[0] == picked
@@ -192,6 +194,7 @@ def test_a_word_the_page_cannot_force_is_a_message_and_the_step_stays(at, word, 
     errors = [e.value.replace("\\", "") for e in at.error]
     assert [e for e in errors if message in e], errors
     assert session(at) is before and before.n_steps == 1 and before.prefix == []
+    assert at.text_input(key="step_force_word").value == word  # refused: kept, to be corrected
 
 
 def test_a_new_search_keeps_the_forced_prefix_and_a_new_sentence_drops_it(at):  # noqa: F811
@@ -200,11 +203,21 @@ def test_a_new_search_keeps_the_forced_prefix_and_a_new_sentence_drops_it(at):  
     at.text_input(key="step_force_word").input("la femme").run()
     at.button(key="step_force_typed").click().run()
     forced = session(at).prefix
+    assert at.text_input(key="step_force_word").value == ""  # forced: not left in the box for another step or model
     at.radio(key="step_method").set_value("beam").run()
     assert session(at).settings.beam_size > 1 and session(at).prefix == forced and session(at).n_steps == 2
     at.text_input(key="step_text").input(PAIRS[0][0]).run()
     assert session(at).prefix == [] and session(at).n_steps == 0
-    assert any("forced pieces were dropped" in i.value for i in at.info) and not at.warning
+    assert [i.value for i in at.info if "dropped" in i.value] == ["A new sentence: the forced pieces were dropped."]
+    assert not at.warning
+    at.button(key="step_next").click().run()
+    at.text_input(key="step_force_word").input("femme").run()
+    at.button(key="step_force_typed").click().run()
+    assert session(at).prefix
+    at.selectbox(key="_model_select").set_value(next(o for o in at.selectbox(key="_model_select").options
+                                                     if "tiny-ar" in o)).run()
+    assert not at.exception and session(at).prefix == []
+    assert any(i.value.startswith("Another model: the forced pieces were dropped") for i in at.info)
 
 
 def test_the_beam_tree_marks_the_forced_steps_nodes_and_only_them(at):  # noqa: F811

@@ -41,6 +41,18 @@ def one_word(translator):
     return out
 
 
+@pytest.fixture(scope="module")
+def no_difference(translator):
+    """The model's own finished output with another piece in place of its </s>: the forced output is longer, and the
+    rows both have read the same pieces in both (found, not named: see one_word)."""
+    for source, _ in PAIRS:
+        own = translator.translate(source).token_ids
+        if own[-1] == translator.specials.eos and len(own) > 1:
+            other = next(t for t in range(4, translator.tokenizer.tgt_vocab_size) if t != own[-2])
+            return compare_forced(translator, source, list(own[:-1]) + [other])
+    pytest.fail("no source of PAIRS gets a finished output from the random model")
+
+
 def _cross(translator, source_ids, tokens):
     return torch.stack(translator.attention_maps(source_ids, tokens).cross)  # (L, H, T, S)
 
@@ -106,6 +118,14 @@ def test_outputs_of_different_lengths_compare_the_rows_both_have(translator, one
         assert torch.equal(c.difference, c.own.cross[:, :, :rows] - c.forced.cross[:, :, :rows])
         assert c.difference[:, :, 0].abs().max() < 1e-6 and c.difference[:, :, 1:].abs().max() > 1e-3
         assert torch.equal(c.difference_map(1, 2), c.difference[1, 2])
+
+
+def test_when_the_rows_both_have_read_the_same_pieces_there_is_no_difference_and_the_note_says_why(no_difference):
+    c = no_difference
+    t_own, t_forced = len(c.own.token_ids), len(c.forced.token_ids)
+    assert t_forced > t_own and c.shared == t_own - 1 and not c.same
+    assert c.difference is None and c.rows == 0 and c.difference_map(1) is None
+    assert f"the first {t_own} rows, the ones both have" in c.note and c.note.endswith("no difference to draw.")
 
 
 def test_a_bad_prefix_or_pick_is_refused_with_its_reason(translator):

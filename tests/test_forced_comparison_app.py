@@ -14,6 +14,7 @@ from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # no
 from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.session import DecodingSession
 from transformer.explain.forced_comparison import compare_forced
+from ui.step.candidate_bars import FORCED_MARK
 from ui.step.forced_comparison import DIVERGING, MIN_SCALE, SIDE_BY_SIDE_PIECES, cross_figure, difference_figure
 
 
@@ -26,6 +27,8 @@ def test_each_sides_map_is_its_cross_attention_with_a_line_under_the_forced_rows
     assert [s.y0 for s in fig.layout.shapes] == [1.5]  # under the 2 forced rows
     notes = [row[0][2] for row in fig.data[0].customdata]
     assert notes[:2] == ["<br>forced piece"] * 2 and not any(notes[2:])
+    marked = [FORCED_MARK in t for t in fig.layout.yaxis.ticktext]  # the forced rows' labels, as the page's text
+    assert marked == [True, True] + [False] * (len(both.forced.pieces) - 2)
     own = cross_figure(both.own, sources, 0, 3, title="own")
     assert np.allclose(np.asarray(own.data[0].z), both.own.cross[0, 3].numpy()) and not own.layout.shapes
 
@@ -44,6 +47,7 @@ def test_the_difference_map_is_own_minus_forced_on_a_scale_centred_at_zero(one_w
     ticks = list(fig.layout.yaxis.ticktext)  # "own→forced" where the pieces differ: row 0 always (forced)
     assert len(ticks) == both.rows and "→" in ticks[0]
     assert all(("→" in t) == (o != f) for t, o, f in zip(ticks, both.own.pieces, both.forced.pieces))
+    assert [FORCED_MARK in t for t in ticks] == list(both.forced.forced[:both.rows])
     assert difference_figure(dataclasses.replace(both, difference=None), 0, None) is None
 
 

@@ -35,14 +35,20 @@ def _head_name(head: int | None, short: bool = False) -> str:
 
 def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, head: int | None, *,
                  title: str) -> go.Figure:
-    """One output's cross-attention (rows its pieces, columns the source's); a dashed line under its forced rows."""
+    """One output's cross-attention (rows its pieces, columns the source's); its forced rows' labels after ✎ and a
+    dashed line under them."""
     notes = ["<br>forced piece" if f else "" for f in output.forced]
-    fig = heatmaps.attention_heatmap(output.cross_map(layer, head).numpy(), list(output.pieces), source_pieces,
+    fig = heatmaps.attention_heatmap(output.cross_map(layer, head).numpy(), _rows(output), source_pieces,
                                      title=title, query_name="target query", key_name="source key", row_notes=notes)
     n_forced = sum(output.forced)
     if 0 < n_forced < len(output.pieces):
         fig.add_hline(y=n_forced - 0.5, line=FORCED_LINE)
     return fig
+
+
+def _rows(output: ComparedOutput) -> list[str]:
+    """An output's pieces as a map's row labels: the forced ones after ✎, as the page's text marks them."""
+    return [FORCED_MARK + p if f else p for p, f in zip(output.pieces, output.forced)]
 
 
 def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> go.Figure | None:
@@ -54,7 +60,8 @@ def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> g
         return None
     z = diff.double().numpy()  # (R, S)
     rows = z.shape[0]
-    labels = [o if o == f else f"{o}→{f}" for o, f in zip(both.own.pieces[:rows], both.forced.pieces[:rows])]
+    labels = [m if o == f else f"{o}→{m}"  # m: the forced output's piece, marked when forced
+              for o, f, m in zip(both.own.pieces[:rows], both.forced.pieces, _rows(both.forced))]
     top = max(float(np.abs(z).max(initial=0.0)), MIN_SCALE)
     fig = heatmaps.attention_heatmap(np.clip(z, 0, 1), labels, list(both.source_pieces),
                                      title=f"own − forced, layer {layer}, {_head_name(head)}",

@@ -44,11 +44,17 @@ def current_step(session, translator, src_pieces) -> None:
         st.info(f"Press **Next** to feed `{start}` and predict the first token.")
         return
     prefixes = [tuple(h.prefix) for h in step.live]  # a hypothesis is followed by its prefix, not by its rank
+    n_forced = len(session.prefix)
     hyp = step.live[prefixes.index(hypotheses.followed_prefix(prefixes, lambda p: isolate(" ".join(
-        tok.target_pieces(p)))))]
+        forcing.piece_labels(tok.target_pieces(p), 1, n_forced)))))]
     prefix = tok.target_pieces(hyp.prefix)
-    st.markdown(f"At step {session.n_steps} the decoder read **{plain(isolate(' '.join(prefix)))}** (log-probability "
-                f"{score(hyp.score)}); its newest token {code(isolate(prefix[-1]))} is the query whose "
+    n_read = min(n_forced, len(prefix) - 1)  # the forced pieces the step read (prefix[0]: the start token)
+    labels = forcing.piece_labels(prefix, 1, n_read)  # the head views' key labels
+    newest = code(isolate(prefix[-1]))
+    if n_read == len(prefix) - 1 > 0:  # the query is a forced piece
+        newest = f":violet-background[{forcing.FORCED_MARK}{newest}]"
+    st.markdown(f"At step {session.n_steps} the decoder read {forcing.marked_pieces(prefix, 1, n_read)} "
+                f"(log-probability {score(hyp.score)}); its newest token {newest} is the query whose "
                 "attention is shown. Its candidates for the next token:")
     c1, c2 = st.columns(2)
     order = step_candidates(c1, step, step.live.index(hyp), tok.target_pieces, key="step_cands",
@@ -62,10 +68,10 @@ def current_step(session, translator, src_pieces) -> None:
     layer = c2.selectbox("Decoder layer", range(cross.shape[0]), key="step_layer")
     chart(c2, heatmaps.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
           key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None, share=0.5)
-    chart(c2, heatmaps.head_rows(self_rows[layer], prefix, title="self-attention per head"),
+    chart(c2, heatmaps.head_rows(self_rows[layer], labels, title="self-attention per head"),
           key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None, share=0.5)
     c2.caption(" ".join(filter(None, [NOTES[lens], note])))
-    svg_views.step_head_view(hyp, prefix, src_pieces, layer, key="step_lines")
+    svg_views.step_head_view(hyp, labels, src_pieces, layer, key="step_lines")
 
 
 def main() -> None:
@@ -120,23 +126,27 @@ def main() -> None:
                    disabled=session.done if name in ("Next", "Run to end") else name == "Back" and not session.n_steps,
                    width="stretch")
     live = [forcing.marked(tok, h.tokens, len(session.prefix)) for h in session.live]
-    st.markdown(f"**Step {session.n_steps}.** " + ("Done." if session.done else "Output so far: " + " | ".join(live)))
+    done = f"Done: {forcing.marked(tok, session.result().best.tokens, len(session.prefix))}" if session.done else ""
+    st.markdown(f"**Step {session.n_steps}.** " + (done or "Output so far: " + " | ".join(live)))
     forcing.forced_note(session, translator)
     current_step(session, translator, source.pieces)
     tokens_help()
     if settings.beam_size > 1 and session.history:
         st.subheader("Beam tree")
-        svg_views.beam_tree(session, translator, source.ids, key="step_tree", on_continue=forcing.continue_from)
+        svg_views.beam_tree(session, translator, source.ids, key="step_tree", on_continue=forcing.continue_from,
+                            marked=lambda tokens: forcing.marked(tok, tokens, len(session.prefix), False),
+                            forced_mark=forcing.FORCED_MARK)
     finished = session.result().hypotheses  # the n best (all of them once done: the search's output)
     if finished:
         st.subheader("Finished hypotheses" if settings.nbest == 1 else f"The {settings.nbest} best finished hypotheses")
-        labels = [hypotheses.nbest_label(plain(isolate(tok.decode_target(h.tokens))), h, settings) for h in finished]
+        labels = [hypotheses.nbest_label(forcing.marked(tok, h.tokens, len(session.prefix), False), h, settings)
+                  for h in finished]
         hyp = hypotheses.opened_hypothesis(finished, labels)
         if note := hypotheses.penalty_note(settings):
             st.caption(note)
         st.markdown(f"**Result:** {forcing.marked(tok, finished[0].tokens, len(session.prefix), False)}")  # the winner
         if hyp is not finished[0]:
-            st.markdown(f"**Opened below:** {plain(isolate(tok.decode_target(hyp.tokens)))}")
+            st.markdown(f"**Opened below:** {forcing.marked(tok, hyp.tokens, len(session.prefix), False)}")
         with decode_turn() as on_wait, decode_slot(on_wait):
             maps = translator.attention_maps(source.ids, hyp.tokens)
         lens = st.session_state.get("step_lens", "raw")  # the switch above, at the current step

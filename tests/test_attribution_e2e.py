@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 SENTENCE = "The woman gave her father water."  # "woman" -> "man": the same number of pieces
 
 
-@pytest.mark.parametrize(("view", "charts", "text"), [("attribution", 1, "IG completeness gap"),
+@pytest.mark.parametrize(("view", "charts", "text"), [("attribution", 1, "IG gap at"),
                                                       ("lens", 1, "DecoderLens"),
                                                       ("patching", 4, "difference to restore")])
 def test_each_view_draws_its_charts(server, page, view, charts, text):  # noqa: F811

@@ -1,5 +1,5 @@
 """The model's own translation beside a forced one (issue 38 item 3): totals that are teacher-forced sums, maps that
-are the teacher-forced pass's, the difference own - forced where the lengths allow it, and the typed foil's
+are the teacher-forced pass's, the difference own - forced over the rows both have, and the typed foil's
 contrast in one call (item 5)."""
 
 import math
@@ -39,6 +39,18 @@ def one_word(translator):
         out += [compare_forced(translator, source, [t]) for t in range(4, translator.tokenizer.tgt_vocab_size)
                 if t != own[0]]
     return out
+
+
+@pytest.fixture(scope="module")
+def no_difference(translator):
+    """The model's own finished output with another piece in place of its </s>: the forced output is longer, and the
+    rows both have read the same pieces in both (found, not named: see one_word)."""
+    for source, _ in PAIRS:
+        own = translator.translate(source).token_ids
+        if own[-1] == translator.specials.eos and len(own) > 1:
+            other = next(t for t in range(4, translator.tokenizer.tgt_vocab_size) if t != own[-2])
+            return compare_forced(translator, source, list(own[:-1]) + [other])
+    pytest.fail("no source of PAIRS gets a finished output from the random model")
 
 
 def _cross(translator, source_ids, tokens):
@@ -91,17 +103,29 @@ def test_forcing_the_models_own_words_gives_the_same_outputs_and_a_zero_differen
     assert both.difference.abs().max() < 1e-6 and "what the model would have said" in both.note
 
 
-def test_outputs_of_different_lengths_compare_the_forced_prefixs_rows_or_say_why_there_is_none(translator, one_word):
-    one = next(c for c in one_word if len(c.own.token_ids) != len(c.forced.token_ids))
-    lengths = len(one.own.token_ids), len(one.forced.token_ids)
-    assert one.difference is None and one.rows == 0 and one.difference_map(0) is None
-    assert f"{lengths[0]} and {lengths[1]} pieces" in one.note and "no difference to draw" in one.note  # row 0: <s>
-    two = next(c for c in (compare_forced(translator, c.source_ids, [c.prefix[0], t]) for c in one_word
-                           for t in range(4, 12)) if len(c.own.token_ids) != len(c.forced.token_ids) and c.shared == 0
-               and len(c.own.token_ids) > 1)
-    assert two.rows == 2 and two.difference.shape == (2, 4, 2, len(two.source_pieces))
-    assert torch.equal(two.difference, two.own.cross[:, :, :2] - two.forced.cross[:, :, :2])
-    assert "covers the forced prefix's 2 rows" in two.note
+def test_outputs_of_different_lengths_compare_the_rows_both_have(translator, one_word):
+    parted = [c for c in one_word if len(c.own.token_ids) != len(c.forced.token_ids)]
+    assert parted  # forcing another first word mostly changes the length
+    for c in parted:
+        t_own, t_forced = len(c.own.token_ids), len(c.forced.token_ids)
+        rows = min(t_own, t_forced)
+        assert f"{t_own} and {t_forced} pieces" in c.note and f"the first {rows} rows, the ones both have" in c.note
+        assert f"the {'own' if t_own > t_forced else 'forced'} output's last" in c.note
+        if rows == 1:  # row 0 read the start token in both: nothing differs
+            assert c.difference is None and c.rows == 0 and "no difference to draw" in c.note
+            continue
+        assert c.rows == rows and c.difference.shape == (2, 4, rows, len(c.source_pieces))
+        assert torch.equal(c.difference, c.own.cross[:, :, :rows] - c.forced.cross[:, :, :rows])
+        assert c.difference[:, :, 0].abs().max() < 1e-6 and c.difference[:, :, 1:].abs().max() > 1e-3
+        assert torch.equal(c.difference_map(1, 2), c.difference[1, 2])
+
+
+def test_when_the_rows_both_have_read_the_same_pieces_there_is_no_difference_and_the_note_says_why(no_difference):
+    c = no_difference
+    t_own, t_forced = len(c.own.token_ids), len(c.forced.token_ids)
+    assert t_forced > t_own and c.shared == t_own - 1 and not c.same
+    assert c.difference is None and c.rows == 0 and c.difference_map(1) is None
+    assert f"the first {t_own} rows, the ones both have" in c.note and c.note.endswith("no difference to draw.")
 
 
 def test_a_bad_prefix_or_pick_is_refused_with_its_reason(translator):

@@ -1,6 +1,8 @@
 """The step page's side by side of the model's own translation and a forced one (issue 38 item 3): the figures' numbers
 read back from their JSON, and the page drawing them for a session with a forced prefix only."""
 
+import dataclasses
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -12,7 +14,8 @@ from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # no
 from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.session import DecodingSession
 from transformer.explain.forced_comparison import compare_forced
-from ui.step.forced_comparison import DIVERGING, MIN_SCALE, cross_figure, difference_figure
+from ui.step.candidate_bars import FORCED_MARK
+from ui.step.forced_comparison import DIVERGING, MIN_SCALE, SIDE_BY_SIDE_PIECES, cross_figure, difference_figure
 
 
 def test_each_sides_map_is_its_cross_attention_with_a_line_under_the_forced_rows(translator):  # noqa: F811
@@ -24,6 +27,8 @@ def test_each_sides_map_is_its_cross_attention_with_a_line_under_the_forced_rows
     assert [s.y0 for s in fig.layout.shapes] == [1.5]  # under the 2 forced rows
     notes = [row[0][2] for row in fig.data[0].customdata]
     assert notes[:2] == ["<br>forced piece"] * 2 and not any(notes[2:])
+    marked = [FORCED_MARK in t for t in fig.layout.yaxis.ticktext]  # the forced rows' labels, as the page's text
+    assert marked == [True, True] + [False] * (len(both.forced.pieces) - 2)
     own = cross_figure(both.own, sources, 0, 3, title="own")
     assert np.allclose(np.asarray(own.data[0].z), both.own.cross[0, 3].numpy()) and not own.layout.shapes
 
@@ -42,8 +47,23 @@ def test_the_difference_map_is_own_minus_forced_on_a_scale_centred_at_zero(one_w
     ticks = list(fig.layout.yaxis.ticktext)  # "own→forced" where the pieces differ: row 0 always (forced)
     assert len(ticks) == both.rows and "→" in ticks[0]
     assert all(("→" in t) == (o != f) for t, o, f in zip(ticks, both.own.pieces, both.forced.pieces))
-    none = next(c for c in one_word if c.difference is None)
-    assert difference_figure(none, 0, None) is None
+    assert [FORCED_MARK in t for t in ticks] == list(both.forced.forced[:both.rows])
+    assert difference_figure(dataclasses.replace(both, difference=None), 0, None) is None
+
+
+def test_no_blank_difference_map_when_the_forced_prefix_is_the_models_own(translator):  # noqa: F811
+    own = translator.translate("the house is big").token_ids
+    same = compare_forced(translator, "the house is big", own[:2])
+    assert same.same and same.difference.abs().max() < 1e-6
+    assert difference_figure(same, 1, None) is None  # the note says the difference is 0
+
+
+def test_outputs_of_different_lengths_get_a_map_of_the_rows_both_have(one_word):  # noqa: F811
+    both = next(c for c in one_word if len(c.own.token_ids) != len(c.forced.token_ids) and c.rows > 1)
+    rows = min(len(both.own.token_ids), len(both.forced.token_ids))
+    z = np.asarray(difference_figure(both, 0, None).data[0].z)
+    assert z.shape == (rows, len(both.source_pieces))
+    assert np.allclose(z, (both.own.cross_map(0)[:rows] - both.forced.cross_map(0)[:rows]).numpy(), atol=1e-6)
 
 
 def _forced_session(app, prefix):
@@ -72,6 +92,7 @@ def test_the_step_page_shows_the_side_by_side_for_a_forced_session_only(at):  # 
     own_line = shown[shown.index(f"**Own** · log-probability **{both.own.score:.3f}**") + 1]
     forced_line = shown[shown.index(f"**Forced** · log-probability **{both.forced.score:.3f}**") + 1]
     assert forced_line.count(":violet-background[") == 1 and ":violet-background[" not in own_line  # forced marked
+    assert forced_line.startswith(":violet-background[✎ ")  # the mark of the page's other lines
     at.selectbox(key="step_fc_head").set_value(2).run()
     forced_map = next(f for f in figures_of(at) if f["layout"]["title"]["text"] == "forced: layer 1, head 2")
     assert np.allclose(plotly_array(forced_map["data"][0]["z"]), both.forced.cross[1, 2].numpy(), atol=1e-6)
@@ -79,3 +100,27 @@ def test_the_step_page_shows_the_side_by_side_for_a_forced_session_only(at):  # 
     assert at.session_state["step_fc_result"][1] is both  # computed once for the same request
     with pytest.raises(AssertionError):
         torch.testing.assert_close(both.own.cross, both.forced.cross)  # the maps differ
+
+
+@pytest.mark.parametrize("class_on", [False, True])
+def test_a_long_source_or_class_mode_draws_the_two_maps_at_the_pages_width(at, class_on):  # noqa: F811
+    """Half a page thinned a long source's labels to a few (or class mode's large ones): the maps one under the
+    other keep as many source labels as the difference map under them, or more."""
+    long = " ".join(source.rstrip(" .") for source, _ in PAIRS[:8]) + " ."  # over SIDE_BY_SIDE_PIECES pieces
+    page(at, "pages/2_Step_by_step.py")
+    if class_on:
+        at.session_state["class_mode"] = True
+    at.text_input(key="step_text").input(long).run()
+    at.button(key="step_run_to_end").click().run()
+    own = at.session_state["step_session"].result().best.tokens
+    _forced_session(at, [next(t for t in range(4, 40) if t != own[0])])
+    at.run()
+    assert not at.exception, at.exception
+    both = at.session_state["step_fc_result"][1]
+    assert len(both.source_pieces) > SIDE_BY_SIDE_PIECES and both.difference is not None
+
+    def shown(prefix):
+        fig = next(f for f in figures_of(at) if f["layout"]["title"]["text"].startswith(prefix))
+        return sum(1 for t in fig["layout"]["xaxis"]["ticktext"] if t)
+
+    assert shown("own:") == shown("forced:") >= shown("own −") > 0  # its "own→forced" rows take more margin

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run
 from tests.test_app import plotly_array
 from tests.test_attribution import tiny_translator
 from tests.test_explain_app import at, checkpoints, open_view  # noqa: F401  (fixtures)
-from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
+from tests.test_forced_comparison import no_difference, one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.search import SearchSettings
 from transformer.explain.contrast import contrast
 from transformer.explain.foil import foil_word
@@ -44,9 +44,8 @@ def test_the_forced_section_prints_both_totals_marks_the_forced_pieces_and_draws
     assert both.note[:40] in body
 
 
-def test_without_a_difference_the_section_says_why_and_draws_nothing(one_word, translator):  # noqa: F811
-    none = next(c for c in one_word if c.difference is None)
-    body = "".join(html_report.forced_sections(none))
+def test_without_a_difference_the_section_says_why_and_draws_nothing(no_difference, translator):  # noqa: F811
+    body = "".join(html_report.forced_sections(no_difference))
     assert "no difference to draw" in body and not plotted(body)
     own = translator.translate("the house is big")
     same = compare_forced(translator, "the house is big", own.token_ids[:2])

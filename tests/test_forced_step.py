@@ -8,7 +8,7 @@ import pytest
 
 from tests.app_fixtures import PAIRS
 from tests.test_app import at, checkpoints, figures_of, page  # noqa: F401 (fixtures)
-from ui.step.candidate_bars import FORCED_MARK, MARK
+from ui.step.candidate_bars import FORCED, FORCED_MARK, MARK
 
 STEP = "pages/2_Step_by_step.py"
 TEXT = PAIRS[3][0]  # "the woman reads a book ."
@@ -32,6 +32,14 @@ def started(app, **params):
         app.text_input(key="step_text").input(TEXT).run()
     assert not app.exception, app.exception
     return app
+
+
+def forced_ticks(app) -> list[str]:
+    """The candidate bars' forced labels, unwrapped from their violet span (every forced label is in one)."""
+    span = f"<span style='color:{FORCED}'>"
+    out = [t.removeprefix(span).removesuffix("</span>") for t in ticks(app) if t.startswith(span)]
+    assert len(out) == sum(FORCED_MARK in t for t in ticks(app))
+    return out
 
 
 def tokenizer(app):
@@ -64,15 +72,17 @@ def test_a_non_top_candidate_is_forced_marked_and_decoded_on_from(at):  # noqa: 
     s = session(at)
     assert s.prefix == [picked] and s.n_steps == 1 and s.history[0].nodes[0].token == picked
     word = tokenizer(at).decode_target([picked])
-    assert [t for t in ticks(at) if t.startswith(FORCED_MARK)] == [FORCED_MARK + "▁" + word]
+    assert forced_ticks(at) == [FORCED_MARK + "▁" + word]  # violet, as the output line
     assert not [t for t in ticks(at) if t.startswith(MARK)]
     assert f"**Step 1.** Output so far: :violet-background[{FORCED_MARK}{word}]" in violet(at)
     assert at.query_params["prefix"] == word  # the link keeps it, as text
     at.button(key="step_next").click().run()  # the model's own choice again
     s = session(at)
     assert s.n_steps == 2 and s.prefix == [picked] and s.history[1].nodes[0].status != "pruned"
-    assert [t for t in ticks(at) if t.startswith(MARK)] and not [t for t in ticks(at) if t.startswith(FORCED_MARK)]
+    assert [t for t in ticks(at) if t.startswith(MARK)] and not forced_ticks(at)
     at.button(key="step_run_to_end").click().run()
+    done = next(m.value for m in at.markdown if m.value.startswith(f"**Step {session(at).n_steps}.**"))
+    assert done.startswith(f"**Step {session(at).n_steps}.** Done: :violet-background[{FORCED_MARK}{word}]")
     result = next(m.value for m in at.markdown if m.value.startswith("**Result:**"))
     assert result.startswith(f"**Result:** :violet-background[{FORCED_MARK}{word}]")
     assert session(at).result().best.tokens[0] == picked
@@ -120,7 +130,7 @@ def test_a_link_restores_the_forced_prefix_in_a_beam_search_with_its_tree(at):  
     assert s.history[1].nodes[0].token == s.prefix[1] and len(s.history[1].nodes) == 1  # forced: one hypothesis
     assert at.text_input(key="step_text").value == TEXT and at.query_params["beam"] == "3"
     assert at.query_params["prefix"] == "la femme" and any(sub.value == "Beam tree" for sub in at.subheader)
-    assert [t for t in ticks(at) if t.startswith(FORCED_MARK)] == [FORCED_MARK + "▁femme"]
+    assert forced_ticks(at) == [FORCED_MARK + "▁femme"]
     at.button(key="step_run_to_end").click().run()
     assert not at.exception
     assert all(h.tokens[:2] == s.prefix for h in session(at).result().hypotheses)
@@ -146,6 +156,12 @@ def test_continue_from_a_tree_node_forces_that_nodes_output_and_an_ended_node_of
     assert not at.exception and not at.error
     assert session(at).prefix == node_prefix(history, t, rank) and session(at).n_steps == t + 1
     assert any(sub.value == "Beam tree" for sub in at.subheader)
+    at.session_state["step_tree_open"] = f"{t}:0"  # the continued node, opened: its output marked forced
+    at.run()
+    opened = next(m.value for m in at.markdown if m.value.startswith(f"**Step {t + 1}, rank 0**"))
+    assert f"(live, forced): :violet-background[{FORCED_MARK}" in opened
+    lines = [str(f.proto) for f in at.get("iframe") if "target queries" in str(f.proto)][-1]  # the node's head view
+    assert FORCED_MARK.strip() in lines  # the forced queries' labels
 
 
 @pytest.mark.parametrize("prefix, message", [
@@ -178,6 +194,7 @@ def test_a_word_the_page_cannot_force_is_a_message_and_the_step_stays(at, word, 
     errors = [e.value.replace("\\", "") for e in at.error]
     assert [e for e in errors if message in e], errors
     assert session(at) is before and before.n_steps == 1 and before.prefix == []
+    assert at.text_input(key="step_force_word").value == word  # refused: kept, to be corrected
 
 
 def test_a_new_search_keeps_the_forced_prefix_and_a_new_sentence_drops_it(at):  # noqa: F811
@@ -186,11 +203,21 @@ def test_a_new_search_keeps_the_forced_prefix_and_a_new_sentence_drops_it(at):  
     at.text_input(key="step_force_word").input("la femme").run()
     at.button(key="step_force_typed").click().run()
     forced = session(at).prefix
+    assert at.text_input(key="step_force_word").value == ""  # forced: not left in the box for another step or model
     at.radio(key="step_method").set_value("beam").run()
     assert session(at).settings.beam_size > 1 and session(at).prefix == forced and session(at).n_steps == 2
     at.text_input(key="step_text").input(PAIRS[0][0]).run()
     assert session(at).prefix == [] and session(at).n_steps == 0
-    assert any("forced pieces were dropped" in i.value for i in at.info) and not at.warning
+    assert [i.value for i in at.info if "dropped" in i.value] == ["A new sentence: the forced pieces were dropped."]
+    assert not at.warning
+    at.button(key="step_next").click().run()
+    at.text_input(key="step_force_word").input("femme").run()
+    at.button(key="step_force_typed").click().run()
+    assert session(at).prefix
+    at.selectbox(key="_model_select").set_value(next(o for o in at.selectbox(key="_model_select").options
+                                                     if "tiny-ar" in o)).run()
+    assert not at.exception and session(at).prefix == []
+    assert any(i.value.startswith("Another model: the forced pieces were dropped") for i in at.info)
 
 
 def test_the_beam_tree_marks_the_forced_steps_nodes_and_only_them(at):  # noqa: F811
@@ -276,3 +303,26 @@ def test_pieces_whose_text_reads_back_otherwise_say_so_under_the_output(at):  # 
     at.session_state[PENDING] = Force((tok.encode_target("la")[1],))
     at.run()
     assert not [c for c in at.caption if "reads back as other pieces" in c.value]
+
+
+def test_the_step_line_the_head_views_and_the_n_best_mark_the_forced_pieces(at):  # noqa: F811
+    started(at, text=TEXT, search="beam", beam="3", prefix="la femme")
+
+    def step_line():
+        return next(m.value for m in at.markdown if m.value.startswith("At step "))
+
+    def self_keys():
+        fig = next(f for f in figures_of(at) if f["layout"]["title"]["text"] == "self-attention per head")
+        return list(fig["layout"]["xaxis"]["ticktext"])
+
+    # step 2 read <s> la: the forced "la" is both the read prefix's forced part and the query
+    assert step_line().count(":violet-background[" + FORCED_MARK) == 2 and "▁la" in step_line()
+    assert [FORCED_MARK in k for k in self_keys()] == [False, True]
+    at.button(key="step_next").click().run()
+    at.button(key="step_next").click().run()  # step 4 read <s> la femme and the model's own piece
+    assert step_line().count(":violet-background[" + FORCED_MARK) == 1
+    assert [FORCED_MARK in k for k in self_keys()] == [False, True, True, False]
+    at.button(key="step_run_to_end").click().run()
+    radio = next(r for r in at.radio if r.label == "Open a hypothesis to see its attention")
+    assert len(radio.options) == 3
+    assert all(o.startswith(f":violet-background[{FORCED_MARK}") and "femme" in o for o in radio.options)

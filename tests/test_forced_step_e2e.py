@@ -1,6 +1,7 @@
 """Issue 38 "Done when" in a real browser: force "femme" into "The man is here." on the teaching model and find the
-forced word in the output, the beam tree and the link, and the link restoring it. Shares the server of
-tests/test_e2e.py (skipped there, and so here, without chromium); the page logic: tests/test_forced_step.py."""
+forced word in the output, the step line, the candidate bars (violet), the beam tree and the link, and the link
+restoring it. Shares the server of tests/test_e2e.py (skipped there, and so here, without chromium); the page logic:
+tests/test_forced_step.py."""
 
 import re
 import urllib.parse
@@ -41,6 +42,10 @@ def _forced_in_page(page) -> None:
     assert [t.strip() for t in forced.locator("text.label").all_text_contents()] == ["▁La", "▁femme"]
     assert page.locator("svg.bt g.node:not(.forced)").count() >= 1  # the root <s> at least
     expect(page.get_by_text("✎ marks the forced token")).to_be_visible()
+    tick = page.locator(".ytick text", has_text="✎").first  # the candidate bars' forced label, violet
+    assert tick.locator("tspan").first.evaluate("e => getComputedStyle(e).fill") == "rgb(123, 63, 160)"
+    read = page.locator("p", has_text=re.compile(r"^At step 2 the decoder read")).first
+    assert "La" in read.locator("span", has_text="✎").first.inner_text()  # the forced piece it read, marked
 
 
 def test_force_femme_into_the_man_is_here_and_find_it_in_the_output_the_tree_and_the_link(server, page):  # noqa: F811

@@ -1,6 +1,6 @@
 """The model's own translation beside a forced one ("what if the model had said X?", issue 38): each with its total
 log-probability and per-piece log-probabilities (the forced pieces flagged), their cross-attention maps, and the
-difference of the two maps where the outputs' lengths allow one.
+difference of the two maps over the rows both outputs have.
 
 Both outputs come from the same search (`transformer.decoding.search`) with the same settings, one from the empty
 prefix and one from the forced prefix; their maps from one teacher-forced pass each (`Translator.attention_maps`),
@@ -9,8 +9,8 @@ before t, so the rows up to the first piece where the outputs part (`shared` + 1
 difference is zero there.
 
 A map of the whole outputs can only be subtracted when they have the same length. Otherwise the difference covers
-the forced prefix's rows (where the forced output holds a forced piece and the own output the piece the model chose
-there), as many as both outputs have; `note` says which rows a difference covers, or why there is none.
+the rows both outputs have (the first min(T_own, T_forced)): row t is the query that emitted piece t in each, whatever
+their lengths; `note` says which rows a difference covers, or why there is none.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class ForcedComparison:
     own: ComparedOutput  # decoded from the start token alone
     forced: ComparedOutput  # decoded on from the forced prefix
     shared: int  # leading pieces the two outputs share: their rows are equal
-    difference: Tensor | None  # (L, H, R, S) own - forced over the first R rows, None when no row can be compared
+    difference: Tensor | None  # (L, H, R, S) own - forced over the R rows both have, None when they all read the same
     note: str  # which rows the difference covers, or why there is none
 
     @property
@@ -109,7 +109,7 @@ def compare_forced(translator: Translator, source: str | Sequence[int], prefix: 
     src = torch.tensor([source_ids], device=translator.device)  # (1, S)
     own, forced = (_output(translator, source_ids, src, settings, given) for given in ([], ids))
     shared = shared_prefix(own.token_ids, forced.token_ids)
-    difference, note = _difference(own, forced, len(ids), shared)
+    difference, note = _difference(own, forced, shared)
     return ForcedComparison(tuple(source_ids), tuple(translator.tokenizer.source_pieces(source_ids)), tuple(ids), own,
                             forced, shared, difference, note)
 
@@ -124,7 +124,7 @@ def _output(translator: Translator, source_ids: list[int], src: Tensor, settings
                           tuple(i < len(prefix) for i in range(len(best.tokens))), best.finished, cross)
 
 
-def _difference(own: ComparedOutput, forced: ComparedOutput, n_forced: int, shared: int) -> tuple[Tensor | None, str]:
+def _difference(own: ComparedOutput, forced: ComparedOutput, shared: int) -> tuple[Tensor | None, str]:
     """own - forced over the rows that can be compared, and the note saying which."""
     t_own, t_forced = len(own.token_ids), len(forced.token_ids)
     if own.token_ids == forced.token_ids:
@@ -136,9 +136,11 @@ def _difference(own: ComparedOutput, forced: ComparedOutput, n_forced: int, shar
                  f"The first {equal} rows are equal: their queries read the same pieces in both. ")
     if t_own == t_forced:
         return own.cross - forced.cross, same_rows + f"Both have {t_own} pieces: the difference covers every row."
-    rows = min(n_forced, t_own)  # the forced output holds every forced piece and one more at least
-    note = f"The outputs have {t_own} and {t_forced} pieces, so their whole maps cannot be subtracted row by row"
+    rows = min(t_own, t_forced)  # the rows both outputs have: query t of each emitted its piece t
+    longer, extra = "own" if t_own > t_forced else "forced", abs(t_own - t_forced)
+    rest = "last row has" if extra == 1 else f"last {extra} rows have"
+    note = (f"The outputs have {t_own} and {t_forced} pieces: the difference covers the first {rows} rows, the ones "
+            f"both have; the {longer} output's {rest} no counterpart")
     if rows <= equal:
-        return None, note + "; the forced prefix's rows read the same pieces in both: no difference to draw."
-    return (own.cross[:, :, :rows] - forced.cross[:, :, :rows],  # (L, H, rows, S)
-            same_rows + note + f": the difference covers the forced prefix's {rows} rows.")
+        return None, note + ", and those rows read the same pieces in both: no difference to draw."
+    return own.cross[:, :, :rows] - forced.cross[:, :, :rows], same_rows + note + "."  # (L, H, rows, S)

@@ -138,10 +138,10 @@ def attribution_view(translator: Translator, text: str, translation: Translation
     m1, m2, m3 = st.columns(3)
     m1.metric(f"log p({plain(isolate(token))})", f"{result.log_prob:.3f}")
     m2.metric("f (explained)", f"{result.f:.3f}")
-    m3.metric(f"IG completeness gap at {result.completeness.steps} steps",
-              f"{100 * result.completeness.relative_gap:.2f}%",
-              help="Integrated gradients' attributions should sum to f(input) − f(baseline) (Sundararajan et al., "
-                   "2017); the gap shrinks with more steps.")
+    # short: a metric's label is cut at its column's width ("IG completeness gap at 5…" in class mode at 1280 px)
+    m3.metric(f"IG gap at {result.completeness.steps} steps", f"{100 * result.completeness.relative_gap:.2f}%",
+              help="The completeness gap: integrated gradients' attributions should sum to f(input) − f(baseline) "
+                   "(Sundararajan et al., 2017); the gap shrinks with more steps.")
     st.caption(plain(figs.completeness_line(result)))
     chart(st, figs.attribution_bars(result, title=figs.attribution_title(token, foil_piece)), key="ex_attr_bars",
           filename=f"attribution-{position}", theme=None)

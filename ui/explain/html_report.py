@@ -180,7 +180,7 @@ def flow_sections(translator: Translator, translation: Translation) -> list[str]
 def forced_sections(both: ForcedComparison) -> list[str]:
     """What if the model had said X (`transformer.explain.forced_comparison`), for `extra` of sentence_report: the
     model's own translation and the forced one with their totals, each piece's log-probability (forced ones marked),
-    and own − forced of every layer's cross-attention (the mean of its heads) where the lengths allow it."""
+    and own − forced of every layer's cross-attention (the mean of its heads) over the rows both have."""
     sides = (("own", both.own), ("forced", both.forced))
     prefix = " ".join(piece_labels(both.forced.pieces)[: len(both.prefix)])
     parts = ["<h2>What if the model had said it? Own and forced translations</h2>"

@@ -73,10 +73,12 @@ def eq1_picture(model, source_ids: list[int], decoder_input: list[int] | None, f
 
 
 def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
-              on_continue: Callable[[Sequence[int]], None] | None = None) -> None:
+              on_continue: Callable[[Sequence[int]], None] | None = None,
+              marked: Callable[[Sequence[int]], str] | None = None, forced_mark: str = "") -> None:
     """The beam tree of a session, its forced steps (`session.prefix`) marked; a click on a node opens its hypothesis
     at that step with its attention, and with on_continue a "Continue from here" button that calls it with the
-    node's output tokens."""
+    node's output tokens. marked: a node's output as the page writes it (Markdown, its forced pieces marked);
+    forced_mark: before a forced piece's label in the node's head view."""
     tok = translator.tokenizer
     best = (session.finished or session.live or [None])[0]
     forced = len(session.prefix)
@@ -102,8 +104,9 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
         return
     node = session.history[step].nodes[rank]
     tokens = tree.node_prefix(session.history, step, rank)
+    shown = marked(tokens) if marked else plain(tok.decode_target(tokens)) or "∅"
     st.markdown(f"**Step {step + 1}, rank {rank}** ({node.status}{', forced' if step < forced else ''}): "
-                f"{plain(tok.decode_target(tokens)) or '∅'} with {code(tok.target_pieces([node.token])[0])} "
+                f"{shown} with {code(tok.target_pieces([node.token])[0])} "
                 f"{'given' if step < forced else 'chosen'} at P = {math.exp(node.log_prob):.3f}, log-probability "
                 f"{node.score:.3f}. Where the decoder looked while it {'read' if step < forced else 'chose'} that "
                 "piece:")
@@ -118,5 +121,6 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
         att = translator.attention_maps(source_ids, tokens)
     names = views.NAMES["cross"]
     rows, cols = piece_labels(att.target_pieces), piece_labels(att.source_pieces)
+    rows = [forced_mark + r if i < forced else r for i, r in enumerate(rows)]
     show(views.head_view_from(attention_maps.stacked(att, "cross"), rows, cols, focus=len(rows) - 1,
                               query_name=names[0], key_name=names[1]))

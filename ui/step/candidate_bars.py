@@ -65,11 +65,12 @@ def candidates_figure(bars: CandidateBars, *, rows: int | None = None, title: st
 
     Greedy and beam search: the model's probabilities. Sampling: three bars a token, the model's, after
     temperature, and the distribution the token was drawn from (kept: how many tokens it has). forced: the step
-    emitted a forced piece, marked FORCED_MARK rather than MARK and outlined in violet.
+    emitted a forced piece, marked FORCED_MARK rather than MARK, its label and outline violet.
     """
     labels = [label_text(t) for t in bars.labels]  # whole in the hover, shortened on the axis
-    mark, outline = (FORCED_MARK, FORCED) if forced else (MARK, CHOSEN)
-    ticks = [(mark if c else "") + short(t) for t, c in zip(labels, bars.chosen)]
+    outline = FORCED if forced else CHOSEN
+    ticks = [(f"<span style='color:{FORCED}'>{FORCED_MARK}{short(t)}</span>" if forced else MARK + short(t)) if c
+             else short(t) for t, c in zip(labels, bars.chosen)]  # a forced token's label violet, as in the text
     sampling = bars.sampled is not None
     traces = [_bar("model", bars.probs, labels, MODEL if sampling else SAMPLED, bars.chosen, outline)]
     if sampling:

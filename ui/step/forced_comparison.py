@@ -1,6 +1,6 @@
 """The step page's side by side, for a session with a forced prefix: the model's own translation and the forced one,
 each with its total log-probability and its forced pieces marked, the cross-attention of both for a chosen layer
-and head (or the mean of the heads), and the difference own − forced where the lengths allow it
+and head (or the mean of the heads), and the difference own − forced over the rows both have
 (`transformer.explain.forced_comparison` computes every number). The figures are pure functions of that result.
 """
 
@@ -15,15 +15,17 @@ import streamlit as st
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.explain.forced_comparison import ComparedOutput, ForcedComparison, compare_forced
-from ui.shared import heatmaps
+from ui.shared import class_mode, heatmaps
 from ui.shared.text import piece_line, plain, score
 from ui.shared.translation_gate import decode_slot
 from ui.shared.widgets import chart, decode_turn
+from ui.step.candidate_bars import FORCED_MARK
 
 MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
 DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
 MIN_SCALE = 0.1  # the difference map's colour scale runs to ± its largest cell, never less: noise stays pale
 FORCED = "#7b3fa0"  # the forced pieces' violet, as the candidate bars and the beam tree mark them
+SIDE_BY_SIDE_PIECES = 20  # a longer source (or class mode): the two maps one under the other, at the page's width
 FORCED_LINE = dict(color=FORCED, dash="dash", width=2)  # under the forced pieces' rows
 
 
@@ -33,9 +35,10 @@ def _head_name(head: int | None, short: bool = False) -> str:
 
 def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, head: int | None, *,
                  title: str) -> go.Figure:
-    """One output's cross-attention (rows its pieces, columns the source's); a dashed line under its forced rows."""
+    """One output's cross-attention (rows its pieces, columns the source's); its forced rows' labels after ✎ and a
+    dashed line under them."""
     notes = ["<br>forced piece" if f else "" for f in output.forced]
-    fig = heatmaps.attention_heatmap(output.cross_map(layer, head).numpy(), list(output.pieces), source_pieces,
+    fig = heatmaps.attention_heatmap(output.cross_map(layer, head).numpy(), _rows(output), source_pieces,
                                      title=title, query_name="target query", key_name="source key", row_notes=notes)
     n_forced = sum(output.forced)
     if 0 < n_forced < len(output.pieces):
@@ -43,16 +46,22 @@ def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, h
     return fig
 
 
+def _rows(output: ComparedOutput) -> list[str]:
+    """An output's pieces as a map's row labels: the forced ones after ✎, as the page's text marks them."""
+    return [FORCED_MARK + p if f else p for p, f in zip(output.pieces, output.forced)]
+
+
 def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> go.Figure | None:
     """own − forced over the rows the comparison covers, on a diverging scale centred at 0; rows labelled "own
     piece → forced piece" where they differ; a dashed line under the rows that read the same pieces. None when
-    there is no difference (both.note says why)."""
+    there is no difference, or it is 0 everywhere (the forced prefix is the model's own; both.note says why)."""
     diff = both.difference_map(layer, head)
-    if diff is None:
+    if diff is None or both.same:  # a blank map of every row says less than the note
         return None
     z = diff.double().numpy()  # (R, S)
     rows = z.shape[0]
-    labels = [o if o == f else f"{o}→{f}" for o, f in zip(both.own.pieces[:rows], both.forced.pieces[:rows])]
+    labels = [m if o == f else f"{o}→{m}"  # m: the forced output's piece, marked when forced
+              for o, f, m in zip(both.own.pieces[:rows], both.forced.pieces, _rows(both.forced))]
     top = max(float(np.abs(z).max(initial=0.0)), MIN_SCALE)
     fig = heatmaps.attention_heatmap(np.clip(z, 0, 1), labels, list(both.source_pieces),
                                      title=f"own − forced, layer {layer}, {_head_name(head)}",
@@ -61,7 +70,7 @@ def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> g
                        hovertemplate="row %{customdata[0]}<br>source %{customdata[1]}<br>own − forced: %{z:+.3f}"
                                      "<extra></extra>")
     equal = min(both.shared + 1, rows)
-    if not both.same and equal < rows:
+    if equal < rows:
         fig.add_hline(y=equal - 0.5, line=dict(color="black", dash="dash", width=2))
     return fig
 
@@ -78,9 +87,10 @@ def comparison(translator: Translator, session: DecodingSession) -> ForcedCompar
 
 
 def pieces_line(output: ComparedOutput) -> str:
-    """The output's pieces as one line of Markdown, the forced ones on violet (the page's mark for them)."""
+    """The output's pieces as one line of Markdown, the forced ones on violet, ✎ before the first (the page's mark)."""
     # piece_line escapes every piece, so its background directive is the only one in the line
-    return piece_line(output.pieces, output.forced).replace(":orange-background[", ":violet-background[")
+    return piece_line(output.pieces, output.forced).replace(":orange-background[", ":violet-background[") \
+        .replace(":violet-background[", f":violet-background[{FORCED_MARK}", 1)
 
 
 def _summary(container: Any, name: str, output: ComparedOutput) -> None:
@@ -112,9 +122,12 @@ def side_by_side(translator: Translator, session: DecodingSession) -> None:
                         format_func=lambda h: _head_name(None if h == MEAN else h))
     head = None if head == MEAN else head
     sources = list(both.source_pieces)
-    for col, (name, output) in zip(st.columns(2), (("own", both.own), ("forced", both.forced))):
+    stacked = class_mode.is_on() or len(sources) > SIDE_BY_SIDE_PIECES  # half a page would thin the source labels
+    places = [st, st] if stacked else st.columns(2)
+    for col, (name, output) in zip(places, (("own", both.own), ("forced", both.forced))):
         chart(col, cross_figure(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head, True)}"),
-              key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None, share=0.5)
+              key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None,
+              share=1.0 if stacked else 0.5)
     fig = difference_figure(both, layer, head)
     if fig is not None:
         chart(st, fig, key="step_fc_diff", filename=f"own-minus-forced-layer-{layer}", theme=None)

@@ -81,8 +81,10 @@ def start(fresh: DecodingSession, previous: DecodingSession | None, linked: list
     if linked is None:
         if previous is None or not previous.prefix:
             return fresh, []
-        if previous.model is not fresh.model or previous.src_ids != fresh.src_ids:
-            return fresh, ["A new sentence or model: the forced pieces were dropped."]
+        if previous.model is not fresh.model:
+            return fresh, ["Another model: the forced pieces were dropped (they were the other model's pieces)."]
+        if previous.src_ids != fresh.src_ids:
+            return fresh, ["A new sentence: the forced pieces were dropped."]
         prefix, whose = previous.prefix, "The forced prefix"
     try:
         return forced(fresh, prefix), []
@@ -127,18 +129,36 @@ def marked(tokenizer, tokens: Sequence[int], n_forced: int, as_code: bool = True
         + shown(rest.strip())
 
 
-def _request(tokens: Sequence[int], what: str, note: str = "") -> None:
-    """A button's callback: a Force for main() to take, or the message saying why these pieces cannot be forced."""
+def marked_pieces(pieces: Sequence[str], start: int, n_forced: int) -> str:
+    """Pieces joined by spaces as bold Markdown, pieces[start:start + n_forced] (the forced ones) after ✎ on the
+    violet background of `marked`."""
+    def bold(part: Sequence[str]) -> str:
+        return f"**{plain(isolate(' '.join(part)))}**" if part else ""
+
+    head, forced_part, rest = pieces[:start], pieces[start:start + n_forced], pieces[start + n_forced:]
+    middle = f":violet-background[{FORCED_MARK}{bold(forced_part)}]" if forced_part else ""
+    return " ".join(filter(None, (bold(head), middle, bold(rest))))
+
+
+def piece_labels(pieces: Sequence[str], start: int, n_forced: int) -> list[str]:
+    """Pieces as a chart's token labels: pieces[start:start + n_forced] (the forced ones) after ✎."""
+    return [FORCED_MARK + p if start <= i < start + n_forced else p for i, p in enumerate(pieces)]
+
+
+def _request(tokens: Sequence[int], what: str, note: str = "") -> bool:
+    """A button's callback: a Force for main() to take, or the message saying why these pieces cannot be forced
+    (False)."""
     session = st.session_state.get("step_session")
     if session is None:
-        return
+        return False
     try:
         st.session_state[PENDING] = Force(tuple(checked(session, tokens)))
     except ValueError as e:
         st.session_state[ERROR] = f"Cannot force {what}: {plain(reason(e))}"
-        return
+        return False
     if note:
         st.session_state[NOTE] = note
+    return True
 
 
 def _typed(translator, before: tuple[int, ...]) -> None:
@@ -154,7 +174,8 @@ def _typed(translator, before: tuple[int, ...]) -> None:
     pieces = translator.tokenizer.target_pieces(ids)
     note = "" if len(ids) == 1 else (f"{plain(quoted(text))} is {len(ids)} pieces ("
                                       f"{', '.join(code(isolate(p)) for p in pieces)}): all {len(ids)} are forced.")
-    _request(before + tuple(ids), plain(quoted(text)), note)
+    if _request(before + tuple(ids), plain(quoted(text)), note):
+        st.session_state[WORD] = ""  # forced: the word is in the output now, not left for another step or model
 
 
 def continue_from(tokens: Sequence[int]) -> None:

@@ -51,7 +51,7 @@ class Area:
     y_range: tuple[float, float]  # data values at y0 (top) and y1 (bottom)
     xref: str
     yref: str
-    cells: list[list[str]] | None
+    cells: dict[str, Any] | None
     marks: list[tuple[float, float, str, int]]
     reach: float  # px: how far from a marker the pointer takes it (inf: the nearest anywhere in the area)
 
@@ -329,7 +329,7 @@ def draw(fig: go.Figure, width: float) -> Drawing:
         parts.append(_cells_svg(trace, ax, ay, xs, ys, z, many, base))
         area = areas.setdefault((ax.name, ay.name), {"cells": None, "marks": []})
         if trace.hoverinfo not in ("skip", "none"):
-            area["cells"] = _cell_hovers(trace, xs, ys, z)
+            area["cells"] = {"x0": xs[0], "y0": ys[0], "text": _cell_hovers(trace, xs, ys, z)}
     paper_x, paper_y = (m["l"], W - m["r"]), (H - m["b"], m["t"])
     parts += shape_parts(layout.shapes, axes, paper_x, paper_y)
     points: list[dict[str, Any]] = []

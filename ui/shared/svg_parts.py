@@ -73,8 +73,11 @@ def nice_step(raw: float, integer: bool = False) -> float:
 
 
 def number_label(value: float, step: float) -> str:
+    """A tick number as plotly writes it: the step's decimals without trailing zeros, minus as U+2212."""
     digits = max(0, -math.floor(math.log10(step) + 1e-9)) if step < 1 else 0
     text = f"{value:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
     return "0" if float(text) == 0 else text.replace("-", "\u2212")
 
 
@@ -162,7 +165,7 @@ def colour_bar(trace: Any, scale: list[tuple[float, tuple[float, float, float]]]
     out = []
     if title and side == "top":
         out.append(text_svg(x, top + 0.6 * title_font, title, title_font, colour=colour, cls="cbt"))
-        top += 1.5 * title_font
+        top += 1.4 * title_font + 0.6 * (bar.tickfont.size or base)  # room for the top number's upper half
     lo, hi = z_range
     stops = "".join(f'<stop offset="{1 - p:.4f}" stop-color="{_hex(c)}"/>' for p, c in reversed(scale))
     uid = hashlib.blake2s(stops.encode(), digest_size=5).hexdigest()  # equal scales may share one id

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-FONT = '"Source Sans Pro", "Source Sans 3", "Open Sans", Arial, sans-serif'
+FONT = '"Source Sans", "Source Sans Pro", "Open Sans", Arial, sans-serif'  # Streamlit's font, then plotly's
 CHAR_EM = 0.58  # a character's average width in font sizes (what plotly's own label margins also assume)
 _TAG = re.compile(r"<(/?)(b|br)\s*/?>", re.IGNORECASE)
 _FIELD = re.compile(r"%\{([a-z]+)(?:\[(\d+)\])?(?::([^}]*))?\}")
@@ -98,7 +98,10 @@ def fill_template(template: str, values: Mapping[str, Any]) -> str:
             value = ", ".join(str(v) for v in value)
         return number(value, spec)
 
-    return _FIELD.sub(one, template)
+    filled = _FIELD.sub(one, template)
+    if "%{" in filled:
+        raise Unsupported(f"template {template[:40]!r}")
+    return filled
 
 
 def escape(text: str) -> str:

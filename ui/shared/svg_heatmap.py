@@ -353,6 +353,8 @@ def draw(fig: go.Figure, width: float) -> Drawing:
         ax, ay = axes[xn], axes[yn]
         out.append(Area((ax.p0, ay.p0, ax.p1, ay.p1), ax.span(), ay.span(), xn, yn, area["cells"], area["marks"],
                         reach))
+        parts.append(f'<rect class="area" data-xref="{xn}" data-yref="{yn}" x="{ax.p0:.1f}" y="{ay.p0:.1f}" '
+                     f'width="{ax.p1 - ax.p0:.1f}" height="{ay.p1 - ay.p0:.1f}" fill="none"/>')  # a subplot's box
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" class="lc-svg" viewBox="0 0 {W:g} {H:g}" width="{W:g}" '
            f'height="{H:g}" font-family=\'{FONT}\'>{"".join(parts)}</svg>')
     return Drawing(svg, round(W), round(H), out, points)

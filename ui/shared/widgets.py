@@ -88,8 +88,9 @@ def page_setup(page: str) -> None:
     model_picker()
     class_mode.sidebar_toggle(link())
     st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
-                     format_func=str.upper, help="The camera icon of every chart's toolbar saves this format: "
-                     "PNG for a quick look, SVG (a vector drawing) for slides and papers.")
+                     format_func=str.upper, help="Every chart's download button (top right, or the camera icon of "
+                     "its toolbar) saves this format: PNG for a quick look, SVG (a vector drawing) for slides and "
+                     "papers.")
 
 
 def link() -> dict[str, str]:

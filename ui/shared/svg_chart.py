@@ -1,4 +1,4 @@
-"""Heatmap figures on a page without plotly.js: `ui.shared.svg_heatmap` draws the figure as SVG on the server, and a
+"""Charts on a page without plotly.js: `ui.shared.svg_figure` draws the figure as SVG on the server, and a
 bidirectional Streamlit component (no iframe) shows it with a few lines of JS for the hover, clicks and box
 selections (reported in st.plotly_chart's shape, so that the same on_select callbacks read them) and the download
 (PNG or SVG). `ui.shared.widgets.chart` tries this first and falls back to st.plotly_chart.
@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import streamlit.components.v2 as bidi_components
 
-from ui.shared import svg_heatmap
+from ui.shared import svg_figure, svg_traces
 from ui.shared.svg_text import Unsupported
 
 ELEMENT = "svg_chart"  # the component's name (tests find its elements by it)
@@ -44,12 +44,15 @@ def _modes(kwargs: dict[str, Any]) -> list[str]:
     return [mode] if isinstance(mode, str) else list(mode)
 
 
-def payload(fig: go.Figure, width: float, *, config: dict, modes: list[str], tip_px: float) -> dict[str, Any]:
+def payload(fig: go.Figure, width: float, *, config: dict, modes: list[str], tip_px: float,
+            theme: str | None = "streamlit") -> dict[str, Any]:
     """What the component gets: the SVG and its size, each subplot's hover texts and clickable points, the
     selection modes, plotly's config (the download's name and format: `heatmaps.chart_config`), the hover's font
     size, and the figure as st.plotly_chart would send it (which the app's tests read, as they read plotly's).
-    Unsupported when svg_heatmap cannot draw the figure."""
-    drawing = svg_heatmap.draw(fig, width)
+    theme: st.plotly_chart's (None: plotly's own trace colours, else Streamlit's). Unsupported when svg_figure
+    cannot draw the figure."""
+    colours = svg_traces.PLOTLY_COLOURS if theme is None else svg_traces.STREAMLIT_COLOURS
+    drawing = svg_figure.draw(fig, width, colours)
     return {"svg": drawing.svg, "width": drawing.width, "height": drawing.height,
             "areas": [area.as_json() for area in drawing.areas], "points": drawing.points, "modes": modes,
             "config": config, "tip": tip_px, "figure": json.loads(fig.to_json())}
@@ -62,7 +65,8 @@ def show(container: Any, fig: go.Figure, *, key: str, width: float, config: dict
     if set(kwargs) - KWARGS or not math.isfinite(width):
         return None
     try:
-        data = payload(fig, width, config=config, modes=_modes(kwargs), tip_px=tip_px)
+        data = payload(fig, width, config=config, modes=_modes(kwargs), tip_px=tip_px,
+                       theme=kwargs.get("theme", "streamlit"))
     except Unsupported:
         return None
     on_select = kwargs.get("on_select")

@@ -1,4 +1,4 @@
-"""The pieces of an SVG heatmap figure (`ui.shared.svg_heatmap`): colour scales, cells as a pixelated image, tick
+"""The pieces of an SVG heatmap figure (`ui.shared.svg_figure`): colour scales, cells as a pixelated image, tick
 labels and axis titles, the colour bar, shapes, markers, notes and the title. Pure functions, no streamlit."""
 
 from __future__ import annotations
@@ -181,6 +181,22 @@ def colour_bar(trace: Any, scale: list[tuple[float, tuple[float, float, float]]]
     if title and side == "right":
         out.append(text_svg(x + thickness + 2 * TICK_GAP + widest + 0.7 * title_font, (top + bottom) / 2, title,
                             title_font, anchor="middle", angle=90, colour=colour, cls="cbt"))
+    return "".join(out)
+
+
+def grid_parts(a: Any, across: tuple[float, float]) -> str:
+    """A numeric axis's grid lines at its ticks, across the plot (across: px from, to), and its zero line."""
+    if a.layout.showgrid is False:
+        return ""
+    out = []
+    low, high = sorted((a.p0, a.p1))
+    for value, _ in a.ticks():
+        p = a.px(value)
+        if low - 0.5 <= p <= high + 0.5:
+            stroke = "#c3c7cf" if value == 0 and a.layout.zeroline is not False else "#e6e9ef"
+            line = (f'x1="{p:.1f}" y1="{across[0]:.1f}" x2="{p:.1f}" y2="{across[1]:.1f}"' if a.name.startswith("x")
+                    else f'x1="{across[0]:.1f}" y1="{p:.1f}" x2="{across[1]:.1f}" y2="{p:.1f}"')
+            out.append(f'<line class="grid" {line} stroke="{stroke}" stroke-width="1"/>')
     return "".join(out)
 
 

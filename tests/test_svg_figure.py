@@ -1,4 +1,4 @@
-"""The SVG renderer of heatmap figures (ui.shared.svg_heatmap, svg_chart): one cell per value in the colour scale's
+"""The SVG renderer of plotly figures (ui.shared.svg_figure, svg_chart): one cell per value in the colour scale's
 colour, labels in order, hover texts, subplot grids, clickable points in st.plotly_chart's shape, and plotly for
 what it cannot draw."""
 
@@ -14,8 +14,10 @@ import pytest
 from PIL import Image
 
 from ui.explain import head_maps
-from ui.shared import bidi, gold_alignment, heatmaps, svg_chart, svg_heatmap
+from ui.learn import positional_figures
+from ui.shared import bidi, gold_alignment, heatmaps, svg_chart, svg_figure
 from ui.shared.svg_text import Unsupported, fill_template, lines_of
+from ui.step import candidate_bars
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 WEIGHTS = np.array([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1], [0.25, 0.25, 0.0, 0.5]])
@@ -42,7 +44,7 @@ def _heatmap():
 
 
 def test_one_cell_per_value_in_the_colour_scales_colour():
-    drawing = svg_heatmap.draw(_heatmap(), 900)
+    drawing = svg_figure.draw(_heatmap(), 900)
     cells = _svg(drawing).findall(".//s:rect[@class='cell']", NS)
     assert len(cells) == WEIGHTS.size
     for cell in cells:
@@ -56,7 +58,7 @@ def test_one_cell_per_value_in_the_colour_scales_colour():
 
 
 def test_labels_titles_and_colour_bar_are_drawn_in_order():
-    root = _svg(svg_heatmap.draw(_heatmap(), 900))
+    root = _svg(svg_figure.draw(_heatmap(), 900))
     assert _texts(root, "yt") == ["▁le", "▁chat", "</s>"]  # plotly's "&lt;" is drawn as "<"
     assert _texts(root, "xt") == ["▁the", "▁cat", "▁sat", "</s>"]
     assert _texts(root, "title") == ["cross-attention, layer 0, head 1"]
@@ -67,14 +69,14 @@ def test_labels_titles_and_colour_bar_are_drawn_in_order():
 def test_right_to_left_labels_keep_their_marks():
     pieces = ["▁ال", "ارض", "."]
     fig = heatmaps.attention_heatmap(np.full((3, 2), 0.5), pieces, ["▁the", "▁earth"])
-    shown = _texts(_svg(svg_heatmap.draw(fig, 900)), "yt")
+    shown = _texts(_svg(svg_figure.draw(fig, 900)), "yt")
     assert shown == [t.replace("\u200b", "") or t for t in bidi.piece_labels(pieces)] or shown == bidi.piece_labels(
         pieces)
     assert shown[0].startswith(bidi.RLM)
 
 
 def test_hover_names_both_tokens_and_the_weight():
-    (area,) = svg_heatmap.draw(_heatmap(), 900).areas
+    (area,) = svg_figure.draw(_heatmap(), 900).areas
     assert area.cells["text"][1][0] == "target query: ▁chat\nsource key: ▁the\nweight: 0.700"
     assert (area.cells["x0"], area.cells["y0"]) == (0, 0) and area.marks == []
     left, top, right, bottom = area.box
@@ -83,7 +85,7 @@ def test_hover_names_both_tokens_and_the_weight():
 
 def test_a_grid_of_maps_has_one_area_per_subplot_and_its_click_point():
     maps = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 4))  # (layers, heads, queries, keys)
-    drawing = svg_heatmap.draw(heatmaps.model_view(maps), 900)
+    drawing = svg_figure.draw(heatmaps.model_view(maps), 900)
     assert len(_svg(drawing).findall(".//s:rect[@class='cell']", NS)) == maps.size
     assert [(a.xref, a.yref) for a in drawing.areas] == [(f"x{i}" if i > 1 else "x", f"y{i}" if i > 1 else "y")
                                                          for i in range(1, 7)]
@@ -102,7 +104,7 @@ def test_a_grid_of_maps_has_one_area_per_subplot_and_its_click_point():
 def test_clickable_cells_carry_row_and_column_and_the_pick_is_outlined():
     fig = head_maps.clickable_heatmap(WEIGHTS, list("abc"), list("wxyz"), title="t", query_name="q", key_name="k",
                                       picked=(2, 1))
-    drawing = svg_heatmap.draw(fig, 900)
+    drawing = svg_figure.draw(fig, 900)
     (area,) = drawing.areas
     assert area.cells is None  # the heatmap skips its hover: the markers over it take it, with the same text
     assert len(area.marks) == WEIGHTS.size
@@ -121,7 +123,7 @@ def test_clickable_cells_carry_row_and_column_and_the_pick_is_outlined():
 def test_cell_numbers_turn_white_on_dark_cells_and_categories_place_the_best_ring():
     grid = np.array([[0.9, 0.1], [0.05, 0.5]])  # AER fractions: 90 % is dark red, 5 % dark green
     fig = gold_alignment.aer_grid(grid, grid.mean(1), title="AER %")
-    root = _svg(svg_heatmap.draw(fig, 450))
+    root = _svg(svg_figure.draw(fig, 450))
     numbers = root.findall(".//s:text[@class='ct']", NS)
     assert ["".join(t.itertext()) for t in numbers] == ["90", "10", "50", "5", "50", "28"]
     assert numbers[0].get("fill") == "white" and numbers[2].get("fill") != "white"
@@ -134,7 +136,7 @@ def test_cell_numbers_turn_white_on_dark_cells_and_categories_place_the_best_rin
 
 def test_a_large_map_is_one_image_with_the_cells_colours():
     weights = np.random.default_rng(1).random((60, 50))
-    drawing = svg_heatmap.draw(heatmaps.attention_heatmap(weights, [f"q{i}" for i in range(60)],
+    drawing = svg_figure.draw(heatmaps.attention_heatmap(weights, [f"q{i}" for i in range(60)],
                                                           [f"k{i}" for i in range(50)]), 900)
     root = _svg(drawing)
     assert not root.findall(".//s:rect[@class='cell']", NS)
@@ -147,16 +149,18 @@ def test_a_large_map_is_one_image_with_the_cells_colours():
 
 
 @pytest.mark.parametrize("fig", [
-    go.Figure(go.Bar(x=[1, 2], y=[3, 4])),
+    go.Figure(go.Scattergl(x=[1, 2], y=[3, 4], mode="markers")),
+    go.Figure([go.Bar(x=[1, 2], y=[3, 4]), go.Bar(x=[1, 2], y=[1, 1])], layout=dict(barmode="stack")),
+    go.Figure(go.Scatter(x=[1, 2], y=[3, 4], mode="lines"), layout=dict(yaxis_type="log")),
+    go.Figure(go.Scatter(x=[1, 2], y=[3, 4], mode="markers")),  # a scatter plot: markers on no heatmap
     go.Figure(go.Heatmap(z=[[1, 2]]), frames=[go.Frame(data=[go.Heatmap(z=[[2, 1]])])]),
-    go.Figure([go.Heatmap(z=[[1, 2]]), go.Scatter(x=[0, 1], y=[0, 0], mode="lines")]),
     go.Figure(go.Heatmap(z=[[1, 2]], coloraxis="coloraxis")),
     go.Figure(go.Heatmap(z=[[1, 2]], x=[0, 5])),  # cells of unequal width
     go.Figure(go.Heatmap(z=[[1, 2]], text=[["<i>a</i>", "b"]], texttemplate="%{text}")),
-], ids=["bars", "frames", "lines", "colour-axis", "uneven", "html"])
+], ids=["scattergl", "stacked", "log", "scatter-plot", "frames", "colour-axis", "uneven", "html"])
 def test_what_it_cannot_draw_exactly_is_left_to_plotly(fig):
     with pytest.raises(Unsupported):
-        svg_heatmap.draw(fig, 900)
+        svg_figure.draw(fig, 900)
     assert svg_chart.show(None, fig, key="k", width=900, config=heatmaps.chart_config("x"), tip_px=13) is None
 
 
@@ -181,3 +185,31 @@ def test_templates_and_markup():
     assert lines_of("0.25<br><b>&lt;s&gt;</b>") == [[("0.25", False)], [("<s>", True)]]
     with pytest.raises(Unsupported):
         fill_template("%{marker.size}", {"z": 1})
+
+
+def test_candidate_bars_have_one_bar_per_token_with_its_number_and_the_chosen_outlined():
+    bars = candidate_bars.ordered([5, 7, 9], ["▁chat", "▁chien", "</s>"], [0.2, 0.7, 0.1], chosen={7})
+    fig = candidate_bars.candidates_figure(bars, rows=4, title="top 3 next tokens")
+    drawing = svg_figure.draw(fig, 450)
+    root = _svg(drawing)
+    rects = root.findall(".//s:rect[@class='bar']", NS)
+    widths = [float(r.get("width")) for r in rects]
+    assert widths[0] / widths[1] == pytest.approx(0.7 / 0.2, rel=0.02) and widths[1] / widths[2] == pytest.approx(
+        2, rel=0.02)
+    assert [float(r.get("y")) for r in rects] == sorted(float(r.get("y")) for r in rects)  # most probable on top
+    assert rects[0].get("stroke") == candidate_bars.CHOSEN and rects[1].get("stroke") is None
+    assert _texts(root, "bt") == ["0.700", "0.200", "0.100"]
+    assert _texts(root, "yt") == [candidate_bars.MARK + "▁chien", "▁chat", "</s>"]
+    assert _texts(root, "xt") == ["0", "0.25", "0.5", "0.75", "1"]
+    (area,) = drawing.areas
+    assert [m[2] for m in area.marks] == ["▁chien\nmodel: 0.7000", "▁chat\nmodel: 0.2000", "</s>\nmodel: 0.1000"]
+
+
+def test_lines_are_one_path_each_with_a_legend():
+    pe = np.sin(np.arange(20)[:, None] / (1 + np.arange(4)))  # (positions, dimensions)
+    root = _svg(svg_figure.draw(positional_figures.sinusoids(pe, [0, 2]), 900))
+    paths = root.findall(".//s:path[@class='line']", NS)
+    assert len(paths) == 2 and paths[0].get("stroke") != paths[1].get("stroke")
+    assert len(paths[0].get("d").split("L")) == 20
+    assert _texts(root, "lg") == ["dim 0", "dim 2"]
+    assert set(_texts(root, "at")) == {"position", "value"}

@@ -148,3 +148,25 @@ def span_across(a: Axis, axes: dict[str, Axis], m: dict[str, float], W: float, H
     if anchor is not None:
         return anchor.p0, anchor.p1
     return (m["t"], H - m["b"]) if a.name.startswith("x") else (m["l"], W - m["r"])
+
+
+def side_overflow(axis: Axis, font: float, width: float) -> tuple[float, float]:
+    """px by which an x axis's tick labels run past the figure's left and right edges (a turned label at the last
+    column reaches out to the right): plotly's automargin grows those margins by as much."""
+    ticks = axis.ticks()
+    if not ticks or not axis.name.startswith("x"):
+        return 0.0, 0.0
+    spacing = abs(axis.p1 - axis.p0) / max(len(ticks), 1)
+    angle = tick_angle(axis.layout, ticks, spacing, font)
+    starts = (angle < 0) == (axis.layout.side == "top")  # how tick_parts anchors a turned label
+    left, right = 0.0, width
+    for value, text in ticks:
+        x, w = axis.px(value), label_width(text, font)
+        across = rotated_extent(w, font, angle)[0]
+        if angle == 0:
+            left, right = min(left, x - w / 2), max(right, x + w / 2)
+        elif starts:
+            right = max(right, x + across)
+        else:
+            left = min(left, x - across)
+    return max(0.0, -left), max(0.0, right - width)

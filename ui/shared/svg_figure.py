@@ -20,7 +20,17 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.shared import svg_traces
-from ui.shared.svg_axes import Axis, axis_key, edge, margins, positions, span_across, tick_room, title_font
+from ui.shared.svg_axes import (
+    Axis,
+    axis_key,
+    edge,
+    margins,
+    positions,
+    side_overflow,
+    span_across,
+    tick_room,
+    title_font,
+)
 from ui.shared.svg_parts import (
     TICK_GAP,
     colour_bar,
@@ -224,6 +234,8 @@ def draw(fig: go.Figure, width: float, colours: list[str] | None = None) -> Draw
             if horizontal:
                 side = "t" if a.layout.side == "top" else "b"
                 m[side] = max(m[side], room + 4)
+                left, right = side_overflow(a, a.layout.tickfont.size or base, W)
+                m["l"], m["r"] = m["l"] + left, m["r"] + right
             else:
                 m["l"] = max(m["l"], room + 4)
         if bars:

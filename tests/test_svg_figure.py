@@ -15,7 +15,7 @@ from PIL import Image
 
 from ui.explain import head_maps
 from ui.learn import positional_figures
-from ui.shared import bidi, gold_alignment, heatmaps, svg_chart, svg_figure
+from ui.shared import bidi, class_mode, gold_alignment, heatmaps, svg_chart, svg_figure
 from ui.shared.svg_text import Unsupported, fill_template, lines_of
 from ui.step import candidate_bars
 
@@ -213,3 +213,8 @@ def test_lines_are_one_path_each_with_a_legend():
     assert len(paths[0].get("d").split("L")) == 20
     assert _texts(root, "lg") == ["dim 0", "dim 2"]
     assert set(_texts(root, "at")) == {"position", "value"}
+
+
+def test_a_chart_is_drawn_at_its_columns_width_at_1280_px():
+    assert svg_chart.column_px(class_mode.ROOT_PX) == class_mode.PAGE_PX  # class mode's page, as class_mode sizes it
+    assert svg_chart.column_px(16) == 820 and svg_chart.column_px(16, 0.5) == (820 - 16) / 2  # two columns, a gap

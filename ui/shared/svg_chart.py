@@ -23,6 +23,7 @@ import streamlit.components.v2 as bidi_components
 from ui.shared import svg_figure, svg_traces
 from ui.shared.svg_text import Unsupported
 
+WINDOW_PX, SIDEBAR_PX = 1280, 300  # a projector's window, and Streamlit's open sidebar in it
 ELEMENT = "svg_chart"  # the component's name (tests find its elements by it)
 SELECTION = "selection"  # the state the component reports, as st.plotly_chart's on_select does
 KWARGS = {"theme", "on_select", "selection_mode"}  # st.plotly_chart's arguments it honours; any other falls back
@@ -35,6 +36,14 @@ cursor:pointer;font-size:14px;line-height:1;padding:3px 5px;color:#555}.lc:hover
 .lc-box{fill:#1f77b41a;stroke:#1f77b4;stroke-dasharray:4,3;pointer-events:none}"""
 JS = (Path(__file__).resolve().parent / "assets" / "svg_chart.js").read_text(encoding="utf-8")
 _component = bidi_components.component(ELEMENT, js=JS, css=CSS)
+
+
+def column_px(root_px: float, share: float = 1.0) -> float:
+    """px of a chart's column at WINDOW_PX beside the open sidebar: the main block (padded 5rem on each side; root_px:
+    the page's rem) or one of 1 / share columns 1rem apart. A chart is drawn at that width, so that its text is
+    its own size there (the SVG scales with its column on another window)."""
+    page = WINDOW_PX - SIDEBAR_PX - 10 * root_px  # 820 px, 770 px in class mode (class_mode.PAGE_PX)
+    return page * share - root_px * (1 - share)
 
 
 def _modes(kwargs: dict[str, Any]) -> list[str]:

@@ -249,10 +249,9 @@ def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, *
                                         class_mode.COLOUR_BAR_PX)
     else:
         fig = heatmaps.fit_cell_numbers(class_mode.thin_columns(fig, share), share=share)
-    page_px, root_px, tip_px = ((class_mode.PAGE_PX, class_mode.ROOT_PX, class_mode.LABEL_PX) if class_mode.is_on()
-                                else (heatmaps.PAGE_PX, 16, 13))
-    width = page_px * share - root_px * (1 - share)  # one of 1 / share columns, 1rem apart (Streamlit's small gap)
-    drawn = svg_chart.show(container, fig, key=key, width=width, config=config, tip_px=tip_px, **kwargs)
+    root_px, tip_px = (class_mode.ROOT_PX, class_mode.LABEL_PX) if class_mode.is_on() else (16, 13)
+    drawn = svg_chart.show(container, fig, key=key, width=svg_chart.column_px(root_px, share), config=config,
+                           tip_px=tip_px, **kwargs)
     return drawn if drawn is not None else container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 

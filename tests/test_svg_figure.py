@@ -218,3 +218,15 @@ def test_lines_are_one_path_each_with_a_legend():
 def test_a_chart_is_drawn_at_its_columns_width_at_1280_px():
     assert svg_chart.column_px(class_mode.ROOT_PX) == class_mode.PAGE_PX  # class mode's page, as class_mode sizes it
     assert svg_chart.column_px(16) == 820 and svg_chart.column_px(16, 0.5) == (820 - 16) / 2  # two columns, a gap
+
+
+def test_column_labels_that_would_run_into_each_other_are_thinned():
+    fig = heatmaps.attention_heatmap(np.full((2, 40), 1 / 40), ["a", "b"], [f"▁w{i}" for i in range(40)])
+    fig.update_xaxes(tickangle=-60, tickfont_size=18)  # as class mode draws them, in a narrow column
+    root = _svg(svg_figure.draw(fig, 380))
+    xs = [float(t.get("x")) for t in root.iterfind(".//s:text[@class='xt']", NS)]
+    shown = _texts(root, "xt")
+    step = int(shown[1].removeprefix("▁w"))
+    assert step > 1 and shown == [f"▁w{i}" for i in range(0, 40, step)]  # every step-th, from the first
+    gaps = np.diff(xs)
+    assert gaps.min() >= 1.25 * 18 / np.sin(np.radians(60)) - 0.5  # a label's line height across, turned

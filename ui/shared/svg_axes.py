@@ -47,6 +47,7 @@ class Axis:
     lo: float = math.inf
     hi: float = -math.inf
     categories: dict[str, int] = field(default_factory=dict)
+    font: float = 12.0  # px of its tick labels
     cells: bool = False  # holds heatmap cells or bars' positions: whole-number ticks
     pad: bool = False  # autorange pads 5% beyond the data's far end (a bar's value axis)
     p0: float = 0.0  # px of its domain's start (left, or bottom for y)
@@ -80,6 +81,23 @@ class Axis:
         return self.p0 + (value - a) / (b - a) * (self.p1 - self.p0)
 
     def ticks(self) -> list[tuple[float, str]]:
+        """The tick labels it draws: every step-th of them where more would run into each other at its length
+        (plotly draws a tick array whole; the hover still names every cell)."""
+        ticks = self._ticks()
+        if len(ticks) < 2:
+            return ticks
+        spacing = abs(self.px(ticks[1][0]) - self.px(ticks[0][0]))
+        if spacing <= 0:
+            return ticks
+        if self.name.startswith("x"):
+            angle = tick_angle(self.layout, ticks, spacing, self.font)
+            need = (1.25 * self.font / abs(math.sin(math.radians(angle))) if angle else
+                    max(label_width(t, self.font) for _, t in ticks) + 4)
+        else:
+            need = 1.1 * self.font
+        return ticks[::max(1, math.ceil(need / spacing - 1e-6))]
+
+    def _ticks(self) -> list[tuple[float, str]]:
         if self.layout.showticklabels is False:
             return []
         vals, texts = self.layout.tickvals, self.layout.ticktext

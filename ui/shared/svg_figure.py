@@ -200,7 +200,8 @@ def draw(fig: go.Figure, width: float, colours: list[str] | None = None) -> Draw
     def axis(ref: str, letter: str) -> Axis:
         name = (ref or letter)
         if name not in axes:
-            axes[name] = Axis(name, layout[axis_key(name, letter)])
+            axis_layout = layout[axis_key(name, letter)]
+            axes[name] = Axis(name, axis_layout, font=axis_layout.tickfont.size or base)
         return axes[name]
 
     cells = _extend(fig, axis)

@@ -230,3 +230,9 @@ def test_column_labels_that_would_run_into_each_other_are_thinned():
     assert step > 1 and shown == [f"▁w{i}" for i in range(0, 40, step)]  # every step-th, from the first
     gaps = np.diff(xs)
     assert gaps.min() >= 1.25 * 18 / np.sin(np.radians(60)) - 0.5  # a label's line height across, turned
+
+
+def test_a_hover_shows_an_unescaped_token_as_written():
+    fig = head_maps.heads_map(np.ones((1, 2)), title="t", hover=[["weight on </s>: 0.13<br>x", "b"]])
+    (area,) = svg_figure.draw(fig, 600).areas
+    assert area.marks[0][2] == "weight on </s>: 0.13\nx"  # plotly would drop "</s>" as a tag

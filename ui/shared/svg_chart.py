@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,7 @@ cursor:pointer;font-size:14px;line-height:1;padding:3px 5px;color:#555}.lc:hover
 .lc-box{fill:#1f77b41a;stroke:#1f77b4;stroke-dasharray:4,3;pointer-events:none}"""
 JS = (Path(__file__).resolve().parent / "assets" / "svg_chart.js").read_text(encoding="utf-8")
 _component = bidi_components.component(ELEMENT, js=JS, css=CSS)
+logger = logging.getLogger(__name__)
 
 
 def column_px(root_px: float, share: float = 1.0) -> float:
@@ -76,7 +78,8 @@ def show(container: Any, fig: go.Figure, *, key: str, width: float, config: dict
     try:
         data = payload(fig, width, config=config, modes=_modes(kwargs), tip_px=tip_px,
                        theme=kwargs.get("theme", "streamlit"))
-    except Unsupported:
+    except Unsupported as e:
+        logger.debug("chart %s is drawn by plotly: %s", key, e)
         return None
     on_select = kwargs.get("on_select")
     callback: Callable[[], None] = on_select if callable(on_select) else (lambda: None)

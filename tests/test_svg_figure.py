@@ -157,7 +157,8 @@ def test_a_large_map_is_one_image_with_the_cells_colours():
     go.Figure(go.Heatmap(z=[[1, 2]], coloraxis="coloraxis")),
     go.Figure(go.Heatmap(z=[[1, 2]], x=[0, 5])),  # cells of unequal width
     go.Figure(go.Heatmap(z=[[1, 2]], text=[["<i>a</i>", "b"]], texttemplate="%{text}")),
-], ids=["scattergl", "stacked", "log", "scatter-plot", "frames", "colour-axis", "uneven", "html"])
+    go.Figure(go.Heatmap(z=[[1, 2]]), layout=dict(title="x<sup>2</sup>")),
+], ids=["scattergl", "stacked", "log", "scatter-plot", "frames", "colour-axis", "uneven", "html", "sup"])
 def test_what_it_cannot_draw_exactly_is_left_to_plotly(fig):
     with pytest.raises(Unsupported):
         svg_figure.draw(fig, 900)
@@ -232,7 +233,14 @@ def test_column_labels_that_would_run_into_each_other_are_thinned():
     assert gaps.min() >= 1.25 * 18 / np.sin(np.radians(60)) - 0.5  # a label's line height across, turned
 
 
-def test_a_hover_shows_an_unescaped_token_as_written():
-    fig = head_maps.heads_map(np.ones((1, 2)), title="t", hover=[["weight on </s>: 0.13<br>x", "b"]])
-    (area,) = svg_figure.draw(fig, 600).areas
-    assert area.marks[0][2] == "weight on </s>: 0.13\nx"  # plotly would drop "</s>" as a tag
+def test_an_unescaped_token_is_shown_as_written():
+    fig = head_maps.heads_map(np.ones((1, 2)), title="occlusion (word → <unk>)",
+                              hover=[["weight on </s>: 0.13<br>x", "b"]])
+    drawing = svg_figure.draw(fig, 600)
+    assert drawing.areas[0].marks[0][2] == "weight on </s>: 0.13\nx"  # plotly would drop "</s>" as a tag
+    assert _texts(_svg(drawing), "title") == ["occlusion (word → <unk>)"]
+
+
+def test_a_trace_without_points_draws_nothing():
+    fig = go.Figure([go.Bar(x=[], y=[]), go.Bar(x=[0, 1], y=[0.5, -0.25])], layout=dict(showlegend=False))
+    assert len(_svg(svg_figure.draw(fig, 600)).findall(".//s:rect[@class='bar']", NS)) == 2

@@ -81,6 +81,9 @@ def show(container: Any, fig: go.Figure, *, key: str, width: float, config: dict
     except Unsupported as e:
         logger.debug("chart %s is drawn by plotly: %s", key, e)
         return None
+    except Exception:  # noqa: BLE001  a figure the renderer fails on is still drawn (by plotly), never lost
+        logger.warning("chart %s is drawn by plotly: the SVG renderer failed on it", key, exc_info=True)
+        return None
     on_select = kwargs.get("on_select")
     callback: Callable[[], None] = on_select if callable(on_select) else (lambda: None)
     with contextlib.nullcontext() if container is st else container:

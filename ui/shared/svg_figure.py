@@ -165,6 +165,8 @@ def _extend(fig: go.Figure, axis) -> list[tuple]:
                     axis_p.categories.setdefault(p, len(axis_p.categories))
             spots = [axis_p.position(p) for p in places]
             numbers = [float(v) for v in values]
+            if not spots:
+                continue
             axis_p.lo, axis_p.hi = min(axis_p.lo, min(spots) - 0.5), max(axis_p.hi, max(spots) + 0.5)
             axis_v.lo, axis_v.hi = min(axis_v.lo, 0.0, *numbers), max(axis_v.hi, 0.0, *numbers)
             axis_p.cells, axis_v.pad = True, True

@@ -24,10 +24,11 @@ class Unsupported(ValueError):
 Run = tuple[str, bool]  # text, bold
 
 
-def lines_of(text: str, strict: bool = True) -> list[list[Run]]:
+def lines_of(text: str) -> list[list[Run]]:
     """Plotly's text (HTML-escaped tokens, `<br>` between lines, `<b>` for bold) as lines of (text, bold) runs.
-    Another tag is Unsupported (plotly would draw it, or drop it), or with strict=False kept as text."""
-    if strict and re.search(r"<(?!/?(b|br)\s*/?>)[a-zA-Z/]", text):
+    A tag that styles text in plotly (`<i>`, `<sup>`, `<span>`, ...) is Unsupported; any other is kept as text: an
+    unescaped token such as "<unk>" or "</s>" (which plotly would drop, or read as a strikethrough)."""
+    if re.search(r"<\s*/?\s*(i|em|sup|sub|span|a)\b", text, re.IGNORECASE):
         raise Unsupported(f"HTML in {text[:60]!r}")
     lines: list[list[Run]] = [[]]
     bold = False
@@ -47,9 +48,8 @@ def lines_of(text: str, strict: bool = True) -> list[list[Run]]:
 
 
 def plain(text: str) -> str:
-    """The text without its markup, lines joined by newlines: what the hover box shows (a tag it does not know, such
-    as an unescaped "</s>", as it is written)."""
-    return "\n".join("".join(t for t, _ in line) for line in lines_of(text, strict=False))
+    """The text without its markup, lines joined by newlines: what the hover box shows."""
+    return "\n".join("".join(t for t, _ in line) for line in lines_of(text))
 
 
 def text_width(text: str, font_px: float) -> float:

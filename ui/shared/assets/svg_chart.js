@@ -25,7 +25,7 @@ svg.addEventListener('mousemove',e=>{const [x,y]=at(e),h=hit(x,y);
 svg.addEventListener('mouseleave',()=>{tip.style.display='none';});
 const pick=(indices,box)=>setStateValue('selection',{points:indices.map(i=>data.points[i]),
  point_indices:indices.map(i=>data.points[i].point_index),box:box?[box]:[],lasso:[]});
-if(data.modes.length){let start=null,rect=null;
+if(data.modes.length){let start=null,rect=null;svg.style.cursor=data.modes.includes('box')?'crosshair':'pointer';
  svg.addEventListener('mousedown',e=>{start=at(e);e.preventDefault();});
  svg.addEventListener('mousemove',e=>{if(!start||!data.modes.includes('box'))return;const [x,y]=at(e);
   if(!rect){rect=document.createElementNS('http://www.w3.org/2000/svg','rect');rect.setAttribute('class','lc-box');

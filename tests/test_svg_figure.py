@@ -12,6 +12,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import pytest
 from PIL import Image
+from plotly.subplots import make_subplots
 
 from ui.explain import head_maps
 from ui.learn import positional_figures
@@ -244,3 +245,15 @@ def test_an_unescaped_token_is_shown_as_written():
 def test_a_trace_without_points_draws_nothing():
     fig = go.Figure([go.Bar(x=[], y=[]), go.Bar(x=[0, 1], y=[0.5, -0.25])], layout=dict(showlegend=False))
     assert len(_svg(svg_figure.draw(fig, 600)).findall(".//s:rect[@class='bar']", NS)) == 2
+
+
+def test_bars_group_within_their_own_subplot():
+    fig = make_subplots(rows=1, cols=2)
+    for col in (1, 2):
+        fig.add_trace(go.Bar(x=[0, 1, 2], y=[1, 2, 3], showlegend=False), row=1, col=col)
+    fig.update_layout(bargap=0.25)
+    root = _svg(svg_figure.draw(fig, 800))
+    ax = next(a for a in svg_figure.draw(fig, 800).areas if a.xref == "x")
+    slot = (ax.box[2] - ax.box[0]) / 3  # px per position
+    widths = [float(r.get("width")) for r in root.findall(".//s:rect[@class='bar']", NS)]
+    assert len(widths) == 6 and all(w == pytest.approx(0.75 * slot, abs=0.2) for w in widths)

@@ -108,7 +108,7 @@ class Axis:
         if self.categories:
             return [(float(i), name) for name, i in self.categories.items()]
         lo, hi = sorted(self.span())
-        count = max(2, int(abs(self.p1 - self.p0) / (80 if self.name.startswith("x") else 40)))
+        count = max(2, int(abs(self.p1 - self.p0) / (80 if self.name.startswith("x") else 32)))
         step = nice_step((hi - lo) / count, integer=self.cells)
         first = math.ceil(lo / step - 1e-9) * step
         return [(float(v), number_label(float(v), step)) for v in np.arange(first, hi + step * 1e-6, step)]

@@ -267,14 +267,18 @@ def draw(fig: go.Figure, width: float, colours: list[str] | None = None) -> Draw
                                         "text": svg_traces.heatmap_hovers(trace, xs, ys, z)}
     parts += shape_parts(layout.shapes, axes, paper_x, paper_y)
     points: list[dict[str, Any]] = []
-    bar_traces = [i for i, t in enumerate(fig.data) if t.type == "bar"]
+    groups: dict[tuple[str, str], list[int]] = {}  # the bar traces of each subplot: a group at each position
+    for i, t in enumerate(fig.data):
+        if t.type == "bar":
+            groups.setdefault((t.xaxis or "x", t.yaxis or "y"), []).append(i)
     for i, trace in enumerate(fig.data):
         if trace.type == CELL_TRACE:
             continue
         ax, ay = axes[trace.xaxis or "x"], axes[trace.yaxis or "y"]
         own = palette[i % len(palette)]
         if trace.type == "bar":
-            slot = (bar_traces.index(i), len(bar_traces))
+            group = groups[(ax.name, ay.name)]
+            slot = (group.index(i), len(group))
             gap = 0.2 if layout.bargap is None else layout.bargap
             drawn, marks = svg_traces.bar_parts(i, trace, slot, gap, ax, ay, own, base, points)
             area_of(ax, ay)["bars"] = True

@@ -269,6 +269,11 @@ def test_select_boxes_show_the_new_options_text(server, page, tmp_path):
     expect(query).to_have_value("0: ▁the", timeout=30_000)
     page.get_by_text("may attend").first.wait_for()
     assert page.locator(EXCEPTION).count() == 0
+    encodings = page.locator(PLOT).first  # 60 x 128 cells: a hover template the browser fills in
+    cells = _in_view(encodings.locator("rect.area").first)
+    page.mouse.move(cells["x"] + cells["width"] * 0.5, cells["y"] + cells["height"] * 0.5)
+    expect(encodings.locator(".lc-tip")).to_have_text(re.compile(r"position \d+, dim \d+: \u2212?\d\.\d{3}"))
+    page.mouse.move(0, 0)
     page.get_by_role("heading", name="3. Scaled dot-product attention, step by step").scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
     _screenshot(page, "tour-learn", tmp_path)

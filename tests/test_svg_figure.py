@@ -4,6 +4,7 @@ what it cannot draw."""
 
 import base64
 import io
+import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -257,3 +258,26 @@ def test_bars_group_within_their_own_subplot():
     slot = (ax.box[2] - ax.box[0]) / 3  # px per position
     widths = [float(r.get("width")) for r in root.findall(".//s:rect[@class='bar']", NS)]
     assert len(widths) == 6 and all(w == pytest.approx(0.75 * slot, abs=0.2) for w in widths)
+
+
+def _fill_as_the_browser_does(cells: dict, r: int, c: int) -> str:
+    """ui/shared/assets/svg_chart.js's cellText for a template, in Python."""
+    def one(match):
+        field, plus, digits = match.groups()
+        if field != "z":
+            return str(cells["xs"][c] if field == "x" else cells["ys"][r]).replace("-", "\u2212")
+        v = cells["z"][r][c]
+        return ("+" if plus and v >= 0 else "") + f"{v:.{digits}f}".replace("-", "\u2212")
+    return re.sub(r"%\{(x|y|z)(?::(\+?)\.(\d+)f)?\}", one, cells["template"])
+
+
+def test_a_large_maps_hover_is_a_template_the_browser_fills_in():
+    pe = np.sin(np.arange(60)[:, None] / (1 + np.arange(128)))  # (positions, dimensions)
+    fig = positional_figures.positional_heatmap(pe)
+    (area,) = svg_figure.draw(fig, 820).areas
+    cells = area.cells
+    assert "text" not in cells and len(json.dumps(cells)) < 80_000  # the texts themselves would be ~300 kB
+    for r, c in [(0, 0), (7, 100), (59, 127)]:
+        expected = fill_template(fig.data[0].hovertemplate, {"z": pe[r, c], "x": c, "y": r})
+        assert _fill_as_the_browser_does(cells, r, c) == expected == f"position {r}, dim {c}: {pe[r, c]:.3f}".replace(
+            "-", "\u2212")

@@ -263,8 +263,7 @@ def draw(fig: go.Figure, width: float, colours: list[str] | None = None) -> Draw
     for _, trace, ax, ay, xs, ys, z in cells:
         parts.append(svg_traces.heatmap_parts(trace, ax, ay, xs, ys, z, many, base))
         if trace.hoverinfo not in ("skip", "none"):
-            area_of(ax, ay)["cells"] = {"x0": xs[0], "y0": ys[0],
-                                        "text": svg_traces.heatmap_hovers(trace, xs, ys, z)}
+            area_of(ax, ay)["cells"] = {"x0": xs[0], "y0": ys[0], **svg_traces.heatmap_hovers(trace, xs, ys, z)}
     parts += shape_parts(layout.shapes, axes, paper_x, paper_y)
     points: list[dict[str, Any]] = []
     groups: dict[tuple[str, str], list[int]] = {}  # the bar traces of each subplot: a group at each position

@@ -11,11 +11,17 @@ const at=e=>{const r=svg.getBoundingClientRect(),s=r.width/data.width;return [(e
 const inside=(a,x,y)=>x>=a.box[0]&&x<=a.box[2]&&y>=a.box[1]&&y<=a.box[3];
 const value=(a,x,y)=>[a.x[0]+(x-a.box[0])/(a.box[2]-a.box[0])*(a.x[1]-a.x[0]),
  a.y[0]+(y-a.box[1])/(a.box[3]-a.box[1])*(a.y[1]-a.y[0])];
+const minus=s=>s.replace('-','\u2212');
+function cellText(cells,r,c){if(cells.text){const row=cells.text[r];return row?row[c]:null;}
+ if(r<0||r>=cells.ys.length||c<0||c>=cells.xs.length)return null;
+ return cells.template.replace(/%\{(x|y|z)(?::(\+?)\.(\d+)f)?\}/g,(m,f,plus,d)=>{
+  if(f!=='z')return minus(String(f==='x'?cells.xs[c]:cells.ys[r]));const v=cells.z[r][c];if(v===null)return 'NaN';
+  return minus((plus&&v>=0?'+':'')+v.toFixed(+d));});}
 function hit(x,y){const a=data.areas.find(a=>inside(a,x,y));if(!a)return null;let best=null,d=a.reach;
  for(const m of a.marks){const e=Math.hypot(m[0]-x,m[1]-y);if(e<=d){d=e;best=m;}}
  if(best)return {text:best[2],point:best[3],area:a};
- if(a.cells){const [vx,vy]=value(a,x,y),r=Math.round(vy-a.cells.y0),c=Math.round(vx-a.cells.x0);
-  const row=a.cells.text[r];if(row&&row[c]!=null)return {text:row[c],area:a};}
+ if(a.cells){const [vx,vy]=value(a,x,y),r=Math.round(vy-a.cells.y0),c=Math.round(vx-a.cells.x0),t=cellText(a.cells,r,c);
+  if(t!=null)return {text:t,area:a};}
  return {text:null,area:a};}
 svg.addEventListener('mousemove',e=>{const [x,y]=at(e),h=hit(x,y);
  if(!h||!h.text){tip.style.display='none';return;}

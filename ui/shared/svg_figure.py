@@ -85,8 +85,8 @@ class Drawing:
 
 def _check(fig: go.Figure) -> None:
     layout = fig.layout
-    if fig.frames or layout.updatemenus or layout.sliders or layout.images or not fig.data:
-        raise Unsupported("frames, buttons, sliders, images or no trace")
+    if fig.frames or layout.updatemenus or layout.sliders or layout.images or not (fig.data or layout.annotations):
+        raise Unsupported("frames, buttons, sliders, images, or nothing to draw")
     if layout.barmode not in (None, "group") or layout.coloraxis.colorscale is not None:
         raise Unsupported("stacked bars or a colour axis")
     for name in [n for n in layout if n.startswith(("xaxis", "yaxis"))]:

@@ -83,19 +83,24 @@ def number_label(value: float, step: float) -> str:
 
 
 
-def png_cells(colours: list[list[str | None]], x: float, y: float, width: float, height: float, flip_x: bool,
+def colours_at(scale: list[tuple[float, tuple[float, float, float]]], t: np.ndarray) -> np.ndarray:
+    """`colour_at` of every value of t at once: (..., 4) RGBA bytes, alpha 0 where t is not finite."""
+    positions = [p for p, _ in scale]
+    finite = np.isfinite(t)
+    clipped = np.clip(np.where(finite, t, 0.0), 0.0, 1.0)
+    rgba = np.zeros((*t.shape, 4), dtype=np.uint8)  # (rows, columns, RGBA)
+    for k in range(3):
+        rgba[..., k] = np.rint(np.interp(clipped, positions, [c[k] for _, c in scale]))
+    rgba[..., 3] = np.where(finite, 255, 0)
+    return rgba
+
+
+def png_cells(pixels: np.ndarray, x: float, y: float, width: float, height: float, flip_x: bool,
               flip_y: bool) -> str:
-    """Cells (rows x columns of colours, None: empty) as one pixelated PNG image over the box: as plotly draws a
-    large heatmap, and a fraction of the size of one element per cell."""
+    """Cells (rows x columns x RGBA bytes) as one pixelated PNG image over the box: as plotly draws a large heatmap,
+    and a fraction of the size of one element per cell."""
     from PIL import Image
 
-    rows, cols = len(colours), len(colours[0]) if colours else 0
-    pixels = np.zeros((rows, cols, 4), dtype=np.uint8)  # (rows, columns, RGBA)
-    for r, row in enumerate(colours):
-        for c, colour in enumerate(row):
-            if colour is not None:
-                pixels[r, c, :3] = _rgb(colour)
-                pixels[r, c, 3] = 255
     if flip_x:
         pixels = pixels[:, ::-1]
     if flip_y:

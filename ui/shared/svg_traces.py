@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ui.shared.svg_parts import colour_at, colour_scale, dark, png_cells
+from ui.shared.svg_parts import colour_scale, colours_at, dark, png_cells
 from ui.shared.svg_text import Unsupported, fill_template, label_width, plain, text_svg
 
 PLOTLY_COLOURS = ["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"]
@@ -44,11 +44,14 @@ def heatmap_parts(trace: Any, ax: Any, ay: Any, xs: list[float], ys: list[float]
     gap_x, gap_y = (trace.xgap or 0) / 2, (trace.ygap or 0) / 2
     left, right = sorted((ax.px(xs[0] - 0.5), ax.px(xs[-1] + 0.5)))
     top, bottom = sorted((ay.px(ys[0] - 0.5), ay.px(ys[-1] + 0.5)))
-    colours = [[colour_at(scale, (v - lo) / (hi - lo)) if math.isfinite(v) else None for v in row] for row in z]
+    rgba = colours_at(scale, (z - lo) / (hi - lo))  # (rows, columns, RGBA)
+    image = image and not gap_x and not gap_y
+    colours = ([["#" + bytes(pixel[:3]).hex() if pixel[3] else None for pixel in row] for row in rgba]
+               if trace.texttemplate or not image else [])  # the cells' colours as SVG writes them
     out = []
-    if image and not gap_x and not gap_y:
+    if image:
         flip_x, flip_y = ax.px(xs[0]) > ax.px(xs[-1]), ay.px(ys[0]) > ay.px(ys[-1])
-        out.append(png_cells(colours, left, top, right - left, bottom - top, flip_x, flip_y))
+        out.append(png_cells(rgba, left, top, right - left, bottom - top, flip_x, flip_y))
     else:
         for r, y in enumerate(ys):
             y0, y1 = sorted((ay.px(y - 0.5), ay.px(y + 0.5)))

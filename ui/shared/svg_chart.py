@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ def show(container: Any, fig: go.Figure, *, key: str, width: float, config: dict
          **kwargs: Any) -> Any | None:
     """The figure as SVG in container (st or a column) with hover, clicks and download; None (nothing drawn) when it
     cannot be drawn exactly, or asks for an st.plotly_chart argument this does not honour."""
-    if set(kwargs) - KWARGS or not math.isfinite(width):
+    if set(kwargs) - KWARGS:
         return None
     try:
         data = payload(fig, width, config=config, modes=_modes(kwargs), tip_px=tip_px,

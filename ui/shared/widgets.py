@@ -238,10 +238,11 @@ def _chosen(key: str, widget: str, options: list) -> None:
 
 
 def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, **kwargs) -> Any:
-    """Every chart of the app: a heatmap figure drawn as SVG without plotly.js (`ui.shared.svg_chart`: hover, clicks
-    and box selections as st.plotly_chart reports them), any other st.plotly_chart; either saves `filename` in the
-    sidebar's format (PNG or SVG). share: the part of the page's width its container has (0.5 in one of two
-    columns), which class mode fits its labels to. kwargs: st.plotly_chart's (theme, on_select, selection_mode)."""
+    """Every chart of the app: the figure drawn as SVG without plotly.js (`ui.shared.svg_chart`: heatmaps, bars and
+    lines, with hover, clicks and box selections as st.plotly_chart reports them), else by st.plotly_chart (what the
+    renderer cannot draw exactly); either saves `filename` in the sidebar's format (PNG or SVG). share: the part of
+    the page's width its container has (0.5 in one of two columns), which class mode fits its labels to. kwargs:
+    st.plotly_chart's (theme, on_select, selection_mode)."""
     config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
     fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
     if class_mode.is_on():

@@ -1,14 +1,15 @@
-"""Every label a page draws, as the browser lays it out: the text of each plotly chart and of each SVG view (in its
-iframe), with its four corners on screen and its font size in screen pixels, and the pairs of labels that overlap.
-Rotated labels are compared as rotated boxes (separating axes), so that turned column labels do not count as
-overlapping their neighbours' upright bounding boxes. Used by the browser tests of class mode."""
+"""Every label a page draws, as the browser lays it out: the text of each chart (plotly's, or an SVG chart of
+ui.shared.svg_chart) and of each SVG view (in its iframe), with its four corners on screen and its font size in
+screen pixels, and the pairs of labels that overlap. Rotated labels are compared as rotated boxes (separating axes),
+so that turned column labels do not count as overlapping their neighbours' upright bounding boxes. Used by the
+browser tests of class mode."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# Per group (a plotly chart, or an SVG view's document): its visible labels.
+# Per group (a chart, or an SVG view's document): its visible labels.
 LABELS_JS = """root => { const groups = [];
 const visible = t => t.textContent.trim() && t.checkVisibility({opacityProperty: true, visibilityProperty: true})
   && getComputedStyle(t).fillOpacity !== '0';
@@ -20,12 +21,12 @@ const label = t => { const b = t.getBBox(), m = t.getScreenCTM(); if (!m || b.wi
   return {text: t.textContent, font: parseFloat(getComputedStyle(t).fontSize) * scale * (scale > 1.001 ? 1 : zoom),
           pts}; };
 const roots = [root, ...[...root.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];
-const charts = roots.flatMap(r => [...r.querySelectorAll('[data-testid="stPlotlyChart"], div.tv')]);
+const charts = roots.flatMap(r => [...r.querySelectorAll('[data-testid="stPlotlyChart"], div.lc, div.tv')]);
 const seen = new Set();
 for (const c of charts) { const texts = [...c.querySelectorAll('svg text')].filter(t => !seen.has(t));
   texts.forEach(t => seen.add(t)); const labels = texts.filter(visible).map(label).filter(Boolean);
   const box = c.getBoundingClientRect();
-  if (labels.length) groups.push({plot: c.dataset.testid === 'stPlotlyChart', labels,
+  if (labels.length) groups.push({plot: c.dataset.testid === 'stPlotlyChart' || c.classList.contains('lc'), labels,
     box: [box.left, box.top, box.right, box.bottom]}); }
 return groups; }"""
 
@@ -39,7 +40,7 @@ class Label:
 
 @dataclass(frozen=True)
 class Group:
-    """The labels of one chart or view; box: (left, top, right, bottom) of a plotly chart, None for a view (which
+    """The labels of one chart or view; box: (left, top, right, bottom) of a chart, None for a view (which
     may scroll inside itself)."""
 
     labels: list[Label]

@@ -17,7 +17,7 @@ from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps, read_metrics
-from ui.shared import training_jobs
+from ui.shared import svg_chart, training_jobs
 from ui.shared.heatmaps import escape
 from ui.shared.offline_examples import offline_examples
 from ui.shared.text import plain
@@ -33,8 +33,20 @@ def plotly_array(v):
     return np.asarray(v)
 
 
+def charts_of(at) -> list:
+    """The page's charts in the order it shows them: st.plotly_chart's and the SVG heatmaps (ui.shared.svg_chart)."""
+    return [el for el in at.main if el.type == "plotly_chart"
+            or (el.type == "bidi_component" and el.proto.component_name == svg_chart.ELEMENT)]
+
+
+def is_svg_chart(el) -> bool:
+    return el.type == "bidi_component"
+
+
 def figures_of(at):
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    """Each chart's plotly figure (an SVG chart carries the figure it was drawn from)."""
+    return [json.loads(el.proto.json)["figure"] if is_svg_chart(el) else json.loads(el.proto.spec)
+            for el in charts_of(at)]
 
 
 def altair_views(at) -> list[tuple[dict, dict]]:
@@ -236,7 +248,7 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
         time.sleep(0.3)
     at.run()
     assert training_jobs.run_info(root).state == "running", training_jobs.log_tail(root)
-    keys = {el.proto.id for el in at.get("plotly_chart")}
+    keys = {el.proto.id for el in charts_of(at)}
     assert len(figures_of(at)) == 2, keys  # tokens / s + the probe's attention
     (curves,) = altair_views(at)  # loss, BLEU and learning rate, linked on one step axis
     assert curve_panels(curves)[:2] == ["loss", "dev BLEU / chrF"] and "learning rate" in curve_panels(curves)
@@ -279,7 +291,8 @@ def test_train_page_shows_a_crashed_run(at, tmp_path):
 
 
 def chart_configs(at):
-    return [json.loads(el.proto.config) for el in at.get("plotly_chart")]
+    return [json.loads(el.proto.json)["config"] if is_svg_chart(el) else json.loads(el.proto.config)
+            for el in charts_of(at)]
 
 
 def selectbox(at, label):

@@ -14,6 +14,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from tests.test_app import charts_of, figures_of
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translator
@@ -97,10 +98,6 @@ def test_switch_it_off_in_head_importance_lands_on_the_current_sentence(at):
     assert at.text_input(key="ex_text").value == typed and at.query_params["text"] == typed
 
 
-def figures_of(at):
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-
-
 def _walk(node) -> list:
     """Every element under node, in the order the page shows them."""
     out = []
@@ -119,7 +116,8 @@ def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner
     assert len(figures_of(at)) == 2  # the two maps, no difference of French rows and Arabic rows
     shown = _walk(at.main)  # issue 37 item 13: the pickers stand above the maps they control
     picker = next(i for i, e in enumerate(shown) if e.type == "radio" and getattr(e, "key", None) == "ex_cmp_family")
-    assert picker < min(i for i, e in enumerate(shown) if e.type == "plotly_chart")
+    charts = {id(e) for e in charts_of(at)}
+    assert picker < min(i for i, e in enumerate(shown) if id(e) in charts)
     assert any("writes French, the other Arabic" in i.value for i in at.info)
     shared = dict(at.query_params)
     again = AppTest.from_file(APP, default_timeout=120)  # the link opens the same comparison

@@ -13,6 +13,7 @@ from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's sk
 from tests.app_fixtures import PAIRS
 from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     EXCEPTION,
+    HEATMAP,
     PLOT,
     browser_context_args,
     browser_type_launch_args,
@@ -27,9 +28,11 @@ TEACHING = "en-fr-teaching"
 LONG = ("The young man buys a green bicycle and the old woman sells some fresh cakes at the closed supermarket on "
         "Thursdays while my sister does not eat bread and the clever daughter will take the beautiful mirrors to the "
         "market.")
-# Font sizes (px) of the first chart's column and row labels, as the SVG draws them.
-_LABEL_SIZES_JS = """chart => ['.xtick text', '.ytick text'].map(sel =>
-    [...chart.querySelectorAll(sel)].map(t => parseFloat(getComputedStyle(t).fontSize)))"""
+# Font sizes (px on screen) of the first chart's column and row labels, as the SVG draws them (plotly's, or an SVG
+# chart's, which is scaled to its column's width).
+_LABEL_SIZES_JS = """chart => ['.xtick text, text.xt', '.ytick text, text.yt'].map(sel =>
+    [...chart.querySelectorAll(sel)].map(t => { const m = t.getScreenCTM();
+      return parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1); }))"""
 
 
 @pytest.fixture
@@ -59,8 +62,8 @@ def test_class_mode_at_1280x720_draws_labels_readable_from_the_back(server, proj
     page = projector
     page.goto(_translate_url(server, _sentence(), **{"class": "1"}))
     chart = page.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=120_000)
-    page.wait_for_timeout(1000)  # plotly's layout pass
+    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
+    page.wait_for_timeout(1000)  # the page's layout settles
     columns, rows = chart.evaluate(_LABEL_SIZES_JS)
     assert columns and rows
     assert min(columns) >= class_mode.LABEL_PX and min(rows) >= class_mode.LABEL_PX, (columns, rows)
@@ -80,7 +83,7 @@ def test_class_mode_at_1280x720_draws_labels_readable_from_the_back(server, proj
 def test_without_class_mode_the_labels_stay_at_their_usual_size(server, projector):  # noqa: F811
     projector.goto(_translate_url(server, _sentence()))
     chart = projector.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=120_000)
+    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
     columns, rows = chart.evaluate(_LABEL_SIZES_JS)
     assert max(columns) <= 12 and max(rows) <= 12  # the switch is what makes them larger
 
@@ -119,7 +122,7 @@ def test_a_long_sentences_probability_table_ends_on_screen(server, projector, tm
     box = end.bounding_box()
     assert box["x"] + box["width"] <= PROJECTOR["width"]  # no horizontal scroll hides it
     chart = page.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=120_000)
+    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
     columns, _ = chart.evaluate(_LABEL_SIZES_JS)
     assert min(columns) >= 10
     table.scroll_into_view_if_needed()

@@ -1,7 +1,6 @@
 """Issue 23, part B: class-ready defaults and honest views. AppTest and figure tests, one or more per item (the item
 number in each test's comment); the browser-only checks are in tests/test_class_mode_e2e.py."""
 
-import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -137,8 +136,8 @@ def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_refe
     assert table["log-probability"].iloc[-1] == "—" and re.fullmatch(r"-\d+\.\d{3}", table["log-probability"][0])
     assert any("write the same output" in s.value for s in at.success)  # greedy and beam 4 agree here
     assert not any("dashed line" in c.value for c in at.caption)
-    assert all(json.loads(el.proto.spec)["layout"].get("title", {}).get("text", "").find(" − ") < 0
-               for el in at.get("plotly_chart"))  # no all-grey difference map
+    assert all(fig["layout"].get("title", {}).get("text", "").find(" − ") < 0
+               for fig in figures_of(at))  # no all-grey difference map
     at.selectbox(key="ex_search_b").set_value("reference").run()  # the model is exact: the reference agrees too
     assert not at.exception and any("write the same output" in s.value for s in at.success)
 

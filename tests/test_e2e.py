@@ -28,7 +28,8 @@ from transformer.decoding.translate import find_checkpoint
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
 BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.shared.models)
-PLOT = '[data-testid="stPlotlyChart"]'
+PLOT = '[data-testid="stPlotlyChart"], div.lc'  # a chart: plotly's, or an SVG one (ui.shared.svg_chart)
+HEATMAP = ".heatmaplayer image, svg.lc-svg rect.cell, svg.lc-svg image.cells"  # a chart's heatmap, drawn
 EXCEPTION = '[data-testid="stException"]'
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,13 +179,20 @@ def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
     box.fill(_sentence())
     box.press("Enter")
     expect(page.get_by_role("heading", name="Translation", exact=True)).to_be_visible(timeout=30_000)
-    heatmap = page.locator('[data-testid="stPlotlyChart"] .main-svg').first
-    heatmap.wait_for(timeout=30_000)
+    chart = page.locator(PLOT).first
+    chart.locator(HEATMAP).first.wait_for(timeout=30_000)
     expect(page.get_by_text("cross-attention (decoder → encoder), layer 0, mean of heads")).to_be_visible(
         timeout=15_000)
-    page.locator('[data-testid="stPlotlyChart"] .heatmaplayer image').first.wait_for(timeout=15_000)
-    page.wait_for_timeout(1500)  # plotly's own layout pass; only for a clean screenshot, nothing is asserted on it
+    page.wait_for_timeout(1500)  # the page's layout settles; only for a clean screenshot, nothing is asserted on it
     assert page.locator('[data-testid="stException"]').count() == 0
+    cell = _in_view(chart.locator("rect.cell").nth(1))  # row 0, column 1: the hover names both tokens and the weight
+    page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
+    expect(chart.locator(".lc-tip")).to_contain_text(re.compile(r"target query: .+\nsource key: .+\nweight: 0\.\d{3}"))
+    with page.expect_download() as download:  # the sidebar's format (PNG), named for the head
+        chart.locator(".lc-save").click()
+    assert download.value.suggested_filename == "cross-layer-0-mean-of-heads.png"
+    assert Path(download.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.mouse.move(0, 0)
     if find_checkpoint():
         expect(page.get_by_text("Dieu").first).to_be_visible(timeout=5_000)  # a real translation
     assert _screenshot(page, "screenshot", tmp_path).stat().st_size > 10_000
@@ -208,14 +216,16 @@ def _until(action, check, tries: int = 3) -> None:
 
 def test_model_view_click_and_box_select_open_that_head(server, page):
     page.goto(server + "/Translate?" + (BIBLE if find_checkpoint() else "") + "text=" + _sentence().replace(" ", "+"))
-    page.locator(PLOT).first.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
+    page.locator(PLOT).first.locator(HEATMAP).first.wait_for(timeout=60_000)
     page.get_by_text("Model view: every layer and head").click()
     grid = page.locator(PLOT).nth(1)
-    grid.locator(".heatmaplayer image").first.wait_for(timeout=30_000)
-    n_heads = grid.locator(".nsewdrag").count() // (3 if find_checkpoint() else 2)  # subplots, row by row
+    grid.locator(HEATMAP).first.wait_for(timeout=30_000)
+    maps = grid.locator("rect.area")  # one per small map, row by row
+    tops = [maps.nth(i).bounding_box()["y"] for i in range(maps.count())]
+    n_heads = tops.count(tops[0])
 
     def click_layer_1_head_2() -> None:
-        cell = _in_view(grid.locator(".nsewdrag").nth(n_heads + 2))
+        cell = _in_view(maps.nth(n_heads + 2))
         page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
         page.mouse.click(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
 
@@ -224,9 +234,8 @@ def test_model_view_click_and_box_select_open_that_head(server, page):
     expect(_box(page, "Layer")).to_have_value("1")
     expect(page.get_by_text("cross-attention (decoder → encoder), layer 1, head 2")).to_be_visible()
     assert "layer=1" in page.url and "head=2" in page.url
-    cell = _in_view(grid.locator(".nsewdrag").nth(1))  # layer 0, head 1
-    page.mouse.move(cell["x"] + 4, cell["y"] + 4)  # the toolbar appears on hover
-    grid.locator('.modebar-btn[data-title="Box Select"]').click()
+    grid.locator(HEATMAP).first.wait_for(timeout=30_000)
+    cell = _in_view(maps.nth(1))  # layer 0, head 1: a box dragged over it selects it
     page.mouse.move(cell["x"] + 4, cell["y"] + 4)
     page.mouse.down()
     page.mouse.move(cell["x"] + cell["width"] - 4, cell["y"] + cell["height"] - 4, steps=5)
@@ -260,6 +269,11 @@ def test_select_boxes_show_the_new_options_text(server, page, tmp_path):
     expect(query).to_have_value("0: ▁the", timeout=30_000)
     page.get_by_text("may attend").first.wait_for()
     assert page.locator(EXCEPTION).count() == 0
+    encodings = page.locator(PLOT).first  # 60 x 128 cells: a hover template the browser fills in
+    cells = _in_view(encodings.locator("rect.area").first)
+    page.mouse.move(cells["x"] + cells["width"] * 0.5, cells["y"] + cells["height"] * 0.5)
+    expect(encodings.locator(".lc-tip")).to_have_text(re.compile(r"position \d+, dim \d+: \u2212?\d\.\d{3}"))
+    page.mouse.move(0, 0)
     page.get_by_role("heading", name="3. Scaled dot-product attention, step by step").scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
     _screenshot(page, "tour-learn", tmp_path)
@@ -299,7 +313,7 @@ def test_tour_of_the_other_pages(server, page, tmp_path):
         page.wait_for_timeout(700)
     expect(page.get_by_text("Step 4.")).to_be_visible(timeout=30_000)
     page.get_by_role("heading", name="Beam tree").wait_for(timeout=30_000)
-    page.locator(PLOT).last.locator(".main-svg").first.wait_for(timeout=30_000)
+    page.locator(PLOT).last.locator(".main-svg, svg.lc-svg").first.wait_for(timeout=30_000)
     page.wait_for_timeout(1500)  # plotly's layout pass, for the picture only
     _screenshot(page, "tour-step", tmp_path)
     page.goto(server + "/Teaching_guide")
@@ -335,7 +349,7 @@ _TEXT_ORDER_JS = """el => {
     return [edge(0), edge(text.length - 1), getComputedStyle(el).direction];
 }"""
 # For each y-axis tick label of the first chart: [its text, x of its first character, x of its last one].
-_TICK_ORDER_JS = """chart => [...chart.querySelectorAll('.ytick text')].map(t => {
+_TICK_ORDER_JS = """chart => [...chart.querySelectorAll('.ytick text, text.yt')].map(t => {
     const n = t.getNumberOfChars();
     return [t.textContent, t.getExtentOfChar(0).x, t.getExtentOfChar(n - 1).x];
 })"""
@@ -350,7 +364,7 @@ def test_arabic_reads_right_to_left_in_the_translation_and_the_heatmap(server, p
     assert direction == "rtl" and first > last  # the first letter stands right of the last one
     expect(page.get_by_text("English → Arabic").first).to_be_visible()
     chart = page.locator(PLOT).first
-    chart.locator(".heatmaplayer image").first.wait_for(timeout=30_000)
+    chart.locator(HEATMAP).first.wait_for(timeout=30_000)
     ticks = chart.evaluate(_TICK_ORDER_JS)  # cross-attention rows: the Arabic output pieces
     arabic = [(label, a, b) for label, a, b in ticks if any("\u0600" <= ch <= "\u06ff" for ch in label)]
     assert arabic and all(label.startswith("\u200f") for label, _, _ in arabic)

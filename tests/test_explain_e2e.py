@@ -10,6 +10,7 @@ from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's sk
 from tests.app_fixtures import make_checkpoint
 from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     EXCEPTION,
+    HEATMAP,
     PLOT,
     _in_view,
     _sentence,
@@ -34,9 +35,9 @@ def _shot(page, name: str, tmp_path: Path) -> None:
 def test_clicking_a_cell_opens_its_arithmetic(server, page, tmp_path):  # noqa: F811
     page.goto(server + "/Explain_heads?view=cell&text=" + _sentence().replace(" ", "+"))
     plot = page.locator(PLOT).first
-    plot.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
+    plot.locator(HEATMAP).first.wait_for(timeout=60_000)
     expect(page.get_by_text("Click a cell of the map")).to_be_visible()
-    grid = _in_view(plot.locator(".nsewdrag").first)
+    grid = _in_view(plot.locator(".nsewdrag, rect.area").first)
     x, y = grid["x"] + grid["width"] * 0.02, grid["y"] + grid["height"] * 0.02  # inside the top-left cell
     page.mouse.move(x, y)
     page.mouse.click(x, y)

@@ -19,7 +19,7 @@ from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's sk
 
 from tests.marian_fixtures import write_marian_folder  # noqa: E402
 from tests.test_e2e import (  # noqa: E402, F401  (the last two are pytest fixtures)
-    EXCEPTION, PLOT, app_server, browser_context_args, browser_type_launch_args)
+    EXCEPTION, HEATMAP, PLOT, app_server, browser_context_args, browser_type_launch_args)
 from transformer.model import hf  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -56,11 +56,11 @@ def test_every_page_opens_on_the_full_size_model(server, page, tmp_path):
 
     page.goto(server + "/Translate?" + text_link())
     expect(page.get_by_role("heading", name="Translation", exact=True)).to_be_visible(timeout=60_000)
-    page.locator(PLOT).first.locator(".heatmaplayer image").first.wait_for(timeout=30_000)
+    page.locator(PLOT).first.locator(HEATMAP).first.wait_for(timeout=30_000)
     page.get_by_text("Model view: every layer and head").click()
     grid = page.locator(PLOT).nth(1)
-    grid.locator(".heatmaplayer image").first.wait_for(timeout=60_000)
-    cells = grid.locator(".nsewdrag")
+    grid.locator(HEATMAP).first.wait_for(timeout=60_000)
+    cells = grid.locator(".nsewdrag, rect.area")  # a small map's plot area
     expect(cells).to_have_count(48, timeout=30_000)  # 6 layers x 8 heads of one family
     sizes = [cells.nth(i).bounding_box() for i in (0, 47)]
     assert all(box["width"] >= 60 and box["height"] >= 60 for box in sizes), sizes  # a head stays readable

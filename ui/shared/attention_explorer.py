@@ -101,8 +101,8 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
             "with the special tokens hidden a row sums to less than 1: the rest went to <s> or </s>")
     gold_note = (" Red squares mark the grammar's gold links: where a perfect alignment head would look."
                  if gold is not None and family == "cross" else "")
-    st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}.{gold_note} The camera icon of the chart's "
-               "toolbar saves the picture (PNG or SVG: see the sidebar).")
+    st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}.{gold_note} The chart's download button "
+               "(top right, on hover) saves the picture (PNG or SVG: see the sidebar).")
     with st.expander("Token lines: the same weights as lines between the tokens (head view)", expanded=True):
         svg_views.head_view(att, family, layer, head, hide)
     # tracked, so that the grid is built and drawn only while the expander is open
@@ -115,9 +115,9 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
             grid, _, _ = attention_maps.every_head(att, family, hide_special=hide)
             chart(st, heatmaps.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",
                   theme=None, on_select=partial(_picked_in_model_view, key, n_heads), selection_mode=("points", "box"))
-            st.caption("Click a small map to open that layer and head above (or choose *Box select* in the chart's "
-                       "toolbar and drag over one). Heads of one layer often specialise: one looks at the previous "
-                       "token, one at the next, one at the word being translated.")
+            st.caption("Click a small map to open that layer and head above (or drag a box over one). Heads of one "
+                       "layer often specialise: one looks at the previous token, one at the next, one at the word "
+                       "being translated.")
     c1, c2, c3 = st.columns(3)
     c1.download_button("Download all maps (.npz)", lambda: attention_maps.to_npz(att), "attention.npz",
                        "application/octet-stream", key=f"{key}_npz", on_click="ignore")

@@ -192,7 +192,7 @@ def model_view(maps: np.ndarray, *, title: str = "", height_per_row: int = 110) 
     Heatmap cells cannot be selected in plotly (a click on one reports nothing, a box over one no point), so
     each small map also has one invisible marker that takes every hover and click of its subplot
     (hoverdistance -1) and carries customdata [layer, head]; `model_view_pick` reads it back. Drag does
-    nothing: the toolbar's Box Select works too.
+    nothing in plotly (its toolbar's Box Select works); the SVG chart (`ui.shared.svg_chart`) selects with a drag.
     """
     maps = np.asarray(maps, dtype=np.float64)
     n_layers, n_heads, n_queries, n_keys = maps.shape

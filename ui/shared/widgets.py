@@ -16,7 +16,7 @@ import streamlit as st
 from transformer.data.spec import LOCAL_KINDS
 from transformer.data.tokenizer import TokenizerError
 from transformer.memory import start_trimming
-from ui.shared import class_mode, heatmaps, links, sentences
+from ui.shared import class_mode, heatmaps, links, sentences, svg_chart
 from ui.shared.models import (
     PAGE_SIZE,
     checkpoint_stamp,
@@ -88,8 +88,9 @@ def page_setup(page: str) -> None:
     model_picker()
     class_mode.sidebar_toggle(link())
     st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
-                     format_func=str.upper, help="The camera icon of every chart's toolbar saves this format: "
-                     "PNG for a quick look, SVG (a vector drawing) for slides and papers.")
+                     format_func=str.upper, help="Every chart's download button (top right, or the camera icon of "
+                     "its toolbar) saves this format: PNG for a quick look, SVG (a vector drawing) for slides and "
+                     "papers.")
 
 
 def link() -> dict[str, str]:
@@ -237,8 +238,11 @@ def _chosen(key: str, widget: str, options: list) -> None:
 
 
 def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, **kwargs) -> Any:
-    """st.plotly_chart with the camera icon saving `filename` in the sidebar's format (PNG or SVG); share: the part
-    of the page's width its container has (0.5 in one of two columns), which class mode fits its labels to."""
+    """Every chart of the app: the figure drawn as SVG without plotly.js (`ui.shared.svg_chart`: heatmaps, bars and
+    lines, with hover, clicks and box selections as st.plotly_chart reports them), else by st.plotly_chart (what the
+    renderer cannot draw exactly); either saves `filename` in the sidebar's format (PNG or SVG). share: the part of
+    the page's width its container has (0.5 in one of two columns), which class mode fits its labels to. kwargs:
+    st.plotly_chart's (theme, on_select, selection_mode)."""
     config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
     fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
     if class_mode.is_on():
@@ -246,7 +250,10 @@ def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, *
                                         class_mode.COLOUR_BAR_PX)
     else:
         fig = heatmaps.fit_cell_numbers(class_mode.thin_columns(fig, share), share=share)
-    return container.plotly_chart(fig, key=key, config=config, **kwargs)
+    root_px, tip_px = (class_mode.ROOT_PX, class_mode.LABEL_PX) if class_mode.is_on() else (16, 13)
+    drawn = svg_chart.show(container, fig, key=key, width=svg_chart.column_px(root_px, share), config=config,
+                           tip_px=tip_px, **kwargs)
+    return drawn if drawn is not None else container.plotly_chart(fig, key=key, config=config, **kwargs)
 
 
 def search_settings(key: str):

@@ -68,6 +68,17 @@ def test_labels_titles_and_colour_bar_are_drawn_in_order():
     assert _texts(root, "cbn") == ["0", "0.2", "0.4", "0.6", "0.8", "1"] and _texts(root, "cbt") == ["weight"]
 
 
+def test_a_subtitle_is_drawn_under_its_title():
+    """The patching maps say their measure in the title's subtitle: it must not be dropped."""
+    fig = _heatmap().update_layout(title=dict(y=1, yanchor="top", subtitle=dict(text="Δ log p(▁le) − log p(▁la)")),
+                                   margin=dict(t=120))
+    root = _svg(svg_figure.draw(fig, 900))
+    assert _texts(root, "title") == ["cross-attention, layer 0, head 1"]
+    assert _texts(root, "subtitle") == ["Δ log p(▁le) − log p(▁la)"]
+    y = {t.get("class"): float(t.get("y")) for t in root.iter() if t.get("class") in ("title", "subtitle")}
+    assert y["title"] < y["subtitle"]
+
+
 def test_right_to_left_labels_keep_their_marks():
     pieces = ["▁ال", "ارض", "."]
     fig = heatmaps.attention_heatmap(np.full((3, 2), 0.5), pieces, ["▁the", "▁earth"])

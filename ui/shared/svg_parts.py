@@ -316,14 +316,17 @@ def note_parts(notes: Any, axes: dict[str, Any], paper_x: tuple[float, float], p
 
 def title_parts(title: Any, W: float, H: float, paper_x: tuple[float, float], margin_top: float, base: float,
                 colour: str) -> list:
-    """The figure's title: where its x, y and anchors put it (plotly's default: left, in the middle of the top
-    margin)."""
+    """The figure's title and its subtitle under it: where its x, y and anchors put it (plotly's default: left, in
+    the middle of the top margin)."""
     text = title.text
     if not text:
         return []
     font = title.font.size or round(base * 17 / 12)
     lines = len(lines_of(text))
-    height = 1.25 * font * lines
+    sub = title.subtitle.text
+    sub_font = title.subtitle.font.size or round(font * 0.7)  # plotly's subtitle: 0.7 of the title's size
+    sub_height = 1.25 * sub_font * len(lines_of(sub)) + 4 if sub else 0
+    height = 1.25 * font * lines + sub_height
     xv = 0.05 if title.x is None else title.x
     x = xv * W if title.xref != "paper" else paper_x[0] + xv * (paper_x[1] - paper_x[0])
     anchor = {"left": "start", "center": "middle", "right": "end"}.get(
@@ -333,7 +336,12 @@ def title_parts(title: Any, W: float, H: float, paper_x: tuple[float, float], ma
         middle = max(top, 2) + height / 2
     else:
         middle = max(margin_top / 2, height / 2 + 2)
-    return [text_svg(x, middle, text, font, anchor=anchor, colour=colour, cls="title")]
+    title_middle = middle - sub_height / 2  # the title above, the subtitle below the block's middle
+    out = [text_svg(x, title_middle, text, font, anchor=anchor, colour=colour, cls="title")]
+    if sub:
+        out.append(text_svg(x, middle + height / 2 - sub_height / 2 + 2, sub, sub_font, anchor=anchor,
+                            colour=title.subtitle.font.color or colour, cls="subtitle"))
+    return out
 
 
 def z_ticks(lo: float, hi: float) -> list[tuple[float, str]]:

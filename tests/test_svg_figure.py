@@ -196,9 +196,21 @@ def test_templates_and_markup():
                                                                                                        ""]}) == \
         "weight: 0.250"
     assert fill_template("%{z:+.2f} %{z:.1%} %{x}", {"z": -0.1261, "x": 3}) == "\u22120.13 \u221212.6% 3"
-    assert lines_of("0.25<br><b>&lt;s&gt;</b>") == [[("0.25", False)], [("<s>", True)]]
+    assert lines_of("0.25<br><b>&lt;s&gt;</b>") == [[("0.25", False, None)], [("<s>", True, None)]]
+    assert lines_of("a <span style='color:#7b3fa0'>✎ <b>b</b></span>c") == [
+        [("a ", False, None), ("✎ ", False, "#7b3fa0"), ("b", True, "#7b3fa0"), ("c", False, None)]]
+    for styled in ("<span style='font-size:9px'>a</span>", "<span>a</span>"):
+        with pytest.raises(Unsupported):
+            lines_of(styled)
     with pytest.raises(Unsupported):
         fill_template("%{marker.size}", {"z": 1})
+
+
+def test_a_forced_candidate_is_drawn_with_its_violet_tick_not_left_to_plotly():
+    bars = candidate_bars.ordered([5, 7, 9], ["▁chat", "▁chien", "</s>"], [0.2, 0.7, 0.1], chosen={5})
+    fig = candidate_bars.candidates_figure(bars, rows=4, title="top 3 next tokens", forced=True)
+    svg = svg_figure.draw(fig, 900).svg
+    assert f'fill="{candidate_bars.FORCED}">{candidate_bars.FORCED_MARK}▁chat</tspan>' in svg
 
 
 def test_candidate_bars_have_one_bar_per_token_with_its_number_and_the_chosen_outlined():

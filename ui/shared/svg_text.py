@@ -1,5 +1,5 @@
-"""Plotly's text in an SVG drawn without plotly.js: its HTML subset (`<br>`, `<b>`, entities) as lines of plain or bold
-runs, its hover and cell templates (`%{z:.3f}`, `%{customdata[0]}`) filled in, and a label's width in px.
+"""Plotly's text in an SVG drawn without plotly.js: its HTML subset (`<br>`, `<b>`, `<span style='color:…'>`, entities)
+as lines of runs, its hover and cell templates (`%{z:.3f}`, `%{customdata[0]}`) filled in, and a label's width in px.
 Pure functions, no streamlit."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 
 FONT = '"Source Sans", "Source Sans Pro", "Open Sans", Arial, sans-serif'  # Streamlit's font, then plotly's
 CHAR_EM = 0.58  # a character's average width in font sizes (what plotly's own label margins also assume)
-_TAG = re.compile(r"<(/?)(b|br)\s*/?>", re.IGNORECASE)
+_TAG = re.compile(r"<(/?)(b|br|span)(?:\s+style\s*=\s*(['\"])\s*color\s*:\s*([#\w(),. ]+?)\s*;?\s*\3)?\s*/?>",
+                  re.IGNORECASE)
 _FIELD = re.compile(r"%\{([a-z]+)(?:\[(\d+)\])?(?::([^}]*))?\}")
 _FORMAT = re.compile(r"([+]?)(?:\.(\d+))?([f%])?")
 
@@ -21,35 +22,46 @@ class Unsupported(ValueError):
     """A figure (or a piece of it) this renderer cannot draw as plotly would: the caller falls back to plotly."""
 
 
-Run = tuple[str, bool]  # text, bold
+Run = tuple[str, bool, str | None]  # text, bold, colour (None: the text's own)
 
 
 def lines_of(text: str) -> list[list[Run]]:
-    """Plotly's text (HTML-escaped tokens, `<br>` between lines, `<b>` for bold) as lines of (text, bold) runs.
-    A tag that styles text in plotly (`<i>`, `<sup>`, `<span>`, ...) is Unsupported; any other is kept as text: an
-    unescaped token such as "<unk>" or "</s>" (which plotly would drop, or read as a strikethrough)."""
-    if re.search(r"<\s*/?\s*(i|em|sup|sub|span|a)\b", text, re.IGNORECASE):
+    """Plotly's text (HTML-escaped tokens, `<br>` between lines, `<b>` for bold, `<span style='color:…'>` for a
+    colour) as lines of (text, bold, colour) runs. A tag that styles text otherwise in plotly (`<i>`, `<sup>`, a
+    span with another style, ...) is Unsupported; any other is kept as text: an unescaped token such as "<unk>" or
+    "</s>" (which plotly would drop, or read as a strikethrough)."""
+    if re.search(r"<\s*/?\s*(i|em|sup|sub|a)\b", text, re.IGNORECASE) or (
+            len(re.findall(r"<\s*/?\s*span\b", text, re.IGNORECASE)) != len(
+                [m for m in _TAG.finditer(text) if m.group(2).lower() == "span"])):
         raise Unsupported(f"HTML in {text[:60]!r}")
     lines: list[list[Run]] = [[]]
     bold = False
+    colours: list[str] = []  # the open spans' colours, innermost last
     position = 0
     for match in [*_TAG.finditer(text), None]:
         end = match.start() if match else len(text)
         if end > position:
-            lines[-1].append((html.unescape(text[position:end]), bold))
+            lines[-1].append((html.unescape(text[position:end]), bold, colours[-1] if colours else None))
         if match is None:
             break
         position = match.end()
-        if match.group(2).lower() == "br":
+        tag, closing = match.group(2).lower(), match.group(1) == "/"
+        if tag == "br":
             lines.append([])
+        elif tag == "b":
+            bold = not closing
+        elif closing:
+            colours = colours[:-1]
+        elif match.group(4) is None:
+            raise Unsupported(f"a span without a colour in {text[:60]!r}")
         else:
-            bold = match.group(1) != "/"
+            colours.append(match.group(4))
     return lines
 
 
 def plain(text: str) -> str:
     """The text without its markup, lines joined by newlines: what the hover box shows."""
-    return "\n".join("".join(t for t, _ in line) for line in lines_of(text))
+    return "\n".join("".join(run[0] for run in line) for line in lines_of(text))
 
 
 def text_width(text: str, font_px: float) -> float:
@@ -58,7 +70,7 @@ def text_width(text: str, font_px: float) -> float:
 
 
 def label_width(text: str, font_px: float) -> float:
-    return max((text_width("".join(t for t, _ in line), font_px) for line in lines_of(text)), default=0.0)
+    return max((text_width("".join(run[0] for run in line), font_px) for line in lines_of(text)), default=0.0)
 
 
 def number(value: Any, spec: str | None) -> str:
@@ -119,10 +131,11 @@ def text_svg(x: float, y: float, text: str, font_px: float, *, anchor: str = "st
     first = -(len(lines) - 1) * step / 2
     parts = []
     for i, line in enumerate(lines):
-        for j, (run, heavy) in enumerate(line):
+        for j, (run, heavy, tint) in enumerate(line):
             place = f' x="{x:.1f}" dy="{(first if i == 0 else step):.1f}"' if j == 0 else ""
             weight = ' font-weight="bold"' if heavy else ""
-            parts.append(f"<tspan{place}{weight}>{escape(run)}</tspan>")
+            fill = f' fill="{escape(tint)}"' if tint else ""
+            parts.append(f"<tspan{place}{weight}{fill}>{escape(run)}</tspan>")
         if not line:
             parts.append(f'<tspan x="{x:.1f}" dy="{(first if i == 0 else step):.1f}"></tspan>')
     turn = f' transform="rotate({angle:g} {x:.1f} {y:.1f})"' if angle else ""

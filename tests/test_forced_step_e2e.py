@@ -12,6 +12,7 @@ from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's sk
 from tests.label_boxes import clipped, measure, overlapping
 from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     EXCEPTION,
+    PLOT,
     browser_context_args,
     browser_type_launch_args,
     server,
@@ -42,7 +43,7 @@ def _forced_in_page(page) -> None:
     assert [t.strip() for t in forced.locator("text.label").all_text_contents()] == ["▁La", "▁femme"]
     assert page.locator("svg.bt g.node:not(.forced)").count() >= 1  # the root <s> at least
     expect(page.get_by_text("✎ marks the forced token")).to_be_visible()
-    tick = page.locator(".ytick text", has_text="✎").first  # the candidate bars' forced label, violet
+    tick = page.locator(":is(.ytick text, text.yt)", has_text="✎").first  # the candidate bars' forced label, violet
     assert tick.locator("tspan").first.evaluate("e => getComputedStyle(e).fill") == "rgb(123, 63, 160)"
     read = page.locator("p", has_text=re.compile(r"^At step 2 the decoder read")).first
     assert "La" in read.locator("span", has_text="✎").first.inner_text()  # the forced piece it read, marked
@@ -92,7 +93,9 @@ def test_a_forced_step_reads_at_1280_by_720_without_overlapping_labels(server, b
                  "prefix": "La femme", **({"class": "1"} if mode == "class" else {})}
         page.goto(f"{server}/Step_by_step?" + urllib.parse.urlencode(query))
         _settled(page, 2)
-        page.wait_for_timeout(2000)  # plotly's layout pass, the views' scripts
+        for chart in range(3):  # the candidate bars and the two per-head maps, drawn (a loaded machine is slow)
+            page.locator(PLOT).nth(chart).locator("svg text").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)  # the views' scripts
         groups = measure(page)
         assert groups and all(group.labels for group in groups)
         for group in groups:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transformer.decoding.prefix import Prefix, check_prefix
+from transformer.decoding.prefix import Prefix
 from transformer.decoding.search import DEFAULT_SETTINGS, SearchSettings, search
 from transformer.decoding.translate import Translator
 
@@ -104,10 +104,10 @@ def compare_forced(translator: Translator, source: str | Sequence[int], prefix: 
     ids = translator.prefix_ids(prefix)
     if not ids:
         raise ValueError("prefix: no pieces to force; give a target text or piece ids")
-    check_prefix(ids, translator.specials, translator.model.config.tgt_vocab_size, [translator.model.config.max_len])
     settings = dataclasses.replace(settings, record_steps=False)
     src = torch.tensor([source_ids], device=translator.device)  # (1, S)
-    own, forced = (_output(translator, source_ids, src, settings, given) for given in ([], ids))
+    forced = _output(translator, source_ids, src, settings, ids)  # first: its search checks the prefix (check_prefix)
+    own = _output(translator, source_ids, src, settings, [])
     shared = shared_prefix(own.token_ids, forced.token_ids)
     difference, note = _difference(own, forced, shared)
     return ForcedComparison(tuple(source_ids), tuple(translator.tokenizer.source_pieces(source_ids)), tuple(ids), own,

@@ -60,14 +60,15 @@ def score(value: float) -> str:
     return f"{value:.3f}"
 
 
-def piece_line(pieces: Sequence[str], marks: Sequence[bool] | None = None) -> str:
+def piece_line(pieces: Sequence[str], marks: Sequence[bool] | None = None, colour: str = "orange") -> str:
     """Pieces as one line of Markdown, kept apart as the heatmap's axes keep them: each piece isolated (FSI … PDI),
     so that "</s>" and "." keep their own order and a right-to-left piece its ▁ at its start, and the whole line
     isolated right to left when its pieces read so (an Arabic output starts on the right and ends with </s> on
-    the left). A long piece is shortened, as on every chart. Marked pieces on an orange background; "∅" for none."""
+    the left). A long piece is shortened, as on every chart. Marked pieces on a background of `colour` (one of
+    Streamlit's Markdown colours); "∅" for none."""
     marks = list(marks) if marks is not None else [False] * len(pieces)
     shown = [f"{FSI}{plain(shorten(label))}{PDI}" for label in piece_labels(pieces)]
-    line = " ".join(f":orange-background[{s}]" if m else s for s, m in zip(shown, marks))
+    line = " ".join(f":{colour}-background[{s}]" if m else s for s, m in zip(shown, marks))
     if not line:
         return "∅"
     return f"{RLI}{line}{PDI}" if is_rtl("".join(pieces)) else line

@@ -19,12 +19,12 @@ from ui.shared import class_mode, heatmaps
 from ui.shared.text import piece_line, plain, score
 from ui.shared.translation_gate import decode_slot
 from ui.shared.widgets import chart, decode_turn
-from ui.step.candidate_bars import FORCED_MARK
+from ui.step.candidate_bars import FORCED, FORCED_MARK
+from ui.step.forcing import piece_labels
 
 MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
 DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
 MIN_SCALE = 0.1  # the difference map's colour scale runs to ± its largest cell, never less: noise stays pale
-FORCED = "#7b3fa0"  # the forced pieces' violet, as the candidate bars and the beam tree mark them
 SIDE_BY_SIDE_PIECES = 20  # a longer source (or class mode): the two maps one under the other, at the page's width
 FORCED_LINE = dict(color=FORCED, dash="dash", width=2)  # under the forced pieces' rows
 
@@ -47,8 +47,8 @@ def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, h
 
 
 def _rows(output: ComparedOutput) -> list[str]:
-    """An output's pieces as a map's row labels: the forced ones after ✎, as the page's text marks them."""
-    return [FORCED_MARK + p if f else p for p, f in zip(output.pieces, output.forced)]
+    """An output's pieces as a map's row labels: the forced ones (its first pieces) after ✎, as the page marks them."""
+    return piece_labels(output.pieces, 0, sum(output.forced))
 
 
 def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> go.Figure | None:
@@ -88,9 +88,9 @@ def comparison(translator: Translator, session: DecodingSession) -> ForcedCompar
 
 def pieces_line(output: ComparedOutput) -> str:
     """The output's pieces as one line of Markdown, the forced ones on violet, ✎ before the first (the page's mark)."""
-    # piece_line escapes every piece, so its background directive is the only one in the line
-    return piece_line(output.pieces, output.forced).replace(":orange-background[", ":violet-background[") \
-        .replace(":violet-background[", f":violet-background[{FORCED_MARK}", 1)
+    # piece_line escapes every piece, so its background directives are the only ones in the line
+    return piece_line(output.pieces, output.forced, colour="violet").replace(
+        ":violet-background[", f":violet-background[{FORCED_MARK}", 1)
 
 
 def _summary(container: Any, name: str, output: ComparedOutput) -> None:

@@ -138,7 +138,7 @@ def marked_pieces(pieces: Sequence[str], start: int, n_forced: int) -> str:
     head, forced_part, rest = pieces[:start], pieces[start:start + n_forced], pieces[start + n_forced:]
     if not forced_part:  # nothing forced: one bold run, as the page wrote it before forcing existed
         return bold(pieces)
-    middle = f":violet-background[{FORCED_MARK}{bold(forced_part)}]" if forced_part else ""
+    middle = f":violet-background[{FORCED_MARK}{bold(forced_part)}]"
     return " ".join(filter(None, (bold(head), middle, bold(rest))))
 
 

@@ -8,6 +8,7 @@ folder imports itself and `ui/shared/`, `ui/shared/` imports no page folder, and
 
 import ast
 import re
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -279,3 +280,31 @@ def test_the_teaching_package_lists_each_of_its_modules_once_in_import_order():
                         re.M)
     assert [f"transformer.data.corpora.teaching.{name}" for name in listed] == TEACHING_ORDER
     assert sorted(listed) == sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__")
+
+
+def magic_lines(source: str) -> list[int]:
+    """Lines of the statements Streamlit's magic would show with st.write in a page script: a bare value, name or
+    expression on its own line; neither a call nor a docstring."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        for i, child in enumerate(body if isinstance(body, list) else []):
+            if not isinstance(child, ast.Expr) or isinstance(child.value, (ast.Call, ast.Await, ast.Yield,
+                                                                           ast.YieldFrom)):
+                continue
+            if i == 0 and isinstance(child.value, ast.Constant) and isinstance(child.value.value, str):
+                continue  # a docstring
+            lines.append(child.lineno)
+    return sorted(lines)
+
+
+@pytest.mark.parametrize("page", sorted(PAGE_FOLDERS))
+def test_no_page_relies_on_magic_which_the_app_turns_off(page):
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["magicEnabled"] is False  # it compiled each page again for every new session
+    assert not magic_lines((ROOT / page).read_text()), f"{page} shows a value through magic"
+
+
+def test_the_magic_check_sees_a_bare_value_and_skips_calls_and_docstrings():
+    source = '"""doc"""\nimport streamlit as st\nx = 1\nx\nst.write(x)\n\n\ndef f():\n    "doc"\n    "shown"\n'
+    assert magic_lines(source) == [4, 10]

@@ -52,11 +52,20 @@ class Axis:
     pad: bool = False  # autorange pads 5% beyond the data's far end (a bar's value axis)
     p0: float = 0.0  # px of its domain's start (left, or bottom for y)
     p1: float = 0.0
+    # read from the layout once: plotly checks every attribute it is asked for (~10 µs), and px() runs for every
+    # point and tick drawn
+    fixed: tuple[float, float] | None = field(init=False)
+    reversed: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        given = self.layout.range
+        self.fixed = None if given is None else (float(given[0]), float(given[1]))
+        self.reversed = self.layout.autorange == "reversed"
 
     def span(self) -> tuple[float, float]:
         """Data values at the start and end of its px span (left to right; top to bottom for y)."""
-        if self.layout.range is not None:
-            lo, hi = (float(v) for v in self.layout.range)
+        if self.fixed is not None:
+            lo, hi = self.fixed
         else:
             lo, hi = self.lo, self.hi
             if not math.isfinite(lo):
@@ -65,10 +74,9 @@ class Axis:
                 lo, hi = lo - 1, hi + 1
             if self.pad:
                 lo, hi = (lo - 0.05 * (hi - lo) if lo < 0 else lo), (hi + 0.05 * (hi - lo) if hi > 0 else hi)
-        reversed_ = self.layout.autorange == "reversed"
         if self.name.startswith("y"):
-            return (lo, hi) if reversed_ else (hi, lo)  # top first
-        return (hi, lo) if reversed_ else (lo, hi)
+            return (lo, hi) if self.reversed else (hi, lo)  # top first
+        return (hi, lo) if self.reversed else (lo, hi)
 
     def position(self, value: Any) -> float:
         return position(value, self.categories)

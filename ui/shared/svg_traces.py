@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -116,20 +117,38 @@ def _item(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def point_values(trace: Any, j: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PointData:
+    """What a bar's or line's points are drawn and hovered from, read from its trace once: plotly checks every
+    attribute it is asked for (~10 µs a read), and a line has hundreds of points."""
+
+    x: Any
+    y: Any
+    customdata: Any
+    text: Any
+    hovertemplate: str | None
+    hovers: bool  # whether its points take the hover (hoverinfo "skip" or "none" without a template: not)
+
+    @classmethod
+    def of(cls, trace: Any) -> PointData:
+        template = trace.hovertemplate
+        return cls(trace.x, trace.y, trace.customdata, trace.text, template,
+                   bool(template) or trace.hoverinfo not in ("skip", "none"))
+
+
+def point_values(data: PointData, j: int) -> dict[str, Any]:
     """The template fields of a bar's or line's point j."""
-    values: dict[str, Any] = {"x": _item(trace.x[j]), "y": _item(trace.y[j])}
-    for name in ("customdata", "text"):
-        data = getattr(trace, name)
-        if data is not None:
-            values[name] = data if isinstance(data, str) else _item(data[j])
+    values: dict[str, Any] = {"x": _item(data.x[j]), "y": _item(data.y[j])}
+    for name, column in (("customdata", data.customdata), ("text", data.text)):
+        if column is not None:
+            values[name] = column if isinstance(column, str) else _item(column[j])
     return values
 
 
-def _hover(trace: Any, values: dict[str, Any], default: str) -> str | None:
-    if trace.hoverinfo in ("skip", "none") and not trace.hovertemplate:
+def _hover(data: PointData, j: int, default: str) -> str | None:
+    if not data.hovers:
         return None
-    return plain(fill_template(trace.hovertemplate or default, values))
+    return plain(fill_template(data.hovertemplate or default, point_values(data, j)))
 
 
 def _per_point(value: Any, j: int) -> Any:
@@ -141,7 +160,8 @@ def bar_parts(index: int, trace: Any, slot: tuple[int, int], gap: float, ax: Any
     """A bar trace, slot = (its place, number of traces) in a group of bars at each position; its numbers outside
     the bars (textposition "outside") or none."""
     horizontal = trace.orientation == "h"
-    values, places = (trace.x, trace.y) if horizontal else (trace.y, trace.x)
+    data = PointData.of(trace)
+    values, places = (data.x, data.y) if horizontal else (data.y, data.x)
     axis_v, axis_p = (ax, ay) if horizontal else (ay, ax)
     place, count = slot
     width = (1 - gap) / count
@@ -149,6 +169,8 @@ def bar_parts(index: int, trace: Any, slot: tuple[int, int], gap: float, ax: Any
     fill = trace.marker.color if trace.marker.color is not None else colour
     line = trace.marker.line
     font = trace.textfont.size or base
+    outside = trace.textposition == "outside"
+    inside = trace.texttemplate is None and trace.textposition not in (None, "none")
     for j, (v, p) in enumerate(zip(values, places)):
         centre = axis_p.position(p) - (1 - gap) / 2 + (place + 0.5) * width
         a0, a1 = sorted((axis_p.px(centre - width / 2), axis_p.px(centre + width / 2)))
@@ -160,8 +182,8 @@ def bar_parts(index: int, trace: Any, slot: tuple[int, int], gap: float, ax: Any
         box = (v0, a0, v1 - v0, a1 - a0) if horizontal else (a0, v0, a1 - a0, v1 - v0)
         out.append(f'<rect class="bar" x="{box[0]:.1f}" y="{box[1]:.1f}" width="{max(box[2], 0):.1f}" '
                    f'height="{max(box[3], 0):.1f}" {paint}/>')
-        if trace.text is not None and trace.textposition == "outside":
-            label = str(_per_point(trace.text, j))
+        if data.text is not None and outside:
+            label = str(_per_point(data.text, j))
             if horizontal:
                 end = axis_v.px(float(v))
                 out.append(text_svg(end + 3 if v >= 0 else end - 3, (a0 + a1) / 2, label, font,
@@ -169,16 +191,16 @@ def bar_parts(index: int, trace: Any, slot: tuple[int, int], gap: float, ax: Any
             else:
                 out.append(text_svg((a0 + a1) / 2, axis_v.px(float(v)) - 0.7 * font, label, font, anchor="middle",
                                     cls="bt"))
-        elif trace.text is not None and trace.texttemplate is None and trace.textposition not in (None, "none"):
+        elif data.text is not None and inside:
             raise Unsupported("bar text inside")
-        hover = _hover(trace, point_values(trace, j), "%{x}, %{y}")
+        hover = _hover(data, j, "%{x}, %{y}")
         if hover is not None:
             # one mark per bar at the middle of the value axis: the pointer anywhere across a bar's row takes it
             middle = (axis_v.p0 + axis_v.p1) / 2
             marks.append((middle, (a0 + a1) / 2, hover, len(points)) if horizontal
                           else ((a0 + a1) / 2, middle, hover, len(points)))
-            points.append({"curve_number": index, "point_number": j, "point_index": j, "x": _item(trace.x[j]),
-                           "y": _item(trace.y[j])})
+            points.append({"curve_number": index, "point_number": j, "point_index": j, "x": _item(data.x[j]),
+                           "y": _item(data.y[j])})
     return "".join(out), marks
 
 
@@ -186,7 +208,8 @@ def line_parts(index: int, trace: Any, ax: Any, ay: Any, colour: str, points: li
     """A scatter trace drawn as lines (and markers, for "lines+markers"); each point takes the hover."""
     stroke = trace.line.color or colour
     width = 2 if trace.line.width is None else trace.line.width
-    xy = [(ax.px(ax.position(x)), ay.px(ay.position(y))) for x, y in zip(trace.x, trace.y)
+    data = PointData.of(trace)
+    xy = [(ax.px(ax.position(x)), ay.px(ay.position(y))) for x, y in zip(data.x, data.y)
           if y is not None and not (isinstance(y, float) and math.isnan(y))]
     dash = {"dash": ' stroke-dasharray="9,9"', "dot": ' stroke-dasharray="3,3"'}.get(trace.line.dash or "", "")
     path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(xy))
@@ -195,13 +218,13 @@ def line_parts(index: int, trace: Any, ax: Any, ay: Any, colour: str, points: li
         size = trace.marker.size or 6
         out += [f'<circle class="mk" cx="{x:.1f}" cy="{y:.1f}" r="{size / 2:g}" fill="{stroke}"/>' for x, y in xy]
     marks = []
-    for j in range(len(trace.x)):
-        hover = _hover(trace, point_values(trace, j), f"{plain(trace.name or '')}: (%{{x}}, %{{y}})")
-        if hover is None or trace.y[j] is None:
+    default = f"{plain(trace.name or '')}: (%{{x}}, %{{y}})"
+    for j, (x, y) in enumerate(zip(data.x, data.y)):
+        hover = _hover(data, j, default)
+        if hover is None or y is None:
             continue
-        marks.append((ax.px(ax.position(trace.x[j])), ay.px(ay.position(trace.y[j])), hover, len(points)))
-        points.append({"curve_number": index, "point_number": j, "point_index": j, "x": _item(trace.x[j]),
-                       "y": _item(trace.y[j])})
+        marks.append((ax.px(ax.position(x)), ay.px(ay.position(y)), hover, len(points)))
+        points.append({"curve_number": index, "point_number": j, "point_index": j, "x": _item(x), "y": _item(y)})
     return "".join(out), marks
 
 

@@ -14,6 +14,7 @@ import dataclasses
 import math
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
@@ -21,6 +22,7 @@ from transformer.data.corpora.base import normalize_text
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Source, Translation, TranslationError, Translator, check_text
 from transformer.explain.checks import MAX_SOURCE_TOKENS  # the explain API takes what one request may
+from ui.shared.recent import Recent
 
 MAX_CHARS = 1000  # a long sentence; the same cap as a link's text (ui.shared.links.MAX_TEXT)
 MAX_LEN_A, MAX_LEN_B = 1.5, 10  # output <= a * source + b pieces, the package's defaults, never more here
@@ -133,13 +135,41 @@ def prepare(translator: Translator, text: str) -> Source:
     return source
 
 
+class RecentTranslations:
+    """The last `size` translations of each Translator, by text and settings, shared by every session: a page opened
+    again (a reload, a shared link, a class on the same sentence) shows its translation without decoding it again.
+    Decoding is deterministic (sampling draws from its seed), so a kept translation is the one decoding would give;
+    pages only read them. A model dropped from the app's cache drops its translations with it (weak keys)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._by_model: weakref.WeakKeyDictionary[Translator, Recent[Translation]] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def of(self, translator: Translator) -> Recent[Translation]:
+        with self._lock:
+            return self._by_model.setdefault(translator, Recent(self.size))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_model.clear()
+
+
+RECENT = RecentTranslations(8)  # per model: a few MB each at most (a long sentence's attention maps on opus-mt)
+
+
 def translate(translator: Translator, text: str, settings: SearchSettings,
               on_wait: OnWait | None = None) -> Translation:
-    """The translation of text with every attention map, within the app's limits and a decode slot, or
-    TranslationError (ServerBusy included) in the page's words."""
+    """The translation of text with every attention map, within the app's limits and a decode slot (or as the
+    server last made it: `RECENT`), or TranslationError (ServerBusy included) in the page's words."""
     prepare(translator, text)
+    settings, recent = bounded(settings), RECENT.of(translator)
+    if (kept := recent.get((text, settings))) is not None:
+        return kept
     with LIMITER.slot(on_wait):
-        return translator.translate(text, bounded(settings), attention=True)
+        translation = translator.translate(text, settings, attention=True)
+    recent.put((text, settings), translation)
+    return translation
 
 
 def follow_prefix(picked: Sequence[int] | None, prefixes: Sequence[Sequence[int]]) -> int | None:

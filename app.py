@@ -1,9 +1,9 @@
 """Attention Explorer: `streamlit run app.py`. Home page: what the tool is, and the model being explored."""
 
-import pandas as pd
 import streamlit as st
 
 from ui.shared.models import describe, find_models, translates
+from ui.shared.text import table
 from ui.shared.widgets import current_translator, page_setup
 
 
@@ -28,7 +28,7 @@ def main() -> None:
     st.subheader("The loaded model")
     st.caption(f"`{checkpoint.path}` (change it in the sidebar; the choice follows you across pages)")
     facts = describe(checkpoint.config, checkpoint.metadata, checkpoint.tokenizer)
-    st.table(pd.DataFrame({"value": list(facts.values())}, index=list(facts)))
+    st.markdown(table(facts, ("", "value")))
     c1, c2, c3 = st.columns(3)
     c1.page_link("pages/1_Translate.py", label="Translate a sentence", icon=":material/translate:")
     c2.page_link("pages/2_Step_by_step.py", label="Decode step by step", icon=":material/step:")

@@ -13,11 +13,13 @@ over and it has kept still for QUIET seconds (Plotly's hover layer aside), so th
    request after its own start (each page gets a freshly started server).
 2. **warm**: once the server has served the page once, `--rounds` loads of the page alternating with the bare
    page; the medians and their ratio.
-3. **breakdown** (`--breakdown`): where one warm load's time goes: the server's script run (the browser's rerun
+3. **floor** (`--floor`): Streamlit's own cost of a page of a multipage app with a sidebar like the app's, on a page
+   that draws nothing else (FLOOR), as ratios to the bare page: what no page of the app can go below.
+4. **breakdown** (`--breakdown`): where one warm load's time goes: the server's script run (the browser's rerun
    request to the last websocket message), the bytes it sent, the JavaScript the browser fetched (Plotly's module
    among it), the browser's time after the last message, Chromium's script and layout time, and the page's charts,
    iframes and data grids.
-4. **buttons** on the shipped models: Next, Back and Run to end on Step by step, Draw again (sampling), a lens
+5. **buttons** on the shipped models: Next, Back and Run to end on Step by step, Draw again (sampling), a lens
    switch on Translate: the time from the click to the page's last change.
 
 Goal (issue 42): every page at most 1.5x the bare page warm, 3x cold, every button under 1 s.
@@ -57,7 +59,20 @@ PAGES = {  # page -> the link a teacher would open (query string)
     "Learn": f"model=en-fr-teaching&text={TEACHING}",
     "Teaching_guide": "",
     "Explain_heads": f"model=en-fr-teaching&text={TEACHING}",
+    "Dataset": "model=en-fr-teaching",
 }
+# --floor: what Streamlit itself costs before a page draws anything of its own, as pages of a second app beside the
+# bare one: the same title on a page of a multipage app (its address is a path: the browser first asks the server
+# under that path), then with one select box in the sidebar (a widget whose code the browser fetches when it first
+# draws one), then with a sidebar like the app's (eight page links, a select box, a toggle and a radio).
+FLOOR = {
+    "Title": "",
+    "Select": 'st.sidebar.selectbox("Model", ["a", "b"])\n',
+    "Sidebar": ('for i in range(8):\n    st.sidebar.page_link("bare.py", label=f"Page {i}", icon=":material/home:")\n'
+                'st.sidebar.selectbox("Model", ["a", "b"])\nst.sidebar.toggle("Class mode")\n'
+                'st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True)\n'),
+}
+FLOOR_CONFIG = '[client]\nshowSidebarNavigation = false\ntoolbarMode = "minimal"\n'  # as the app's
 # The websocket's traffic and the page's long tasks, on the same clock (for --breakdown).
 PROBE = """
 window.__ws = {sent: 0, last: 0, bytes: 0, frames: 0};
@@ -205,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
     parser.add_argument("--no-cold", action="store_true", help="skip the first-request-after-a-start loads")
     parser.add_argument("--no-buttons", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="after the warm loads, Streamlit's own pages (FLOOR): "
+                        "a multipage app's page, a sidebar select box, a sidebar like the app's")
     parser.add_argument("--breakdown", action="store_true", help="after the warm loads, one load of each page taken "
                         "apart (server, bytes, JavaScript, browser)")
     args = parser.parse_args(argv)
@@ -220,6 +237,16 @@ def main(argv: list[str] | None = None) -> None:
 
     def bare_server() -> Server:
         return Server(tmp / "bare.py", tmp, tmp / "bare.log")
+
+    def warm(url: str, name: str) -> None:
+        load(browser, url)  # served once
+        page_times, bare_times = [], []
+        for _ in range(args.rounds):
+            page_times.append(load(browser, url))
+            bare_times.append(load(browser, bare.url))
+        page_s, bare_s = statistics.median(page_times), statistics.median(bare_times)
+        print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}"
+              f"   (page {min(page_times):.2f}-{max(page_times):.2f} s)", flush=True)
 
     def path(name: str) -> str:
         return ("/" if name == "Home" else f"/{name}") + (f"?{PAGES[name]}" if PAGES[name] else "")
@@ -244,14 +271,22 @@ def main(argv: list[str] | None = None) -> None:
         try:
             print(f"warm: once served, the median of {args.rounds} fresh-tab loads, alternating with the bare page")
             for name in args.pages:
-                load(browser, app.url + path(name))  # served once
-                page_times, bare_times = [], []
-                for _ in range(args.rounds):
-                    page_times.append(load(browser, app.url + path(name)))
-                    bare_times.append(load(browser, bare.url))
-                page_s, bare_s = statistics.median(page_times), statistics.median(bare_times)
-                print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}"
-                      f"   (page {min(page_times):.2f}-{max(page_times):.2f} s)", flush=True)
+                warm(app.url + path(name), name)
+            if args.floor:
+                print("floor: Streamlit's own pages, nothing of the app's (FLOOR)")
+                floor = tmp / "floor"
+                (floor / "pages").mkdir(parents=True)
+                (floor / ".streamlit").mkdir()
+                (floor / ".streamlit" / "config.toml").write_text(FLOOR_CONFIG)
+                (floor / "bare.py").write_text(BARE)
+                for i, (name, extra) in enumerate(FLOOR.items(), 1):
+                    (floor / "pages" / f"{i}_{name}.py").write_text(BARE + extra)
+                shell = Server(floor / "bare.py", floor, tmp / "floor.log")
+                try:
+                    for name in FLOOR:
+                        warm(f"{shell.url}/{name}", name)
+                finally:
+                    shell.stop()
             if args.breakdown:
                 print("breakdown: one more fresh-tab load of each page (and of the bare page)")
                 for name, url in [("bare", bare.url), *((name, app.url + path(name)) for name in args.pages)]:

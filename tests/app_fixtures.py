@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -53,3 +54,22 @@ def make_checkpoint(path: Path, seed: int = 0, src: str = "en", tgt: str = "fr")
 def write_tsv(path: Path, copies: int = 3) -> Path:
     path.write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS * copies), encoding="utf-8")
     return path
+
+
+def markdown_table(markdown: str) -> dict[str, str]:
+    """A two-column Markdown table (`ui.shared.text.table`) back as {first cell: second cell}, the text as shown."""
+    rows = {}
+    for line in markdown.splitlines()[2:]:  # after the header and the |---| line
+        name, value = line.strip()[2:-2].split(" | ")  # a pipe inside a cell is escaped, so never " | "
+        rows[_shown(name)] = _shown(value)
+    return rows
+
+
+def _shown(cell: str) -> str:
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", cell).replace("\u2060", "")
+
+
+def home_facts(at) -> dict[str, str]:
+    """The Home page's table of the loaded model's facts."""
+    (facts,) = [markdown_table(m.value) for m in at.markdown if m.value.startswith("|  | value |")]
+    return facts

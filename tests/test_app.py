@@ -13,14 +13,14 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from tests.app_fixtures import PAIRS, home_facts, make_checkpoint, markdown_table, write_tsv
 from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps, read_metrics
 from ui.shared import svg_chart, training_jobs
 from ui.shared.heatmaps import escape
 from ui.shared.offline_examples import offline_examples
-from ui.shared.text import plain
+from ui.shared.text import plain, table
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -103,10 +103,11 @@ def test_home_describes_the_model(at):
     at.run()
     assert not at.exception
     assert at.title[0].value == "Attention Explorer"
-    table = at.table[0].value
-    assert table.loc["heads", "value"] == "4" and table.loc["test BLEU", "value"] == "1.5"
-    description = table.loc["training data", "value"]
+    facts = home_facts(at)
+    assert facts["heads"] == "4" and facts["test BLEU"] == "1.5" and facts["languages"] == "en → fr"
+    description = facts["training data"]
     assert not any(description in c.value for c in at.caption)  # said once, in the table
+    assert not at.table  # a Markdown table: st.table would load ~1 MB of Arrow's JavaScript into Home
 
 
 def test_no_model_explains_how_to_train_one(at, tmp_path, monkeypatch):
@@ -479,3 +480,8 @@ def test_example_sentences_follow_the_chosen_model(tmp_path, monkeypatch):
             expected = [s for s, _ in load_corpus(spec).test][:300]
         assert at.selectbox(key="tr_example").options[1:] == expected, name
         assert at.text_input(key="tr_text").value == expected[0]
+
+
+def test_the_facts_table_shows_each_cell_as_typed():
+    rows = {"training data": "a | b *bold* [link](x) www.example.org", "layers": "2 encoder + 2 decoder"}
+    assert markdown_table(table(rows, ("", "value"))) == rows

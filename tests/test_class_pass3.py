@@ -9,7 +9,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import make_checkpoint
+from tests.app_fixtures import home_facts, make_checkpoint
 from tests.conftest import SPECIALS
 from tests.test_app import figures_of
 from tests.test_class_ready import app, opened
@@ -243,7 +243,7 @@ def test_the_home_page_says_the_teaching_models_vocabulary_is_shared(monkeypatch
     at.query_params["model"] = "en-fr-teaching"
     at.run()
     assert not at.exception, at.exception
-    (facts,) = [t.value["value"].to_dict() for t in at.table]  # the loaded model's facts
+    facts = home_facts(at)  # the loaded model's facts
     assert "shared by both languages" in facts["vocabulary"] and "source / " not in facts["vocabulary"]
 
 

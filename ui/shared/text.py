@@ -29,6 +29,13 @@ def plain(text: object) -> str:
     return _PUNCTUATION.sub(r"\\\1", text)
 
 
+def table(rows: dict[str, str], header: tuple[str, str]) -> str:
+    """rows as a two-column Markdown table, each cell literal (`plain`): drawn by Streamlit's Markdown, which every
+    page loads anyway, where st.table would fetch about 1 MB of Arrow's JavaScript into the page."""
+    lines = [f"| {plain(header[0])} | {plain(header[1])} |", "|---|---|"]
+    return "\n".join(lines + [f"| {plain(name)} | {plain(value)} |" for name, value in rows.items()])
+
+
 def code(text: object) -> str:
     """text as an inline code span: a fence longer than any run of backticks in it, so it cannot close early."""
     text = " ".join(str(text).split())

@@ -69,6 +69,13 @@ def test_the_page_lists_the_teaching_test_split_with_links_to_each_sentence(at, 
     at.text_input(key="ds_contains").set_value(first.split()[1]).run()
     assert first in list(at.dataframe[1].value["source"])
     assert at.query_params["split"] == "test" and at.query_params["limit"] == "10"
+    # the projector is computed and drawn (by plotly.js, WebGL) only once its expander is opened
+    assert not [el for el in at.main if el.type == "plotly_chart"]
+    at.session_state["ds_projector_open"] = True
+    at.run()
+    (projector,) = [json.loads(el.proto.spec) for el in at.main if el.type == "plotly_chart"]
+    assert projector["layout"]["title"]["text"].endswith("tokens of 10 sentences, final encoder states (PCA)")
+    assert {trace["type"] for trace in projector["data"]} == {"scattergl"}
 
 
 @pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")

@@ -25,6 +25,8 @@ def test_the_dataset_page_shows_the_table_and_the_projector_and_opens_a_sentence
     expect(page.get_by_role("heading", name="Projector")).to_be_visible(timeout=180_000)  # after the computation
     expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(2, timeout=60_000)  # slices, sentences
     expect(page.get_by_text("The first 10 of 500 sentences")).to_be_visible()
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0  # the projector waits to be opened
+    page.get_by_text("Every token's final state in 2-D (PCA)").click()
     projector = page.locator(PLOT).last
     projector.scroll_into_view_if_needed()
     expect(projector.locator(".gl-canvas, canvas").first).to_be_attached(timeout=60_000)  # WebGL scatter

@@ -21,6 +21,15 @@ def _points(_result: DatasetResult, key: tuple, side: str):
 
 
 def projector_view(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
+    """The projector in an expander, computed and drawn only while it is open: its WebGL scatter is drawn by
+    plotly.js, a 4.7 MB module the browser would otherwise fetch and run on every load of the page."""
+    box = st.expander("Every token's final state in 2-D (PCA)", key="ds_projector_open", on_change="rerun")
+    with box:
+        if box.open:
+            _projector(result, groups)
+
+
+def _projector(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
     c1, c2 = st.columns(2)
     side = c1.radio("States of the", list(SIDES), format_func=SIDES.get, horizontal=True, key="ds_proj_side")
     colour = c2.radio("Colour by", list(COLOURS), format_func=COLOURS.get, horizontal=True, key="ds_proj_colour")

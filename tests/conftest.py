@@ -41,3 +41,18 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def scan_component_packages_once():
+    """Every new AppTest scans each installed package for Streamlit components before its first run (0.6-0.9 s of
+    reading package metadata here); the packages do not change while the suite runs, so one scan serves them all."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(manifest_scanner, "scan_component_manifests",
+                  functools.cache(manifest_scanner.scan_component_manifests))
+    yield
+    patch.undo()

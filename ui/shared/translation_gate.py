@@ -1,5 +1,6 @@
 """The pages' gate to the `Translator`: the app's limits on the work one request may ask for, the server-wide cap
-on decodes running at once, and the app's own wording for input it cannot translate. No streamlit.
+on decodes running at once, the translations the server keeps (`RECENT`: a page opened again decodes nothing), and
+the app's own wording for input it cannot translate. No streamlit.
 
 Limits (README, "Limits"): at most MAX_CHARS characters and MAX_SOURCE_TOKENS source pieces, refused before any
 decoding with a message that says so; at most OUTPUT_LIMIT output pieces, and as many for a typed reference

@@ -8,6 +8,7 @@ import hashlib
 import io
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -244,6 +245,25 @@ def shape_parts(shapes: Any, axes: dict[str, Any], paper_x: tuple[float, float],
     return out
 
 
+@dataclass(frozen=True)
+class PointData:
+    """What a trace's points are drawn and hovered from, read from its trace once: plotly checks every
+    attribute it is asked for (~10 µs a read), and a trace has hundreds of points."""
+
+    x: Any
+    y: Any
+    customdata: Any
+    text: Any
+    hovertemplate: str | None
+    hovers: bool  # whether its points take the hover (hoverinfo "skip" or "none" without a template: not)
+
+    @classmethod
+    def of(cls, trace: Any) -> PointData:
+        template = trace.hovertemplate
+        return cls(trace.x, trace.y, trace.customdata, trace.text, template,
+                   bool(template) or trace.hoverinfo not in ("skip", "none"))
+
+
 def marker_parts(index: int, trace: Any, ax: Any, ay: Any, points: list[dict]) -> tuple[str, list]:
     """A scatter trace of markers: the visible ones drawn, and each point that takes hovers and clicks as (px x,
     px y, hover text, its index in points), where its point (as Streamlit's selection reports it) is appended."""
@@ -255,21 +275,19 @@ def marker_parts(index: int, trace: Any, ax: Any, ay: Any, points: list[dict]) -
     if not isinstance(size, (int, float)) or not isinstance(fill, str):
         raise Unsupported("markers of several sizes or colours")
     out, marks = [], []
-    xs, ys = list(trace.x), list(trace.y)
-    custom = trace.customdata
-    texts = trace.text
-    for j, (xv, yv) in enumerate(zip(xs, ys)):
+    data = PointData.of(trace)
+    custom, texts = data.customdata, data.text
+    width = 2 if marker.line.width is None else marker.line.width
+    paint = f'fill="none" stroke="{fill}" stroke-width="{width:g}"' if symbol.endswith("-open") else f'fill="{fill}"'
+    for j, (xv, yv) in enumerate(zip(data.x, data.y)):
         x, y = ax.px(ax.position(xv)), ay.px(ay.position(yv))
         if visible:
-            width = 2 if marker.line.width is None else marker.line.width
-            paint = (f'fill="none" stroke="{fill}" stroke-width="{width:g}"' if symbol.endswith("-open")
-                     else f'fill="{fill}"')
             if symbol.startswith("circle"):
                 out.append(f'<circle class="mk" cx="{x:.1f}" cy="{y:.1f}" r="{size / 2:g}" {paint}/>')
             else:
                 out.append(f'<rect class="mk" x="{x - size / 2:.1f}" y="{y - size / 2:.1f}" width="{size:g}" '
                            f'height="{size:g}" {paint}/>')
-        if trace.hoverinfo in ("skip", "none") and not trace.hovertemplate:  # a template overrides "skip"
+        if not data.hovers:
             continue
         point = {"curve_number": index, "point_number": j, "point_index": j, "x": _plain_value(xv),
                  "y": _plain_value(yv)}
@@ -278,7 +296,7 @@ def marker_parts(index: int, trace: Any, ax: Any, ay: Any, points: list[dict]) -
             point["customdata"] = values["customdata"] = _plain_value(custom[j])
         if texts is not None:
             values["text"] = texts if isinstance(texts, str) else texts[j]
-        hover = plain(fill_template(trace.hovertemplate or "(%{x}, %{y})", values))
+        hover = plain(fill_template(data.hovertemplate or "(%{x}, %{y})", values))
         marks.append((x, y, hover, len(points)))
         points.append(point)
     return "".join(out), marks

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ui.shared.svg_parts import colour_scale, colours_at, dark, png_cells
+from ui.shared.svg_parts import PointData, colour_scale, colours_at, dark, png_cells
 from ui.shared.svg_text import Unsupported, fill_template, label_width, plain, text_svg
 
 PLOTLY_COLOURS = ["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"]
@@ -115,25 +114,6 @@ def _item(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return [v.item() if hasattr(v, "item") else v for v in value.tolist()]
     return value.item() if hasattr(value, "item") else value
-
-
-@dataclass(frozen=True)
-class PointData:
-    """What a bar's or line's points are drawn and hovered from, read from its trace once: plotly checks every
-    attribute it is asked for (~10 µs a read), and a line has hundreds of points."""
-
-    x: Any
-    y: Any
-    customdata: Any
-    text: Any
-    hovertemplate: str | None
-    hovers: bool  # whether its points take the hover (hoverinfo "skip" or "none" without a template: not)
-
-    @classmethod
-    def of(cls, trace: Any) -> PointData:
-        template = trace.hovertemplate
-        return cls(trace.x, trace.y, trace.customdata, trace.text, template,
-                   bool(template) or trace.hoverinfo not in ("skip", "none"))
 
 
 def point_values(data: PointData, j: int) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from ui.shared.models import describe, find_models, translates
-from ui.shared.text import table
-from ui.shared.widgets import current_translator, page_setup
+from ui.shared.models.catalog import describe, find_models, translates
+from ui.shared.models.loading import current_translator
+from ui.shared.page import page_setup
+from ui.shared.text.plain import table
 
 
 def main() -> None:

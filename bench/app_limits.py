@@ -4,7 +4,7 @@ the browser and the server). Prints what BENCHMARKS.md quotes.
     python bench/app_limits.py            # the fuzz set, the worst request at the limit, 4 users at once
 
 1. Every input of the fuzz set (tests/fuzz_inputs.py) through the app's gate
-   (`ui.shared.translation_gate.translate`), greedy and beam 8: the slowest answer, translation or message.
+   (`ui.shared.models.translation_gate.translate`), greedy and beam 8: the slowest answer, translation or message.
 2. The costliest single requests the app accepts: a source at MAX_SOURCE_TOKENS, greedy, beam 4 and beam 8, one
    shot and step by step ("Run to end").
 3. Four users pasting a source at the limit at the same moment (threads through the decode slots): each one's wait.
@@ -30,8 +30,8 @@ from transformer.data.spec import CorpusSpec  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.session import DecodingSession  # noqa: E402
 from transformer.decoding.translate import TranslationError, Translator  # noqa: E402
-from ui.shared import translation_gate  # noqa: E402
-from ui.shared.translation_gate import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, bounded  # noqa: E402
+from ui.shared.models.catalog import translation_gate  # noqa: E402
+from ui.shared.models.translation_gate import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, bounded  # noqa: E402
 
 
 def at_the_limit(translator: Translator) -> str:

@@ -128,7 +128,7 @@ def sentences(count: int) -> tuple[list[str], str, str]:
     from transformer.data.load import load_corpus
     from transformer.data.spec import CorpusSpec
     from transformer.decoding.translate import Translator
-    from ui.shared.translation_gate import MAX_SOURCE_TOKENS
+    from ui.shared.models.translation_gate import MAX_SOURCE_TOKENS
 
     translator = Translator()
     spec = CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"]).for_evaluation()

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain import cell_arithmetic, views  # noqa: E402
-from ui.shared import attention_maps, heatmaps  # noqa: E402
+from ui.shared import heatmaps
+from ui.shared.attention import families  # noqa: E402
 
 VERSE = ("And God said, Let there be light: and there was light, and God saw the light, that it was good: and "
          "God divided the light from the darkness, and the evening and the morning were the first day, and the "
@@ -66,7 +67,7 @@ def main() -> None:
     query = len(t.target_pieces) // 2
     decoder_input = [translator.specials.start, *t.token_ids[:-1]]
     cell = cell_arithmetic(translator.model, t.source_ids, decoder_input, "cross", 1, 0, query)
-    matrix, rows, cols = attention_maps.matrix(att, "cross", 1, 0)
+    matrix, rows, cols = families.matrix(att, "cross", 1, 0)
     reference, _ = median_s(lambda: heatmaps.attention_heatmap(matrix, rows, cols, title="x").to_json(), args.repeats)
     builds = {
         "head view (cross, every layer)": lambda: views.head_view(att, "cross"),

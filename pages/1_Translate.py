@@ -6,24 +6,21 @@ import streamlit as st
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
-from ui.shared import class_mode
-from ui.shared.attention_explorer import attention_explorer
-from ui.shared.bidi import is_rtl, isolate
-from ui.shared.defaults import default_sentence
-from ui.shared.lens_switch import split_note, translation_view
-from ui.shared.models import no_corpus, source_language
-from ui.shared.teaching_model import is_teaching
-from ui.shared.text import plain, rtl_html, score
-from ui.shared.translation_gate import translate
-from ui.shared.widgets import (
-    current_translator,
-    decode_turn,
-    example_sentences,
-    page_setup,
-    search_settings,
-    sentence_input,
-    tokens_help,
-)
+from ui.shared.attention.explorer import attention_explorer
+from ui.shared.attention.lens_switch import split_note, translation_view
+from ui.shared.models.catalog import no_corpus, source_language
+from ui.shared.models.example_sentences import example_sentences
+from ui.shared.models.loading import current_translator, decode_turn
+from ui.shared.models.teaching_model import is_teaching
+from ui.shared.models.translation_gate import translate
+from ui.shared.page import page_setup
+from ui.shared.state import class_mode
+from ui.shared.state.defaults import default_sentence
+from ui.shared.state.page_state import sentence_input
+from ui.shared.state.search import search_settings
+from ui.shared.text.bidi import is_rtl, isolate
+from ui.shared.text.plain import plain, rtl_html, score
+from ui.shared.text.token_help import tokens_help
 from ui.translate.nearest_sentence import suggest_nearest
 from ui.translate.probability_table import probability_table
 from ui.translate.teaching_panels import (

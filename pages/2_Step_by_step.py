@@ -5,27 +5,22 @@ import streamlit as st
 import ui.step.forced_comparison as forced_comparison
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
-from ui.shared import heatmaps, svg_views
-from ui.shared.attention_explorer import attention_explorer
-from ui.shared.bidi import isolate
-from ui.shared.defaults import default_sentence
-from ui.shared.lens_switch import NOTES, lens_switch, lensed, step_rows
-from ui.shared.models import source_language
-from ui.shared.sentences import typed_sentence
-from ui.shared.text import code, plain, score
-from ui.shared.translation_gate import bounded, decode_slot, prepare
-from ui.shared.widgets import (
-    chart,
-    current_translator,
-    decode_turn,
-    link,
-    link_problems,
-    page_setup,
-    search_settings,
-    sentence_input,
-    share,
-    tokens_help,
-)
+from ui.shared import heatmaps
+from ui.shared.attention import svg_views
+from ui.shared.attention.explorer import attention_explorer
+from ui.shared.attention.lens_switch import NOTES, lens_switch, lensed, step_rows
+from ui.shared.charts.show import chart
+from ui.shared.models.catalog import source_language
+from ui.shared.models.loading import current_translator, decode_turn
+from ui.shared.models.translation_gate import bounded, decode_slot, prepare
+from ui.shared.page import page_setup
+from ui.shared.state.defaults import default_sentence
+from ui.shared.state.page_state import link, link_problems, sentence_input, share
+from ui.shared.state.search import search_settings
+from ui.shared.state.sentences import typed_sentence
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import code, plain, score
+from ui.shared.text.token_help import tokens_help
 from ui.step import forcing, hypotheses
 from ui.step.next_token import redraw, step_candidates
 

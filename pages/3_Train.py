@@ -4,9 +4,10 @@ import time
 
 import streamlit as st
 
-from ui.shared import training_jobs
-from ui.shared.models import PAGE_SIZE, runs_dir
-from ui.shared.widgets import choice_box, page_setup
+from ui.shared.models.catalog import PAGE_SIZE, runs_dir
+from ui.shared.page import page_setup
+from ui.shared.state.page_state import choice_box
+from ui.shared.training import jobs
 from ui.train.command_form import corpus_args, model_args
 from ui.train.live_run import live_run
 
@@ -15,7 +16,7 @@ def start_form() -> None:
     if st.session_state.pop("train_fresh_name", False) or "train_name" not in st.session_state:
         # set before the widget: a box created with a new default keeps showing the old text in the browser
         st.session_state.train_name = time.strftime("run-%Y%m%d-%H%M%S")
-    with st.expander("Start a new run", expanded=not training_jobs.list_runs(runs_dir(), limit=1)):
+    with st.expander("Start a new run", expanded=not jobs.list_runs(runs_dir(), limit=1)):
         name = st.text_input("Run name", key="train_name")
         corpus = corpus_args()
         args = model_args(corpus)
@@ -24,7 +25,7 @@ def start_form() -> None:
                 st.error("Choose the corpus first (see above).")
                 return
             try:
-                info = training_jobs.start_run(runs_dir(), name, corpus.args + args, corpus_tsv=corpus.upload)
+                info = jobs.start_run(runs_dir(), name, corpus.args + args, corpus_tsv=corpus.upload)
             except ValueError as e:
                 st.error(str(e))
                 return
@@ -52,14 +53,14 @@ def main() -> None:
     live_run(runs_dir() / name)
 
 
-def listed_runs() -> tuple[list[training_jobs.RunInfo], bool]:
+def listed_runs() -> tuple[list[jobs.RunInfo], bool]:
     """The newest runs, a page at a time (and the picked one wherever it is); whether there are more."""
     shown = st.session_state.setdefault("train_shown", PAGE_SIZE)
-    runs = training_jobs.list_runs(runs_dir(), limit=shown + 1)
+    runs = jobs.list_runs(runs_dir(), limit=shown + 1)
     more, runs = len(runs) > shown, runs[:shown]
     picked = st.session_state.get("train_run")
-    if picked and picked not in {r.name for r in runs} and training_jobs.is_run(runs_dir() / picked):
-        runs.append(training_jobs.run_info(runs_dir() / picked))
+    if picked and picked not in {r.name for r in runs} and jobs.is_run(runs_dir() / picked):
+        runs.append(jobs.run_info(runs_dir() / picked))
     return runs, more
 
 

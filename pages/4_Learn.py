@@ -12,20 +12,17 @@ from transformer.model.layers import padding_mask, sinusoidal_encoding, subseque
 from ui.learn.attention_steps import AttentionSteps, encoder_attention_steps
 from ui.learn.positional_figures import positional_heatmap, sinusoids
 from ui.learn.token_flow import flow_section
-from ui.shared import heatmaps, svg_views
-from ui.shared.defaults import default_sentence
-from ui.shared.linked_choices import seed_indexes, share_indexes
-from ui.shared.translation_gate import MAX_SOURCE_TOKENS, translate
-from ui.shared.widgets import (
-    chart,
-    choice_box,
-    current_translator,
-    decode_turn,
-    example_sentences,
-    page_setup,
-    sentence_input,
-    tokens_help,
-)
+from ui.shared import heatmaps
+from ui.shared.attention import svg_views
+from ui.shared.charts.show import chart
+from ui.shared.models.example_sentences import example_sentences
+from ui.shared.models.loading import current_translator, decode_turn
+from ui.shared.models.translation_gate import MAX_SOURCE_TOKENS, translate
+from ui.shared.page import page_setup
+from ui.shared.state.defaults import default_sentence
+from ui.shared.state.linked_choices import seed_indexes, share_indexes
+from ui.shared.state.page_state import choice_box, sentence_input
+from ui.shared.text.token_help import tokens_help
 
 
 def positions(d_model: int) -> None:

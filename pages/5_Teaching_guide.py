@@ -3,9 +3,10 @@ the model cards and corpus notes it links to opened on this page (`?doc=teaching
 
 import streamlit as st
 
-from ui.shared.links import quoted
-from ui.shared.text import plain
-from ui.shared.widgets import link, page_setup, share
+from ui.shared.page import page_setup
+from ui.shared.state.links import quoted
+from ui.shared.state.page_state import link, share
+from ui.shared.text.plain import plain
 from ui.teaching.guide_documents import GUIDE, documents, in_app_links, without_images
 
 

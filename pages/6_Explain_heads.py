@@ -5,11 +5,14 @@ import streamlit as st
 
 from transformer.decoding.translate import Translation
 from ui.explain import attribution, every_head, one_sentence, report_download
-from ui.shared.bidi import isolate
-from ui.shared.defaults import default_sentence
-from ui.shared.links import VIEW_ONLY
-from ui.shared.text import plain
-from ui.shared.widgets import current_translator, link, page_setup, search_settings, sentence_input, share
+from ui.shared.models.loading import current_translator
+from ui.shared.page import page_setup
+from ui.shared.state.defaults import default_sentence
+from ui.shared.state.links import VIEW_ONLY
+from ui.shared.state.page_state import link, sentence_input, share
+from ui.shared.state.search import search_settings
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import plain
 
 VIEWS = {"ablate": "Switch heads off", "cell": "Arithmetic of a cell", "whatif": "What if…",
          "search": "Greedy, beam, reference", "compare": "Compare models", "report": "Report",

@@ -8,8 +8,9 @@ from ui.dataset.per_slice import choose_slices, rows_of, slice_view
 from ui.dataset.projector import projector_view
 from ui.dataset.sentence_table import sentence_table
 from ui.dataset.split_choice import choose_split
-from ui.shared.text import plain
-from ui.shared.widgets import current_translator, page_setup
+from ui.shared.models.loading import current_translator
+from ui.shared.page import page_setup
+from ui.shared.text.plain import plain
 
 
 def main() -> None:

@@ -57,7 +57,7 @@ def write_tsv(path: Path, copies: int = 3) -> Path:
 
 
 def markdown_table(markdown: str) -> dict[str, str]:
-    """A two-column Markdown table (`ui.shared.text.table`) back as {first cell: second cell}, the text as shown."""
+    """A two-column Markdown table (`ui.shared.text.plain.table`) back as {first cell: second cell}, as shown."""
     rows = {}
     for line in markdown.splitlines()[2:]:  # after the header and the |---| line
         name, value = line.strip()[2:-2].split(" | ")  # a pipe inside a cell is escaped, so never " | "

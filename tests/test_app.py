@@ -17,10 +17,11 @@ from tests.app_fixtures import PAIRS, home_facts, make_checkpoint, markdown_tabl
 from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps, read_metrics
-from ui.shared import svg_chart, training_jobs
+from ui.shared import svg_chart
 from ui.shared.heatmaps import escape
-from ui.shared.offline_examples import offline_examples
-from ui.shared.text import plain, table
+from ui.shared.models.offline_examples import offline_examples
+from ui.shared.text.plain import plain, table
+from ui.shared.training import jobs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -86,7 +87,7 @@ def at(checkpoints, tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     app = AppTest.from_file(APP, default_timeout=60)
     yield app
-    for proc in list(training_jobs._PROCESSES.values()):  # training runs escape the test's process group
+    for proc in list(jobs._PROCESSES.values()):  # training runs escape the test's process group
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
@@ -248,13 +249,13 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     while not dev_evaluated(root) and time.monotonic() < deadline:  # run_every does not fire in AppTest
         time.sleep(0.3)
     at.run()
-    assert training_jobs.run_info(root).state == "running", training_jobs.log_tail(root)
+    assert jobs.run_info(root).state == "running", jobs.log_tail(root)
     keys = {el.proto.id for el in charts_of(at)}
     assert len(figures_of(at)) == 2, keys  # tokens / s + the probe's attention
     (curves,) = altair_views(at)  # loss, BLEU and learning rate, linked on one step axis
     assert curve_panels(curves)[:2] == ["loss", "dev BLEU / chrF"] and "learning rate" in curve_panels(curves)
     assert len(curve_points(curves, "train_loss")) >= 1 and len(curve_points(curves, "dev_bleu")) >= 1
-    setup = {c.name: c for c in training_jobs.run_info(root).setup}  # how the run computes, as the trainer decided
+    setup = {c.name: c for c in jobs.run_info(root).setup}  # how the run computes, as the trainer decided
     precision, optimizer = setup["precision"], setup["optimizer"]
     assert any(c.value == f"Precision **{plain(precision.value)}**: {plain(precision.reason)}." for c in at.caption)
     (listing,) = [m.value for m in at.markdown if m.value.startswith("- **device**")]
@@ -262,10 +263,10 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     assert len(listing.split("\n")) == len(setup) == 8 and "threads" in setup
     at.button(key="train_stop").click().run()
     deadline = time.monotonic() + 30
-    while training_jobs.run_info(root).active and time.monotonic() < deadline:
+    while jobs.run_info(root).active and time.monotonic() < deadline:
         time.sleep(0.3)
     at.run()
-    assert training_jobs.run_info(root).state == "stopped" and (root / "checkpoints" / "latest").is_dir()
+    assert jobs.run_info(root).state == "stopped" and (root / "checkpoints" / "latest").is_dir()
     assert any("stopped" in m.value for m in at.markdown)
     at.button(key="train_open").click().run()
     assert not at.exception and at.session_state["model_path"].startswith(str(root))
@@ -274,10 +275,10 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
 def test_setup_choices_read_status_json_and_skip_what_is_malformed():
     setup = {"precision": {"value": "bf16", "reason": "this CPU has AVX-512 BF16"}, "torn": {"value": "x"},
              "compile": {"value": False, "reason": "off by default"}}
-    assert training_jobs.setup_choices(setup) == (
-        training_jobs.SetupChoice("precision", "bf16", "this CPU has AVX-512 BF16"),
-        training_jobs.SetupChoice("compile", "off", "off by default"))
-    assert training_jobs.setup_choices(None) == () and training_jobs.setup_choices(["precision"]) == ()
+    assert jobs.setup_choices(setup) == (
+        jobs.SetupChoice("precision", "bf16", "this CPU has AVX-512 BF16"),
+        jobs.SetupChoice("compile", "off", "off by default"))
+    assert jobs.setup_choices(None) == () and jobs.setup_choices(["precision"]) == ()
 
 
 def test_train_page_shows_a_crashed_run(at, tmp_path):
@@ -428,8 +429,8 @@ def test_train_page_fine_tunes_a_trained_model(at, checkpoints, tmp_path, monkey
     (tmp_path / "data").mkdir()
     write_tsv(tmp_path / "data" / "pairs.tsv", copies=2)
     launched: list[list[str]] = []
-    monkeypatch.setattr(training_jobs, "_launch",
-                        lambda root, args: launched.append(args) or training_jobs.run_info(root))
+    monkeypatch.setattr(jobs, "_launch",
+                        lambda root, args: launched.append(args) or jobs.run_info(root))
     page(at, "pages/3_Train.py")
     at.radio(key="train_corpus").set_value("TSV file").run()
     at.selectbox(key="train_data_file").set_value("pairs.tsv")

@@ -3,8 +3,8 @@
 import re
 
 from ui.shared import heatmaps
-from ui.shared.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
-from ui.shared.text import rtl_html
+from ui.shared.text.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
+from ui.shared.text.plain import rtl_html
 from ui.step import candidate_bars
 
 

@@ -9,9 +9,9 @@ from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run
 
 from tests.app_fixtures import PAIRS
 from tests.test_app import at, checkpoints, figures_of, page, plotly_array  # noqa: F401  (fixtures)
-from ui.shared import links
 from ui.shared.heatmaps import escape
-from ui.shared.sampling import read_sampling, sampling_params
+from ui.shared.state import links
+from ui.shared.state.search import read_sampling, sampling_params
 from ui.step import candidate_bars
 
 

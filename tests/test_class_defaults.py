@@ -21,7 +21,7 @@ from transformer.decoding.translate import Translator
 from transformer.explain import HeadImportance
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import importance_ties
-from ui.shared.models import find_models
+from ui.shared.models.catalog import find_models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -22,7 +22,7 @@ from transformer.explain.attribution import MAX_IG_STEPS, attribute, candidates
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import RunFiles, write_status
 from ui.explain import attribution_figures
-from ui.shared import class_mode
+from ui.shared.state import class_mode
 from ui.translate.probability_table import probability_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,7 +308,7 @@ def test_the_lenses_command_help_says_its_description_whole(capsys):  # item 29
 
 
 def test_the_rollout_help_says_what_rollout_to_the_source_carries_and_what_not():  # item 28
-    from ui.shared.lens_switch import NOTES
+    from ui.shared.attention.lens_switch import NOTES
 
     note = " ".join(NOTES["rollout"].split())
     assert "mean cross-attention" in note and "no residual" in note

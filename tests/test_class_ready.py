@@ -18,8 +18,11 @@ from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import RunFiles, append_metrics, write_status
 from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
-from ui.shared import class_mode, heatmaps, models, training_curves
-from ui.shared.bidi import PDI, RLI, ZWJ, piece_labels
+from ui.shared import heatmaps
+from ui.shared.charts import training_curves
+from ui.shared.models.catalog import catalog
+from ui.shared.state import class_mode
+from ui.shared.text.bidi import PDI, RLI, ZWJ, piece_labels
 from ui.teaching import guide_documents
 from ui.train import metric_curves
 from ui.translate.probability_table import probability_table, rows
@@ -192,7 +195,7 @@ def _guide_first_screen() -> tuple[str, str]:
 def test_a_newcomers_first_translation_is_right_and_the_guide_quotes_it(monkeypatch, tmp_path):  # item 13
     at = app(monkeypatch, tmp_path, SHIPPED)
     at.run()
-    assert Path(at.session_state["model_path"]).name == models.APP_MODEL == "en-fr-teaching"
+    assert Path(at.session_state["model_path"]).name == catalog.APP_MODEL == "en-fr-teaching"
     opened(at, "pages/1_Translate.py")
     sentence, output = _guide_first_screen()
     translation = at.session_state["tr_result"]
@@ -294,7 +297,7 @@ def test_enlarge_thins_column_labels_that_would_overlap_and_sizes_cell_text():  
     ticks = big.layout.xaxis.tickvals
     assert big.layout.xaxis.tickfont.size == class_mode.LABEL_PX
     assert heatmaps.PLOT_WIDTH / 60 * (ticks[1] - ticks[0]) >= class_mode.LINE_HEIGHT * class_mode.LABEL_PX
-    from ui.shared import gold_alignment
+    from ui.shared.attention import gold_alignment
 
     grid = class_mode.enlarge(gold_alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER"))
     assert all(t.textfont.size == class_mode.CELL_PX for t in grid.data if t.texttemplate)

@@ -16,7 +16,9 @@ from transformer.decoding.translate import Translator
 from transformer.explain import views
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps
-from ui.shared import class_mode, gold_alignment, heatmaps
+from ui.shared import heatmaps
+from ui.shared.attention import gold_alignment
+from ui.shared.state import class_mode
 from ui.step import candidate_bars
 
 
@@ -107,8 +109,8 @@ def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hov
 
 
 def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
-    from ui.shared.bidi import FSI, PDI, RLI
-    from ui.shared.text import piece_line
+    from ui.shared.text.bidi import FSI, PDI, RLI
+    from ui.shared.text.plain import piece_line
     from ui.translate.probability_table import probability_table
 
     pieces = ["▁الله", "▁قال", ".", "</s>"]
@@ -147,7 +149,7 @@ def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
 
 
 def test_every_chart_in_a_column_says_its_share_of_the_page():
-    """Class mode fits a chart's labels to the part of the page its container has (ui.shared.widgets.chart's
+    """Class mode fits a chart's labels to the part of the page its container has (ui.shared.charts.show.chart's
     `share`); a chart drawn into a column without it was fitted to the whole page (issue 37 item 2)."""
     import ast
     from pathlib import Path
@@ -171,7 +173,7 @@ def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
     from types import SimpleNamespace
 
     from ui.explain import attribution_figures
-    from ui.shared.bidi import FSI, PDI
+    from ui.shared.text.bidi import FSI, PDI
 
     pieces = {1: "▁jeune", 2: "▁homme", 3: f"{FSI}▁وكلم{PDI}", 4: "</s>"}
     cells = [[SimpleNamespace(tokens=[t, 1], probs=[0.9, 0.1], output_prob=0.9, output_rank=0 if t % 2 else 1)

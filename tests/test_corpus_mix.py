@@ -267,7 +267,7 @@ def train_page(tmp_path, monkeypatch):
     """The Train page with a data folder holding pairs.tsv; starting a run records its command instead."""
     from streamlit.testing.v1 import AppTest
 
-    from ui.shared import training_jobs
+    from ui.shared.training import jobs
 
     make_checkpoint(tmp_path / "checkpoints" / "tiny")
     (tmp_path / "data").mkdir()
@@ -279,9 +279,9 @@ def train_page(tmp_path, monkeypatch):
 
     def launch(root: Path, args: list[str]):
         launched.append(args)
-        return training_jobs.run_info(root)
+        return jobs.run_info(root)
 
-    monkeypatch.setattr(training_jobs, "_launch", launch)
+    monkeypatch.setattr(jobs, "_launch", launch)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
     at.run()
     at.switch_page("pages/3_Train.py").run()

@@ -17,7 +17,7 @@ from ui.dataset.background import cache_dir
 from ui.dataset.per_slice_figures import slice_bars, slice_heads
 from ui.dataset.projector_figures import projector_scatter
 from ui.dataset.sentence_table import filtered, sentence_url
-from ui.shared.bidi import RLI
+from ui.shared.text.bidi import RLI
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -27,7 +27,7 @@ from transformer.decoding.translate import find_checkpoint
 
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
-BIBLE = "model=en-fr-bible&"  # the tests of SENTENCE, a verse: the app opens on the teaching model (ui.shared.models)
+BIBLE = "model=en-fr-bible&"  # SENTENCE's tests (a verse): the app opens on the teaching model (models.catalog)
 PLOT = '[data-testid="stPlotlyChart"], div.lc'  # a chart: plotly's, or an SVG one (ui.shared.svg_chart)
 HEATMAP = ".heatmaplayer image, svg.lc-svg rect.cell, svg.lc-svg image.cells"  # a chart's heatmap, drawn
 EXCEPTION = '[data-testid="stException"]'

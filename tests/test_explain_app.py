@@ -18,7 +18,7 @@ from transformer.explain import FAMILIES, Intervention, cell_arithmetic, interve
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
 from ui.explain.html_report import sentence_report
-from ui.shared import training_curves
+from ui.shared.charts import training_curves
 
 PAGE = "pages/6_Explain_heads.py"
 SENTENCE = PAIRS[3][0]
@@ -126,9 +126,9 @@ def test_greedy_beam_and_reference_side_by_side(at, checkpoints):
 
 def test_greedy_beam_and_reference_view_reads_every_output_with_the_chosen_lens(at, checkpoints):
     from transformer.explain.lenses import lens_maps
-    from ui.shared.models import checkpoint_stamp
-    from ui.shared.translation_gate import reference_ids
-    from ui.shared.widgets import _load
+    from ui.shared.models.catalog import checkpoint_stamp
+    from ui.shared.models.loading import _load
+    from ui.shared.models.translation_gate import reference_ids
 
     metadata = json.loads((checkpoints / "tiny" / "metadata.json").read_text())
     source, reference = load_corpus(CorpusSpec.from_dict(metadata["corpus"])).dev[0]
@@ -235,7 +235,7 @@ def test_the_report_is_one_html_file_with_every_map(checkpoints):
 def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
     from transformer.explain.lenses import lens_maps
     from ui.explain.html_report import lens_sections
-    from ui.shared.lens_switch import MAX_ZEROED, report_maps
+    from ui.shared.attention.lens_switch import MAX_ZEROED, report_maps
 
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE, attention=True)

@@ -14,8 +14,9 @@ from transformer.decoding.translate import TranslationError, Translator
 from transformer.model.checkpoint import load_checkpoint
 from ui.learn import positional_figures
 from ui.learn.attention_steps import encoder_attention_steps
-from ui.shared import attention_maps, heatmaps
-from ui.shared.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
+from ui.shared import heatmaps
+from ui.shared.attention import families
+from ui.shared.models.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
 from ui.train import metric_curves
 
 
@@ -112,32 +113,32 @@ def test_attention_views_shapes_rows_and_labels(translator):
     src = translator.prepare(PAIRS[3][0]).ids
     att = translator.attention_maps(src, [5, 6, 2])
     L, H = 2, 4
-    enc_self, dec_self, cross = (attention_maps.stacked(att, f) for f in ("enc_self", "dec_self", "cross"))
+    enc_self, dec_self, cross = (families.stacked(att, f) for f in ("enc_self", "dec_self", "cross"))
     assert enc_self.shape == (L, H, len(src), len(src))
     assert cross.shape == (L, H, 3, len(src)) and dec_self.shape == (L, H, 3, 3)
     assert np.allclose(cross.sum(-1), 1, atol=1e-5) and np.allclose(dec_self.sum(-1), 1, atol=1e-5)
     assert np.allclose(np.triu(dec_self, 1), 0)  # causal
     # decoder rows are the emitted tokens; decoder self-attention columns what the decoder read
-    assert attention_maps.labels(att, "cross") == (att.target_pieces, att.source_pieces)
-    assert attention_maps.labels(att, "dec_self") == (att.target_pieces, att.target_input_pieces)
+    assert families.labels(att, "cross") == (att.target_pieces, att.source_pieces)
+    assert families.labels(att, "dec_self") == (att.target_pieces, att.target_input_pieces)
     assert att.target_input_pieces[0] == "<s>" and att.target_pieces[-1] == "</s>"
-    m, rows, cols = attention_maps.matrix(att, "cross", 1, None, hide_special=True)
+    m, rows, cols = families.matrix(att, "cross", 1, None, hide_special=True)
     assert m.shape == (len(rows), len(cols)) == (2, len(src) - 1) and "</s>" not in rows + cols
     assert np.allclose(m, cross[1].mean(0)[:2, :-1])
-    notes = attention_maps.row_notes(att, "dec_self", hide_special=True)
+    notes = families.row_notes(att, "dec_self", hide_special=True)
     assert notes == [f"<br>query read: {heatmaps.escape(p)}" for p in att.target_input_pieces[:2]]
-    m, rows, cols = attention_maps.matrix(att, "dec_self", 0, 3, hide_special=True)
+    m, rows, cols = families.matrix(att, "dec_self", 0, 3, hide_special=True)
     assert m.shape == (2, 2) and cols == att.target_input_pieces[1:] and np.allclose(m, dec_self[0, 3][:2, 1:])
-    assert attention_maps.row_notes(att, "enc_self") is None
-    grid, rows, cols = attention_maps.every_head(att, "cross", hide_special=True)  # what the model view draws
+    assert families.row_notes(att, "enc_self") is None
+    grid, rows, cols = families.every_head(att, "cross", hide_special=True)  # what the model view draws
     assert grid.shape == (L, H, 2, len(src) - 1) and np.allclose(grid, cross[:, :, :2, :-1])
     assert "</s>" not in rows + cols
-    npz = np.load(io.BytesIO(attention_maps.to_npz(att)))
+    npz = np.load(io.BytesIO(families.to_npz(att)))
     assert npz["cross"].shape == cross.shape and list(npz["target_pieces"]) == att.target_pieces
-    exported = json.loads(attention_maps.to_json(att))
+    exported = json.loads(families.to_json(att))
     assert np.asarray(exported["dec_self"]).shape == dec_self.shape
     assert exported["target_input_pieces"] == att.target_input_pieces
-    rows = list(csv.DictReader(io.StringIO(attention_maps.to_csv(att))))
+    rows = list(csv.DictReader(io.StringIO(families.to_csv(att))))
     assert len(rows) == enc_self.size + dec_self.size + cross.size
     row = next(r for r in rows if (r["family"], r["layer"], r["head"], r["query"], r["key"]) == ("cross", "1", "2",
                                                                                                    "1", "3"))
@@ -174,7 +175,7 @@ def test_translate_gives_probabilities_attention_and_nbest(translator):
     torch.manual_seed(0)
     greedy = translate(translator, PAIRS[0][0], SearchSettings())
     assert len(greedy.target_pieces) == len(greedy.token_probs) and all(0 < p <= 1 for p in greedy.token_probs)
-    assert attention_maps.stacked(greedy.attention, "cross").shape[2] == len(greedy.target_pieces)
+    assert families.stacked(greedy.attention, "cross").shape[2] == len(greedy.target_pieces)
     beam = translate(translator, PAIRS[0][0], SearchSettings(beam_size=3, nbest=3))
     assert 1 <= 1 + len(beam.alternatives) <= 3
     with pytest.raises(TranslationError, match="Type a sentence"):
@@ -186,7 +187,7 @@ def test_translate_gives_probabilities_attention_and_nbest(translator):
 
 
 def test_links_read_valid_values_and_explain_the_rest():
-    from ui.shared import links
+    from ui.shared.state import links
 
     assert links.read_model({"model": "en-fr"}, ["en-fr", "run/x/best"]) == ("en-fr", [])
     key, problems = links.read_model({"model": "../../etc/passwd"}, ["en-fr"])

@@ -23,10 +23,10 @@ from tests.fuzz_inputs import HOSTILE_CHECKPOINTS, LINK, RUN_NAMES, SEARCH_FLAGS
 from transformer.decoding import translate
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
-from ui.shared import training_jobs
-from ui.shared.models import find_models
-from ui.shared.text import code, plain
-from ui.shared.translation_gate import MAX_CHARS
+from ui.shared.models.catalog import find_models
+from ui.shared.models.translation_gate import MAX_CHARS
+from ui.shared.text.plain import code, plain
+from ui.shared.training import jobs
 
 INPUTS = fuzz_inputs()
 TEXTS = [text for _, text in INPUTS]
@@ -228,12 +228,12 @@ def test_every_input_in_a_link_is_checked_before_it_is_used(checkpoints, monkeyp
 
 def test_run_names_are_checked_before_anything_is_written(tmp_path, monkeypatch):
     launched: list[Path] = []
-    monkeypatch.setattr(training_jobs, "_launch", lambda root, args: launched.append(root))
+    monkeypatch.setattr(jobs, "_launch", lambda root, args: launched.append(root))
     runs = tmp_path / "runs"
     outside = tmp_path / "outside"
     for name in [*TEXTS, *RUN_NAMES, "../outside", "../../outside", "..", ".", "a/../../outside", "/tmp/x", "ok-name"]:
         try:
-            training_jobs.start_run(runs, name, ["--corpus", "teaching"], corpus_tsv=b"a\tb\n" * 40)
+            jobs.start_run(runs, name, ["--corpus", "teaching"], corpus_tsv=b"a\tb\n" * 40)
         except ValueError as e:
             assert str(e)
     assert not outside.exists()

@@ -13,9 +13,9 @@ from streamlit.testing.v1 import AppTest
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.test_app import APP
 from ui.explain import one_sentence
-from ui.shared import models
-from ui.shared.corpus_access import corpus_readable, readable_parts
-from ui.shared.translation_gate import MAX_CHARS, OUTPUT_LIMIT
+from ui.shared.models.catalog import catalog
+from ui.shared.models.corpus_access import corpus_readable, readable_parts
+from ui.shared.models.translation_gate import MAX_CHARS, OUTPUT_LIMIT
 
 PAGES = ["pages/1_Translate.py", "pages/2_Step_by_step.py", "pages/3_Train.py", "pages/4_Learn.py",
          "pages/5_Teaching_guide.py", "pages/6_Explain_heads.py", "pages/7_Dataset.py"]
@@ -56,7 +56,7 @@ def hostile(tmp_path, monkeypatch):
 
 @pytest.mark.timeout(60)  # a FIFO read would block forever
 def test_discovery_lists_every_bad_model_as_unreadable_with_its_reason_and_the_good_one_as_usual(hostile):
-    choices = {c.key: c for c in models.find_models()}
+    choices = {c.key: c for c in catalog.find_models()}
     assert choices["good"].problem == "" and choices["good"].summary.startswith("English → French")
     reasons = {"corpus-a-string": "corpus should be an object", "n-params-many": "n_params should be int",
                "src-an-image": "corpus.src should be a language code", "parts-not-a-list": "corpus.parts should be",
@@ -66,8 +66,8 @@ def test_discovery_lists_every_bad_model_as_unreadable_with_its_reason_and_the_g
         assert reason in choices[key].problem and "unreadable" in choices[key].label, (key, choices[key])
         assert choices[key].languages is None and "evil" not in choices[key].label
     assert choices["run/fifo-run/best"].problem == ""  # a FIFO status.json reads as no status
-    assert not models.is_model_path(hostile / "checkpoints" / "linked-out")
-    assert not models.is_model_path(hostile / "runs" / "linked-run" / "checkpoints" / "best")
+    assert not catalog.is_model_path(hostile / "checkpoints" / "linked-out")
+    assert not catalog.is_model_path(hostile / "runs" / "linked-run" / "checkpoints" / "best")
 
 
 @pytest.mark.timeout(240)
@@ -86,7 +86,7 @@ def test_every_page_opens_whatever_model_is_picked(hostile, model):
 
 
 def test_the_sidebar_shows_metadata_as_text_never_markdown(tmp_path, monkeypatch):
-    monkeypatch.setattr(models, "metadata_problem", lambda metadata: None)  # as if a bad value got through
+    monkeypatch.setattr(catalog, "metadata_problem", lambda metadata: None)  # as if a bad value got through
     with_metadata(make_checkpoint(tmp_path / "checkpoints" / "good"),
                   corpus={"kind": "tsv", "src": "![x](https://evil.example/x.png)", "tgt": "[fr](https://evil.example)"})
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "checkpoints"))

@@ -8,8 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS
 from tests.test_app import APP, at, checkpoints  # noqa: F401 (fixtures)
-from ui.shared import links
-from ui.shared.sampling import read_sampling, sampling_params
+from ui.shared.state import links
+from ui.shared.state.search import read_sampling, sampling_params
 
 PAGES = {"translate": "pages/1_Translate.py", "step": "pages/2_Step_by_step.py", "explain": "pages/6_Explain_heads.py"}
 

@@ -1,4 +1,5 @@
-"""The lens switch in the app (ui.shared.lens_switch): on Translate, Decode step by step and Explain heads, kept in
+"""The lens switch in the app (ui.shared.attention.lens_switch):
+on Translate, Decode step by step and Explain heads, kept in
 the link."""
 
 from pathlib import Path
@@ -13,9 +14,9 @@ from tests.test_app import APP, at, checkpoints, figures_of, page, plotly_array 
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
 from transformer.explain.lenses import lens_maps
-from ui.shared.lens_switch import read_lens
-from ui.shared.models import checkpoint_stamp
-from ui.shared.widgets import _load
+from ui.shared.attention.lens_switch import read_lens
+from ui.shared.models.catalog import checkpoint_stamp
+from ui.shared.models.loading import _load
 
 
 def test_read_lens_accepts_the_known_lenses_only():
@@ -148,8 +149,8 @@ def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_pa
 def test_the_step_pages_norm_lens_adds_the_layers_own_row_under_the_heads(at):  # noqa: F811
     """Issue 37 item 26 on Decode step by step: under the norm-weighted lens the per-head rows get the layer's own
     row, Kobayashi et al.'s ||Σ_h alpha^h_ij f^h(x_j)|| (the package's layer map at this step), named and said."""
+    from ui.shared.attention.lens_switch import LAYER_ROW_NOTE
     from ui.shared.heatmaps import LAYER_ROW
-    from ui.shared.lens_switch import LAYER_ROW_NOTE
 
     page(at, "pages/2_Step_by_step.py")
     at.text_input(key="step_text").input(PAIRS[5][0]).run()

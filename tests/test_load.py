@@ -14,8 +14,10 @@ from streamlit.testing.v1 import AppTest
 from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError, Translator
-from ui.shared import attention_maps, models, training_jobs, translation_gate
-from ui.shared.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, DecodeLimiter, ServerBusy
+from ui.shared.attention import families
+from ui.shared.models.catalog import catalog, translation_gate
+from ui.shared.models.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, DecodeLimiter, ServerBusy
+from ui.shared.training import jobs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -146,7 +148,7 @@ def test_output_is_bounded_whatever_the_settings_ask(translator):
 def test_downloads_are_built_only_when_clicked(at, monkeypatch):
     built = []
     for name in ("to_npz", "to_json", "to_csv"):
-        monkeypatch.setattr(attention_maps, name, lambda att, name=name: built.append(name) or b"")
+        monkeypatch.setattr(families, name, lambda att, name=name: built.append(name) or b"")
     at.run()
     at.switch_page("pages/1_Translate.py").run()
     at.text_input(key="tr_text").input(PAIRS[2][0]).run()
@@ -161,8 +163,8 @@ def test_downloads_are_built_only_when_clicked(at, monkeypatch):
                                   "relative/path"])
 def test_the_explorer_opens_models_only_under_checkpoints_and_runs(at, checkpoints, tmp_path, path):
     path = path.format(checkpoints=checkpoints, runs=tmp_path / "runs")
-    assert not models.is_model_path(path)
-    assert models.is_model_path(checkpoints / "tiny") and models.is_model_path(tmp_path / "runs" / "r" / "x")
+    assert not catalog.is_model_path(path)
+    assert catalog.is_model_path(checkpoints / "tiny") and catalog.is_model_path(tmp_path / "runs" / "r" / "x")
     at.session_state["model_path"] = path  # as a bug or a stale session could leave it
     at.run()
     assert not at.exception
@@ -177,25 +179,25 @@ def test_train_page_opens_only_its_runs_checkpoint(at, tmp_path):
     at.switch_page("pages/3_Train.py").run()
     at.button(key="train_open").click().run()
     assert not at.exception and at.session_state["model_path"] == str(run / "checkpoints" / "best")
-    assert models.is_model_path(at.session_state["model_path"])
+    assert catalog.is_model_path(at.session_state["model_path"])
 
 
 # ----------------------------------------------------------------------------- what the Train page takes
 
 def test_uploaded_tsv_is_checked_for_encoding_columns_size_and_lines(monkeypatch):
     good = "".join(f"{s}\t{t}\n" for s, t in PAIRS).encode()
-    assert training_jobs.check_tsv(good) == len(PAIRS) and training_jobs.check_tsv(b"\xef\xbb\xbf" + good) == len(PAIRS)
+    assert jobs.check_tsv(good) == len(PAIRS) and jobs.check_tsv(b"\xef\xbb\xbf" + good) == len(PAIRS)
     for data, message in [
         (b"caf\xe9\tx\n" * 20, "not UTF-8 text (line 1"), (good + b"a\x00b\tc\n", "NUL character (line 31)"),
         (good + b"only one column\n", "Line 31 is not `source<TAB>target` (it has 1"),
         (good + b"a\tb\tc\td\n", "it has 4"), (good + b"\tmissing source\n", "an empty one"),
         (b"a\tb\n" * 3, "3 sentence pair(s): too few to hold out dev and test sentences (the dev and test splits "
                           "would be empty, at 2% each); at least 26 are needed"),
-        (b"a\tb\n" * (training_jobs.MAX_TSV_LINES + 1), "lines; at most 1,000,000"),
-        (b"x" * (training_jobs.MAX_TSV_BYTES + 1), "at most 20 MB"),
+        (b"a\tb\n" * (jobs.MAX_TSV_LINES + 1), "lines; at most 1,000,000"),
+        (b"x" * (jobs.MAX_TSV_BYTES + 1), "at most 20 MB"),
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
-            training_jobs.check_tsv(data)
+            jobs.check_tsv(data)
 
 
 def test_tsv_files_come_from_the_data_folder_unless_any_path_is_allowed(tmp_path, monkeypatch, at):
@@ -206,11 +208,11 @@ def test_tsv_files_come_from_the_data_folder_unless_any_path_is_allowed(tmp_path
     (tmp_path / "secret.tsv").write_text("s\tt\n")
     (data / "link.tsv").symlink_to(tmp_path / "secret.tsv")
     monkeypatch.setenv("EXPLORER_DATA", str(data))
-    assert training_jobs.data_files() == ["link.tsv", "sub/pairs.tsv"]
-    assert training_jobs.data_file("sub/pairs.tsv") == (data / "sub" / "pairs.tsv").resolve()
+    assert jobs.data_files() == ["link.tsv", "sub/pairs.tsv"]
+    assert jobs.data_file("sub/pairs.tsv") == (data / "sub" / "pairs.tsv").resolve()
     for name in ("../secret.tsv", "link.tsv", "/etc/passwd", "sub/../../secret.tsv", "notes.txt"):
         with pytest.raises(ValueError, match="is not a file of the data folder"):
-            training_jobs.data_file(name)
+            jobs.data_file(name)
     at.run()
     at.switch_page("pages/3_Train.py").run()
     at.radio(key="train_corpus").set_value("TSV file").run()
@@ -225,17 +227,17 @@ def test_tsv_files_come_from_the_data_folder_unless_any_path_is_allowed(tmp_path
                                       ("../x", False), ("data.json", False), ("a/b/c", False), ("tests", False)])
 def test_hugging_face_names_are_hub_names_never_local_paths(name, ok):
     if ok:
-        training_jobs.check_hf_name(name, "en-fr")
+        jobs.check_hf_name(name, "en-fr")
     else:
         with pytest.raises(ValueError, match="not a Hugging Face dataset name"):
-            training_jobs.check_hf_name(name)
+            jobs.check_hf_name(name)
 
 
 @pytest.mark.parametrize("name", ["../../somewhere", "..", "a/b", "x" * 65, "", ".hidden", "a..b"])
 def test_an_upload_with_a_bad_run_name_writes_nothing(tmp_path, name):
     runs = tmp_path / "runs" / "inner"
     with pytest.raises(ValueError, match="A run name uses letters"):
-        training_jobs.start_run(runs, name, ["--corpus", "tsv"], corpus_tsv=b"a\tb\n" * 20)
+        jobs.start_run(runs, name, ["--corpus", "tsv"], corpus_tsv=b"a\tb\n" * 20)
     assert not (tmp_path / "runs").exists() and list(tmp_path.iterdir()) == [] or not any(tmp_path.rglob("*.tsv"))
 
 
@@ -251,10 +253,10 @@ def test_a_run_started_by_the_app_yields_the_cores_to_the_server(tmp_path, monke
         def poll(self) -> int:  # exited at once
             return 0
 
-    monkeypatch.setattr(training_jobs.subprocess, "Popen", Started)
-    training_jobs.start_run(tmp_path / "runs", "low", ["--corpus", "teaching"])
+    monkeypatch.setattr(jobs.subprocess, "Popen", Started)
+    jobs.start_run(tmp_path / "runs", "low", ["--corpus", "teaching"])
     (tmp_path / "runs" / "low" / "checkpoints" / "latest").mkdir(parents=True)
-    training_jobs.resume_run(tmp_path / "runs" / "low", max_steps=10)
+    jobs.resume_run(tmp_path / "runs" / "low", max_steps=10)
     assert [c[c.index("--nice") + 1] for c in started] == ["10", "10"]
     assert started[1][-4:] == ["--max-steps", "10", "--nice", "10"]
 
@@ -269,7 +271,7 @@ def test_the_server_defaults_take_effect_through_streamlits_own_config_parser(mo
     try:
         assert config.get_option("server.address") == "127.0.0.1"
         assert config.get_option("browser.gatherUsageStats") is False
-        assert config.get_option("server.maxUploadSize") * 2**20 == training_jobs.MAX_TSV_BYTES
+        assert config.get_option("server.maxUploadSize") * 2**20 == jobs.MAX_TSV_BYTES
         assert config.get_option("server.disconnectedSessionTTL") == 30
         assert config.get_option("runner.postScriptGC") is False  # transformer/memory.py collects instead, every 30 s
         assert config.get_option("client.showErrorDetails") == "none"  # no traceback ever reaches a user

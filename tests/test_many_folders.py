@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
 from tests.test_app import APP
-from ui.shared import models, training_jobs
-from ui.shared.models import APP_MODEL, PAGE_SIZE
+from ui.shared.models.catalog import APP_MODEL, PAGE_SIZE, catalog
+from ui.shared.training import jobs
 
 
 def fake_checkpoint(path: Path) -> None:
@@ -38,7 +38,7 @@ def fill(root: Path, n: int) -> tuple[Path, Path]:
 def counted(monkeypatch):
     """How many model folders (metadata) and run folders (status) were read."""
     reads = {"models": 0, "runs": 0}
-    read_metadata, run_info = models.read_metadata, training_jobs.run_info
+    read_metadata, run_info = catalog.read_metadata, jobs.run_info
 
     def metadata(path):
         reads["models"] += 1
@@ -48,8 +48,8 @@ def counted(monkeypatch):
         reads["runs"] += 1
         return run_info(root)
 
-    monkeypatch.setattr(models, "read_metadata", metadata)
-    monkeypatch.setattr(training_jobs, "run_info", info)
+    monkeypatch.setattr(catalog, "read_metadata", metadata)
+    monkeypatch.setattr(jobs, "run_info", info)
     return reads
 
 
@@ -58,20 +58,20 @@ def test_listing_reads_a_page_of_folders_whatever_their_number(tmp_path, monkeyp
     checkpoints, runs = fill(tmp_path, n)
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
     monkeypatch.setenv("EXPLORER_RUNS", str(runs))
-    first = models.find_models()
+    first = catalog.find_models()
     assert len(first) == PAGE_SIZE and first[0].key == APP_MODEL and counted["models"] == PAGE_SIZE
-    assert [c.key for c in models.find_models(None)][:PAGE_SIZE] == [c.key for c in first]  # a page of the same list
-    assert len(models.find_models(None)) == 1 + 2 * n
+    assert [c.key for c in catalog.find_models(None)][:PAGE_SIZE] == [c.key for c in first]  # a page of the same list
+    assert len(catalog.find_models(None)) == 1 + 2 * n
     newest = runs / f"run-{n // 2:05d}"
     newest.touch()  # the newest run is listed first
-    listed = training_jobs.list_runs(runs)
+    listed = jobs.list_runs(runs)
     assert len(listed) == PAGE_SIZE and listed[0].root == newest
     counted["runs"] = 0
-    training_jobs.list_runs(runs)
+    jobs.list_runs(runs)
     assert counted["runs"] == PAGE_SIZE
-    assert models.find_model(f"run/run-{n - 1:05d}/best").key == f"run/run-{n - 1:05d}/best"  # by key, not listed
-    assert models.find_model(f"model-{n - 1:05d}").key == f"model-{n - 1:05d}"
-    assert [models.find_model(k) for k in ("../x", "run/../best", "run/x/other", "run/run-00000/../..")] == [None] * 4
+    assert catalog.find_model(f"run/run-{n - 1:05d}/best").key == f"run/run-{n - 1:05d}/best"  # by key, not listed
+    assert catalog.find_model(f"model-{n - 1:05d}").key == f"model-{n - 1:05d}"
+    assert [catalog.find_model(k) for k in ("../x", "run/../best", "run/x/other", "run/run-00000/../..")] == [None] * 4
 
 
 @pytest.mark.parametrize("page_path", ["app.py", "pages/1_Translate.py", "pages/3_Train.py"])

@@ -25,7 +25,7 @@ from transformer.model import hf  # noqa: E402
 from transformer.model.checkpoint import CheckpointError  # noqa: E402
 from transformer.model.metadata import metadata_problem  # noqa: E402
 from ui.explain import attribution  # noqa: E402
-from ui.shared.models import describe, find_models, languages, no_corpus, source_language  # noqa: E402
+from ui.shared.models.catalog import describe, find_models, languages, no_corpus, source_language  # noqa: E402
 
 NAME = "opus-mt-en-fr"
 PAGES = ["pages/1_Translate.py", "pages/2_Step_by_step.py", "pages/3_Train.py", "pages/4_Learn.py",

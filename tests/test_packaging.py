@@ -153,7 +153,7 @@ import json, sys
 from streamlit.testing.v1 import AppTest
 app_dir = {str(app_dir)!r}
 sys.path.insert(0, app_dir)
-from ui.shared.models import find_models
+from ui.shared.models.catalog import find_models
 at = AppTest.from_file(app_dir + "/app.py", default_timeout={COMMAND_TIMEOUT}).run()
 print(json.dumps({{"models": [m.path for m in find_models()], "errors": [e.message for e in at.exception],
                   "ui": sys.modules["ui"].__file__}}))
@@ -162,7 +162,7 @@ print(json.dumps({{"models": [m.path for m in find_models()], "errors": [e.messa
     report = json.loads(home.stdout.strip().splitlines()[-1])
     assert report["errors"] == [], report["errors"]
     assert Path(report["ui"]).is_relative_to(app_dir)
-    assert report["models"][0] == str(app_dir / "checkpoints" / "en-fr-teaching")  # ui.shared.models.APP_MODEL first
+    assert report["models"][0] == str(app_dir / "checkpoints" / "en-fr-teaching")  # catalog.APP_MODEL first
 
     check_server_starts(bin_ / "attention-explorer", workdir, env)
 

@@ -30,7 +30,7 @@ def page_imports(page: str) -> list[str]:
 @pytest.mark.parametrize("page", NO_MODEL_PAGES)
 def test_a_page_without_a_model_imports_no_torch(page):
     statements = page_imports(page)
-    assert any("ui.shared.widgets" in s for s in statements)  # the page setup every page imports
+    assert any("ui.shared.page" in s for s in statements)  # the page setup every page imports
     assert not loads_torch(statements)
 
 
@@ -63,8 +63,8 @@ def test_the_stored_teaching_examples_are_the_corpus_first_test_sources():
 
     from transformer.data.load import load_corpus
     from transformer.data.spec import CorpusSpec
-    from ui.shared.offline_examples import STORED_FILE, stored_examples, stored_key
-    from ui.shared.widgets import EXAMPLES
+    from ui.shared.models.example_sentences import EXAMPLES
+    from ui.shared.models.offline_examples import STORED_FILE, stored_examples, stored_key
 
     spec = CorpusSpec.from_dict(json.loads(TEACHING_METADATA.read_text())["corpus"])
     assert list(json.loads(STORED_FILE.read_text(encoding="utf-8"))) == [stored_key(spec)]
@@ -78,15 +78,15 @@ def test_the_example_box_of_the_teaching_model_builds_no_corpus(monkeypatch):
 
     import transformer.data.load
     from transformer.data.spec import CorpusSpec
-    from ui.shared import widgets
-    from ui.shared.offline_examples import stored_examples
+    from ui.shared.models import example_sentences as examples_module
+    from ui.shared.models.offline_examples import stored_examples
 
     def no_build(spec):
         raise AssertionError(f"built {spec.kind}")
 
     monkeypatch.setattr(transformer.data.load, "load_corpus", no_build)
     metadata = json.loads(TEACHING_METADATA.read_text())
-    widgets._examples.clear()
-    examples = widgets.example_sentences(metadata)
-    assert len(examples) == widgets.EXAMPLES
+    examples_module._examples.clear()
+    examples = examples_module.example_sentences(metadata)
+    assert len(examples) == examples_module.EXAMPLES
     assert examples == stored_examples(CorpusSpec.from_dict(metadata["corpus"]))

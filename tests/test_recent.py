@@ -1,12 +1,11 @@
 """What the server keeps so that a page opened again computes nothing twice: the last few values by key
-(`ui.shared.recent`), the last translations of each model (`translation_gate.RECENT`) and the last chart drawings
+(`ui.shared.models.recent`), the last translations of each model (`translation_gate.RECENT`) and the last chart drawings
 (`svg_chart.DRAWN`): each gives back what computing it again would, and computes only what it does not hold."""
 
 from __future__ import annotations
 
 import gc
 import threading
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -15,8 +14,9 @@ import pytest
 from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
-from ui.shared import heatmaps, svg_chart, svg_figure, translation_gate
-from ui.shared.recent import Recent
+from ui.shared import heatmaps, svg_chart, svg_figure
+from ui.shared.models.catalog import translation_gate
+from ui.shared.models.recent import Recent
 
 
 def test_recent_drops_the_least_recently_used_first():

@@ -17,7 +17,7 @@ from transformer.model import checkpoint
 from transformer.runs import RunFiles, RunTakenError, claim_run, read_status, run_name_problem, write_status
 from transformer.training.loop import Trainer
 from transformer.training.run import RunSpec, TrainingError, create_run
-from ui.shared import training_jobs
+from ui.shared.training import jobs
 
 
 def read_only(switch: list[bool]):
@@ -61,19 +61,19 @@ def test_the_app_says_a_dead_run_in_a_read_only_folder_could_not_record_its_end(
     files = RunFiles(tmp_path / "run")
     files.root.mkdir()
     write_status(files, "running", step=3)
-    monkeypatch.setattr(training_jobs, "pid_alive", lambda pid: False)
-    assert "died without saving its state" in training_jobs.run_info(files.root).error
-    monkeypatch.setattr(training_jobs.os, "access", lambda path, mode: False)
-    info = training_jobs.run_info(files.root)
+    monkeypatch.setattr(jobs, "pid_alive", lambda pid: False)
+    assert "died without saving its state" in jobs.run_info(files.root).error
+    monkeypatch.setattr(jobs.os, "access", lambda path, mode: False)
+    info = jobs.run_info(files.root)
     assert info.state == "crashed" and "is read-only" in info.error and "died" not in info.error
 
 
 @pytest.mark.parametrize("name", RUN_NAMES)
 def test_windows_reserved_run_names_are_refused_everywhere(tmp_path, monkeypatch, name):
     assert run_name_problem(name)
-    monkeypatch.setattr(training_jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
+    monkeypatch.setattr(jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
     with pytest.raises(ValueError, match="Windows|A run name"):
-        training_jobs.start_run(tmp_path / "runs", name, ["--corpus", "teaching"])
+        jobs.start_run(tmp_path / "runs", name, ["--corpus", "teaching"])
     with pytest.raises(TrainingError, match="Windows"):
         create_run(tmp_path / name, tiny_spec(tmp_path / "c.tsv"))
     assert not (tmp_path / "runs").exists()
@@ -81,7 +81,7 @@ def test_windows_reserved_run_names_are_refused_everywhere(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("name", ["con-1", "lpt10", "nullable", "auxiliary", "v1.0", "com-port"])
 def test_names_that_only_look_reserved_are_fine(name):
-    assert run_name_problem(name) is None and training_jobs.valid_run_name(name)
+    assert run_name_problem(name) is None and jobs.valid_run_name(name)
 
 
 @pytest.mark.parametrize("kind", ["file", "link to a folder outside", "dangling link"])
@@ -96,9 +96,9 @@ def test_a_file_or_link_with_the_runs_name_is_a_clear_error_and_nothing_is_writt
         (runs / "taken").symlink_to(tmp_path / "nowhere")
     else:
         (runs / "taken").symlink_to(outside)
-    monkeypatch.setattr(training_jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
+    monkeypatch.setattr(jobs, "_launch", lambda root, args: pytest.fail(f"launched {root}"))
     with pytest.raises(ValueError, match="a file or link named 'taken' is in the runs folder"):
-        training_jobs.start_run(runs, "taken", ["--corpus", "teaching"], corpus_tsv=b"a b\tc d\n" * 60)
+        jobs.start_run(runs, "taken", ["--corpus", "teaching"], corpus_tsv=b"a b\tc d\n" * 60)
     with pytest.raises(TrainingError, match="a file or link of that name is in the way"):
         create_run(runs / "taken", tiny_spec(tmp_path / "c.tsv"))
     assert list(outside.iterdir()) == [] and not (tmp_path / "nowhere").exists()
@@ -109,7 +109,7 @@ class SlowPopen:
 
     def __init__(self, command, **kwargs):
         time.sleep(0.2)
-        self.pid = os.getpid()  # launch.json records it; tests keep it out of training_jobs._PROCESSES
+        self.pid = os.getpid()  # launch.json records it; tests keep it out of jobs._PROCESSES
 
     def poll(self):
         return None
@@ -137,13 +137,13 @@ def race(starters: list) -> list[object]:
 
 def test_two_starts_of_one_run_name_at_once_start_one_run_and_tell_the_other(tmp_path, monkeypatch):
     """Issue 41 item 19: both used to return "started" (the second trainer then quit unseen)."""
-    monkeypatch.setattr(training_jobs.subprocess, "Popen", SlowPopen)
-    monkeypatch.setattr(training_jobs, "_PROCESSES", {})  # the fakes never reach other tests' clean-up
+    monkeypatch.setattr(jobs.subprocess, "Popen", SlowPopen)
+    monkeypatch.setattr(jobs, "_PROCESSES", {})  # the fakes never reach other tests' clean-up
     runs = tmp_path / "runs"
     for attempt in range(3):
         name = f"same-{attempt}"
-        results = race([lambda name=name: training_jobs.start_run(runs, name, ["--corpus", "teaching"])] * 2)
-        started = [r for r in results if isinstance(r, training_jobs.RunInfo)]
+        results = race([lambda name=name: jobs.start_run(runs, name, ["--corpus", "teaching"])] * 2)
+        started = [r for r in results if isinstance(r, jobs.RunInfo)]
         refused = [r for r in results if isinstance(r, ValueError)]
         assert len(started) == 1 and len(refused) == 1, results
         assert f"a run named {name!r} already exists" in str(refused[0])
@@ -166,12 +166,12 @@ def test_claim_run_is_given_back_when_the_process_cannot_start(tmp_path, monkeyp
     def broken(*args, **kwargs):
         raise OSError("no such interpreter")
 
-    monkeypatch.setattr(training_jobs.subprocess, "Popen", broken)
-    monkeypatch.setattr(training_jobs, "_PROCESSES", {})  # the fake below never reaches other tests' clean-up
+    monkeypatch.setattr(jobs.subprocess, "Popen", broken)
+    monkeypatch.setattr(jobs, "_PROCESSES", {})  # the fake below never reaches other tests' clean-up
     with pytest.raises(OSError):
-        training_jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"])
+        jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"])
     assert not (tmp_path / "runs" / "again" / "launch.json").exists()
-    monkeypatch.setattr(training_jobs.subprocess, "Popen", SlowPopen)
-    assert training_jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"]).state == "starting"
+    monkeypatch.setattr(jobs.subprocess, "Popen", SlowPopen)
+    assert jobs.start_run(tmp_path / "runs", "again", ["--corpus", "teaching"]).state == "starting"
     with pytest.raises(RunTakenError):
         claim_run(tmp_path / "runs" / "again")

@@ -17,8 +17,11 @@ from plotly.subplots import make_subplots
 
 from ui.explain import head_maps
 from ui.learn import positional_figures
-from ui.shared import bidi, class_mode, gold_alignment, heatmaps, svg_chart, svg_figure
+from ui.shared import heatmaps, svg_chart, svg_figure
+from ui.shared.attention import gold_alignment
+from ui.shared.state import class_mode
 from ui.shared.svg_text import Unsupported, fill_template, lines_of
+from ui.shared.text import bidi
 from ui.step import candidate_bars
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -16,8 +16,8 @@ from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
 from transformer.explain import AlignedExample, cross_attention_aer, link_cells, piece_words, sentence_aer
 from transformer.model.checkpoint import load_checkpoint
-from ui.shared.models import describe, find_models
-from ui.shared.text import plain
+from ui.shared.models.catalog import describe, find_models
+from ui.shared.text.plain import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -162,7 +162,7 @@ def test_training_probes_get_gold_cells_only_when_the_output_is_the_grammars_fre
     from transformer.data.tokenizer import Tokenizer
     from transformer.explain import format_links
     from transformer.runs import ProbeRecord
-    from ui.shared.teaching_model import probe_gold_cells
+    from ui.shared.models.teaching_model import probe_gold_cells
 
     gold = align(SENTENCE)
     tokenizer = Tokenizer.load(ROOT / "checkpoints" / "en-fr-teaching" / "tokenizer.json")

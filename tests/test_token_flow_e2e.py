@@ -16,7 +16,7 @@ from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
     server,
 )
 from transformer.decoding.translate import find_checkpoint
-from ui.shared import class_mode
+from ui.shared.state import class_mode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(find_checkpoint() is None, reason="needs the shipped models")]
 PROJECTOR = {"width": 1280, "height": 720}

@@ -15,7 +15,7 @@ from transformer.training.flags import RANGES
 from transformer.training.loop import Trainer, ended_by
 from transformer.training.recipe import TokenizerSettings, TrainConfig
 from transformer.training.run import create_run
-from ui.shared import training_jobs as jobs
+from ui.shared.training import jobs as jobs
 
 BAD_FLAGS = [  # the reproductions, and the neighbours of each
     ("--log-every", "0"), ("--eval-every", "0"), ("--save-every", "0"), ("--eval-sentences", "0"),

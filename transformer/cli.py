@@ -68,7 +68,7 @@ def app_environment() -> dict[str, str]:
     """The server's environment: this one, plus defaults the user has not set."""
     env = dict(os.environ)
     if app_dir() != Path(__file__).resolve().parent.parent:
-        # An installed app would otherwise keep its runs inside site-packages (ui.shared.models.runs_dir).
+        # An installed app would otherwise keep its runs inside site-packages (ui.shared.models.catalog.runs_dir).
         env.setdefault("EXPLORER_RUNS", str(Path.cwd() / "runs"))
     # glibc: at most 2 malloc arenas, however many threads Streamlit starts, so that freed memory is given back
     # (transformer/memory.py); it must be set before the server's first thread, hence here. Other C libraries ignore it.

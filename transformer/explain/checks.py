@@ -2,7 +2,8 @@
 names the argument and the range it must lie in, before any tensor is built.
 
 The bounds on work are the app's request limits (the app reads MAX_SOURCE_TOKENS and MAX_ZEROED from here;
-`ui.shared.translation_gate.OUTPUT_LIMIT` is derived from the first, and a test holds it equal), so that a researcher's
+`ui.shared.models.translation_gate.OUTPUT_LIMIT` is
+derived from the first, and a test holds it equal), so that a researcher's
 call costs at most what one app request may: the methods that re-run the model once per token, path point or head
 (attribution, patching, value zeroing) take inputs up to these lengths; the single passes (teacher forcing, the
 logit lens, Eq. 1 for a cell) up to the model's max_len.
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 MAX_SOURCE_TOKENS = 100  # source pieces, </s> included: about 75 English words with the shipped models' vocabularies
-MAX_OUTPUT_TOKENS = 160  # output pieces: the app's (ui.shared.translation_gate.OUTPUT_LIMIT)
+MAX_OUTPUT_TOKENS = 160  # output pieces: the app's (ui.shared.models.translation_gate.OUTPUT_LIMIT)
 MAX_ZEROED = 120  # source and output pieces together for value zeroing: longer would keep an app slot too long
 MAX_STEPS = 500  # integrated gradients' path points: the app offers up to 200; 256 reach a 1% gap on the tests' models
 

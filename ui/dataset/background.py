@@ -15,8 +15,8 @@ import streamlit as st
 
 from transformer.decoding.translate import Translator
 from transformer.explain.dataset import DatasetResult, Split, dataset_table
-from ui.shared.models import checkpoint_stamp
-from ui.shared.translation_gate import decode_slot
+from ui.shared.models.catalog import checkpoint_stamp
+from ui.shared.models.translation_gate import decode_slot
 
 MAX_SECONDS = 120  # one computation's cap; the rows done are cached and the next one goes on from there
 

@@ -13,9 +13,9 @@ from transformer.explain.dataset_slices import best_lens, slice_metrics, slice_s
 from transformer.explain.lenses import LABELS
 from transformer.explain.statistics import STATISTICS
 from ui.dataset.per_slice_figures import METRICS, slice_bars, slice_heads
-from ui.shared import class_mode
-from ui.shared.text import plain
-from ui.shared.widgets import chart
+from ui.shared.charts.show import chart
+from ui.shared.state import class_mode
+from ui.shared.text.plain import plain
 
 SLICINGS = {"construction": "construction", "length": "length (source words)", "word": "a word it contains"}
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}

@@ -9,7 +9,7 @@ import streamlit as st
 from transformer.explain.dataset import DatasetResult
 from transformer.explain.dataset_slices import projector_points
 from ui.dataset.projector_figures import MAX_POINTS, projector_scatter
-from ui.shared.widgets import chart
+from ui.shared.charts.show import chart
 
 SIDES = {"encoder": "encoder (source tokens)", "decoder": "decoder (output tokens)"}
 COLOURS = {"slice": "slice", "position": "position", "length_bucket": "sentence length"}

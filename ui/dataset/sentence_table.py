@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from transformer.explain.dataset import DatasetResult
-from ui.shared import class_mode, links
-from ui.shared.bidi import isolate
-from ui.shared.text import plain
+from ui.shared.state import class_mode, links
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import plain
 
 PAGES = {"Translate": "Translate", "Step by step": "Step_by_step", "Explain heads": "Explain_heads"}  # label -> path
 COLUMNS = {"sentence": "#", "source": "source", "reference": "reference", "translation": "translation",

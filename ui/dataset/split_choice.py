@@ -11,11 +11,11 @@ import streamlit as st
 from transformer.data.spec import LOCAL_KINDS
 from transformer.explain.dataset import DatasetError, Split, model_split, teaching_split, tsv_split
 from transformer.explain.lenses import LABELS
-from ui.shared.corpus_access import corpus_readable
-from ui.shared.models import languages, no_corpus
-from ui.shared.teaching_model import is_teaching
-from ui.shared.training_jobs import MAX_TSV_BYTES
-from ui.shared.widgets import link, link_problems, share
+from ui.shared.models.catalog import languages, no_corpus
+from ui.shared.models.corpus_access import corpus_readable
+from ui.shared.models.teaching_model import is_teaching
+from ui.shared.state.page_state import link, link_problems, share
+from ui.shared.training.jobs import MAX_TSV_BYTES
 
 LIMITS = (10, 20, 50, 100, 200, 500)  # sentences; the package's own cap is higher, the page's time cap bounds it
 DEFAULT_LIMIT = 100
@@ -96,7 +96,7 @@ def choose_split(metadata: dict) -> tuple[Split | None, tuple[str, ...]]:
 
 def _local_corpus(metadata: dict) -> str:
     """The model's corpus as JSON when this server may read it (a local kind, its files where pages read corpora
-    from: ui.shared.corpus_access); DatasetError otherwise."""
+    from: ui.shared.models.corpus_access); DatasetError otherwise."""
     corpus = metadata.get("corpus")
     if not isinstance(corpus, dict) or corpus.get("kind") not in LOCAL_KINDS or not corpus_readable(corpus):
         raise DatasetError("the corpus this model was trained on is not one this server reads (a download, or a "

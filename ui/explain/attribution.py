@@ -22,11 +22,13 @@ from transformer.explain.patching import PatchingError, activation_patching, che
 from transformer.labels import shorten
 from ui.explain import attribution_figures as figs
 from ui.explain.foil_choice import foil_choice
-from ui.shared import class_mode, linked_choices, links
-from ui.shared.bidi import isolate
-from ui.shared.text import piece_line, plain
-from ui.shared.translation_gate import bounded, decode_slot, prepare, translate
-from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
+from ui.shared.charts.show import chart
+from ui.shared.models.loading import decode_turn
+from ui.shared.models.translation_gate import bounded, decode_slot, prepare, translate
+from ui.shared.state import class_mode, linked_choices, links
+from ui.shared.state.page_state import choice_box, link, link_problems, share
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import piece_line, plain
 
 VIEWS = {"attribution": "Attribution", "lens": "Logit lens", "patching": "Patching"}
 # a word and one of the other gender (or person), for a first counterfactual source

@@ -19,8 +19,8 @@ from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
 from transformer.labels import HOVER_CHARS
 from ui.explain.head_maps import DIVERGING
-from ui.shared.bidi import isolate
 from ui.shared.heatmaps import escape, label_text, label_texts, short
+from ui.shared.text.bidi import isolate
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}

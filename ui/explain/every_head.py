@@ -35,14 +35,19 @@ from transformer.explain.interventions import Head
 from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from ui.explain import head_maps, importance_ties
 from ui.explain.one_sentence import NAMES, SHORT, head_name
-from ui.shared import class_mode, heatmaps, training_curves, training_jobs
-from ui.shared.attention_maps import FAMILIES
-from ui.shared.corpus_access import corpus_readable
-from ui.shared.models import checkpoint_stamp, no_corpus, runs_dir
-from ui.shared.teaching_model import is_teaching
-from ui.shared.text import code, plain
-from ui.shared.translation_gate import decode_slot
-from ui.shared.widgets import chart, choice_box, decode_turn
+from ui.shared import heatmaps
+from ui.shared.attention.families import FAMILIES
+from ui.shared.charts import training_curves
+from ui.shared.charts.show import chart
+from ui.shared.models.catalog import checkpoint_stamp, no_corpus, runs_dir
+from ui.shared.models.corpus_access import corpus_readable
+from ui.shared.models.loading import decode_turn
+from ui.shared.models.teaching_model import is_teaching
+from ui.shared.models.translation_gate import decode_slot
+from ui.shared.state import class_mode
+from ui.shared.state.page_state import choice_box
+from ui.shared.text.plain import code, plain
+from ui.shared.training import jobs
 
 SAMPLE_SIZES = (8, 16, 32, 64, 128)
 
@@ -277,7 +282,7 @@ def _keep_top(translator: Translator, result: HeadImportance, by: str, bleu_pair
 
 
 def training_view() -> None:
-    runs = [r for r in training_jobs.list_runs(runs_dir()) if probe_steps(r.root)]
+    runs = [r for r in jobs.list_runs(runs_dir()) if probe_steps(r.root)]
     if not runs:
         st.info(f"No run under {code(runs_dir())} has probe snapshots yet: start one on the Train page.")
         return

@@ -14,10 +14,10 @@ import streamlit as st
 
 from transformer.data.vocabulary import TokenizerLike
 from transformer.explain.foil import FoilWord, foil_word
-from ui.shared import links
-from ui.shared.bidi import isolate
-from ui.shared.text import plain
-from ui.shared.widgets import choice_box, link, link_problems, share
+from ui.shared.state import links
+from ui.shared.state.page_state import choice_box, link, link_problems, share
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import plain
 
 MAX_WORD = 40  # characters of a typed foil (a word; the link may carry no more)
 WORD = "foil_word"  # the link parameter of a typed foil; `foil` holds a picked token's id

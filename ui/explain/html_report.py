@@ -28,10 +28,11 @@ from transformer.explain.flow import token_flow, translation_inputs
 from transformer.explain.forced_comparison import ForcedComparison
 from transformer.explain.lenses import LABELS, LensMaps
 from ui.explain import attribution_figures, head_maps
-from ui.shared import attention_maps, heatmaps
-from ui.shared.attention_maps import FAMILIES
-from ui.shared.bidi import piece_labels
-from ui.shared.text import html_text
+from ui.shared import heatmaps
+from ui.shared.attention import families
+from ui.shared.attention.families import FAMILIES
+from ui.shared.text.bidi import piece_labels
+from ui.shared.text.plain import html_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
@@ -120,13 +121,13 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
                      for layer, row in enumerate(labels)]
             name = "spread" if family != "cross" else "diagonal"
             parts.append(_figure(head_maps.heads_map(
-                stats.get(family, name).numpy(), title=f"{attention_maps.FAMILIES[family]}: {STATISTICS[name]}",
+                stats.get(family, name).numpy(), title=f"{families.FAMILIES[family]}: {STATISTICS[name]}",
                 hover=hover, labels=roles, zmax=1.0)))
     for family in FAMILIES:
-        parts.append(f"<h2>{html.escape(attention_maps.FAMILIES[family])}</h2>")
+        parts.append(f"<h2>{html.escape(families.FAMILIES[family])}</h2>")
         parts.append(views.head_view(att, family).html)  # token lines, then every head's map
-        maps = attention_maps.stacked(att, family)  # (L, H, Lq, Lk)
-        rows, cols = attention_maps.labels(att, family)
+        maps = families.stacked(att, family)  # (L, H, Lq, Lk)
+        rows, cols = families.labels(att, family)
         for layer in range(maps.shape[0]):
             for head in range(maps.shape[1]):
                 fig = heatmaps.attention_heatmap(
@@ -147,7 +148,7 @@ def lens_sections(translation: Translation, maps: Mapping[str, LensMaps], skippe
     parts = ["<h2>Cross-attention through the lenses</h2><p class='note'>Each map is one layer's cross-attention "
              "as the lens reads it (Kobayashi et al. 2020; Chen et al. 2020; Abnar &amp; Zuidema 2020; Ferrando et "
              "al. 2022; Mohebbi et al. 2023): the mean of the heads where the lens keeps heads.</p>"]
-    rows, cols = attention_maps.labels(translation.attention, "cross")
+    rows, cols = families.labels(translation.attention, "cross")
     for lens, lensed in maps.items():
         parts.append(f"<h3>{html.escape(LABELS[lens])}</h3>")
         for layer, m in enumerate(lensed.cross):  # (H', T, S)

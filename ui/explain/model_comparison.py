@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from transformer.decoding.translate import Translation
-from ui.shared.models import LANGUAGES, ModelChoice
+from ui.shared.models.catalog import LANGUAGES, ModelChoice
 
 USES = {"enc_self": ("source",), "dec_self": ("target",), "cross": ("target", "source")}  # what a family's labels are
 

@@ -3,7 +3,7 @@ switches, greedy / beam / reference side by side and another model on the same s
 `ui.explain.report_download`).
 
 Every number comes from `transformer.explain`; this module draws widgets and figures only. Work on a model goes
-through `ui.shared.translation_gate` (the app's limits and its decode slots), like the other pages' translations.
+through `ui.shared.models.translation_gate` (the app's limits and its decode slots), like the other pages' translations.
 """
 
 from __future__ import annotations
@@ -28,12 +28,16 @@ from transformer.explain.interventions import every_head, shared_prefix
 from transformer.explain.lenses import LABELS as LENS_LABELS
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
-from ui.shared import attention_maps, class_mode, heatmaps, lens_switch, linked_choices, links, svg_views
-from ui.shared.attention_maps import FAMILIES
-from ui.shared.models import checkpoint_stamp, find_model, find_models
-from ui.shared.text import code, piece_line, plain
-from ui.shared.translation_gate import decode_slot, reference_ids, translate
-from ui.shared.widgets import chart, choice_box, decode_turn, link, link_problems, share
+from ui.shared import heatmaps
+from ui.shared.attention import families, lens_switch, svg_views
+from ui.shared.attention.families import FAMILIES
+from ui.shared.charts.show import chart
+from ui.shared.models.catalog import checkpoint_stamp, find_model, find_models
+from ui.shared.models.loading import decode_turn
+from ui.shared.models.translation_gate import decode_slot, reference_ids, translate
+from ui.shared.state import class_mode, linked_choices, links
+from ui.shared.state.page_state import choice_box, link, link_problems, share
+from ui.shared.text.plain import code, piece_line, plain
 
 SHORT = {"enc_self": "encoder self", "dec_self": "decoder self", "cross": "cross"}
 NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query", "target key"),
@@ -85,9 +89,9 @@ def map_picker(key: str, att: TranslationAttention, mean: bool = True) -> tuple[
 
 def draw_map(container, att: TranslationAttention, family: str, layer: int, head: int | None, *, key: str,
              title: str, share: float) -> None:
-    matrix, rows, cols = attention_maps.matrix(att, family, layer, head)
+    matrix, rows, cols = families.matrix(att, family, layer, head)
     fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=NAMES[family][0],
-                                    key_name=NAMES[family][1], row_notes=attention_maps.row_notes(att, family))
+                                    key_name=NAMES[family][1], row_notes=families.row_notes(att, family))
     chart(container, fig, key=key, filename=title, theme=None, share=share)
 
 
@@ -166,7 +170,7 @@ def _cell_picked(key: str) -> None:
 def cell_view(translator: Translator, translation: Translation, key: str = "ex_cell") -> None:
     att = translation.attention
     family, layer, head = map_picker(key, att, mean=False)
-    matrix, rows, cols = attention_maps.matrix(att, family, layer, head)
+    matrix, rows, cols = families.matrix(att, family, layer, head)
     picked = st.session_state.get(f"{key}_cell")
     if picked is not None and not (picked[0] < len(rows) and picked[1] < len(cols)):
         picked = None
@@ -299,8 +303,8 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
     head = None if head == MEAN else head
     (ids_a, _), (ids_b, _) = outputs[a], outputs[b]
     att_a, att_b = read[a], read[b]
-    map_a, rows_a, cols = attention_maps.matrix(att_a, "cross", layer, head)
-    map_b, _, _ = attention_maps.matrix(att_b, "cross", layer, head)
+    map_a, rows_a, cols = families.matrix(att_a, "cross", layer, head)
+    map_b, _, _ = families.matrix(att_b, "cross", layer, head)
     prefix = shared_prefix(ids_a, ids_b)
     caption = search_comparison.difference_caption(a, b, prefix, ids_a, ids_b)
     if caption is None:
@@ -369,8 +373,8 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     if why_not:
         st.info(why_not)
         return
-    map_a, rows, cols = attention_maps.matrix(translation.attention, family, layer, head)
-    map_b, _, _ = attention_maps.matrix(att_b, family, layer, head)
+    map_a, rows, cols = families.matrix(translation.attention, family, layer, head)
+    map_b, _, _ = families.matrix(att_b, family, layer, head)
     chart(st, head_maps.difference_heatmap(map_a, map_b, rows, cols, title="this model − the other",
                                                  names=("this model", "the other")), key="ex_cmp_diff",
           filename="model-difference", theme=None)

@@ -15,10 +15,10 @@ from transformer.explain.foil import FoilWord, foil_word
 from transformer.explain.forced_comparison import compare_forced
 from transformer.explain.lenses import LABELS
 from ui.explain import attribution, html_report
-from ui.shared import lens_switch
-from ui.shared.attention_maps import FAMILIES
-from ui.shared.text import plain
-from ui.shared.translation_gate import bounded, decode_slot
+from ui.shared.attention import lens_switch
+from ui.shared.attention.families import FAMILIES
+from ui.shared.models.translation_gate import bounded, decode_slot
+from ui.shared.text.plain import plain
 
 
 def report_view(translator: Translator, translation: Translation, settings: SearchSettings = DEFAULT_SETTINGS) -> None:

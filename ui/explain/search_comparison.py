@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ui.shared.text import plain
-from ui.shared.text import score as text_score
+from ui.shared.text.plain import plain
+from ui.shared.text.plain import score as text_score
 
 NOT_SCORED = "—"  # a row without a log-probability of its own (the forced run's best token at each position)
 

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from transformer.labels import HOVER_CHARS, LABEL_CHARS, shorten
-from ui.shared import bidi
+from ui.shared.text import bidi
 
 COLORSCALE = "Blues"
 ZWSP = "\u200b"  # invisible, makes repeated tokens distinct categories
@@ -123,7 +123,7 @@ def attention_heatmap(
 
 def without_zero_lines(fig: go.Figure) -> go.Figure:
     """fig without plotly's zero lines on a heatmap's axes (they cross the first row and column and run past the
-    grid); every chart of the app passes here (`ui.shared.widgets.chart`). Changes fig in place and returns it."""
+    grid); every chart of the app passes here (`ui.shared.charts.show.chart`). Changes fig in place and returns it."""
     if any(trace.type == "heatmap" for trace in fig.data):
         fig.update_xaxes(zeroline=False)
         fig.update_yaxes(zeroline=False)

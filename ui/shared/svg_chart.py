@@ -1,7 +1,7 @@
 """Charts on a page without plotly.js: `ui.shared.svg_figure` draws the figure as SVG on the server, and a
 bidirectional Streamlit component (no iframe) shows it with a few lines of JS for the hover, clicks and box
 selections (reported in st.plotly_chart's shape, so that the same on_select callbacks read them) and the download
-(PNG or SVG). `ui.shared.widgets.chart` tries this first and falls back to st.plotly_chart.
+(PNG or SVG). `ui.shared.charts.show.chart` tries this first and falls back to st.plotly_chart.
 
 Why: plotly.js is a 4.7 MB module that the browser compiles and runs on every page load with a chart (3.6x a bare
 page for one small heatmap, BENCHMARKS.md); these SVGs are a few kB and need no module.
@@ -21,7 +21,7 @@ import streamlit as st
 import streamlit.components.v2 as bidi_components
 
 from ui.shared import svg_figure, svg_traces
-from ui.shared.recent import Recent
+from ui.shared.models.recent import Recent
 from ui.shared.svg_text import Unsupported
 
 WINDOW_PX, SIDEBAR_PX = 1280, 300  # a projector's window, and Streamlit's open sidebar in it

@@ -15,10 +15,12 @@ import streamlit as st
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.explain.forced_comparison import ComparedOutput, ForcedComparison, compare_forced
-from ui.shared import class_mode, heatmaps
-from ui.shared.text import piece_line, plain, score
-from ui.shared.translation_gate import decode_slot
-from ui.shared.widgets import chart, decode_turn
+from ui.shared import heatmaps
+from ui.shared.charts.show import chart
+from ui.shared.models.loading import decode_turn
+from ui.shared.models.translation_gate import decode_slot
+from ui.shared.state import class_mode
+from ui.shared.text.plain import piece_line, plain, score
 from ui.step.candidate_bars import FORCED, FORCED_MARK
 from ui.step.forcing import piece_labels
 

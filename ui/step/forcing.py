@@ -21,10 +21,10 @@ import streamlit as st
 from transformer.decoding.prefix import check_prefix
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.settings import max_output_lengths
-from ui.shared.bidi import isolate
-from ui.shared.links import MAX_TEXT, linkable, quoted, read_prefix
-from ui.shared.text import code, plain
-from ui.shared.widgets import choice_box
+from ui.shared.state.links import MAX_TEXT, linkable, quoted, read_prefix
+from ui.shared.state.page_state import choice_box
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import code, plain
 from ui.step.candidate_bars import FORCED_MARK, number
 
 PENDING = "step_pending"  # session state: the action main() takes before drawing (a button's name, or a Force)

@@ -1,10 +1,10 @@
 """The step-by-step page's hypotheses: which one the page follows, and the n-best list with its scores explained.
 
-A hypothesis is followed by its prefix (ui.shared.translation_gate.follow_prefix). The page only says that "the
+A hypothesis is followed by its prefix (ui.shared.models.translation_gate.follow_prefix). The page only says that "the
 hypothesis you followed has left the beam" when the user picked one other than the best: the best one is what the page
 shows by default, and it leaving the beam (finishing, say) is no news. The step panel reads a hypothesis's
 log-probability (the sum of its tokens' log-probabilities); the finished list ranks by the normalised score, that
-log-probability divided by the length penalty. Both are written with ui.shared.text.score's precision, as everywhere.
+log-probability divided by the length penalty. Both are written with ui.shared.text.plain.score's precision.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 import streamlit as st
 
 from transformer.decoding.search import Hypothesis, SearchSettings, length_penalty
-from ui.shared.text import code, score
-from ui.shared.translation_gate import follow_prefix
-from ui.shared.widgets import choice_box
+from ui.shared.models.translation_gate import follow_prefix
+from ui.shared.state.page_state import choice_box
+from ui.shared.text.plain import code, score
 
 FOLLOWED = "step_followed"  # session state: True once the user picked a hypothesis other than the best
 OPENED = "step_opened"  # session state: the tokens of the finished hypothesis whose attention is open

@@ -8,9 +8,9 @@ from typing import Any
 
 from transformer.decoding.search import SearchStep
 from transformer.decoding.session import DecodingSession
-from ui.shared.bidi import isolate
-from ui.shared.text import code
-from ui.shared.widgets import chart
+from ui.shared.charts.show import chart
+from ui.shared.text.bidi import isolate
+from ui.shared.text.plain import code
 from ui.step import candidate_bars
 
 

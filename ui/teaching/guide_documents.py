@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ui.shared.models import REPO, checkpoints_dir
+from ui.shared.models.catalog import REPO, checkpoints_dir
 
 GUIDE = "guide"
 APP = "http://HOST:8501/"  # the documents' placeholder for the app's address

@@ -12,9 +12,9 @@ from transformer.data.corpora.bible import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRA
 from transformer.data.corpora.mix import format_mix_arg
 from transformer.data.corpora.tsv import tsv_kind
 from transformer.training.presets import PRESETS
-from ui.shared import training_jobs
-from ui.shared.models import ModelChoice, find_models
-from ui.shared.text import code, plain
+from ui.shared.models.catalog import ModelChoice, find_models
+from ui.shared.text.plain import code, plain
+from ui.shared.training import jobs
 
 TEACHING = "Teaching (generated, en → fr)"
 MIX = "Mix of corpora"
@@ -51,23 +51,23 @@ def _tsv(src: str, tgt: str) -> Corpus | None:
     """An upload, a file of the data folder, or (EXPLORER_ANY_TSV_PATH=1 only) any path on this machine."""
     base = ["--src", src, "--tgt", tgt]
     upload = st.file_uploader("Sentence pairs, one `source<TAB>target` per line (UTF-8)", type=["tsv", "txt"],
-                              key="train_upload", help=f"At most {training_jobs.MAX_TSV_BYTES // 2**20} MB and "
-                              f"{training_jobs.MAX_TSV_LINES:,} lines; checked before anything is written.")
+                              key="train_upload", help=f"At most {jobs.MAX_TSV_BYTES // 2**20} MB and "
+                              f"{jobs.MAX_TSV_LINES:,} lines; checked before anything is written.")
     if upload is not None:
         data = upload.getvalue()
-        if not _checked(training_jobs.check_tsv, data):
+        if not _checked(jobs.check_tsv, data):
             return None
-        st.caption(f"{training_jobs.check_tsv(data):,} sentence pairs; saved into the run when it starts.")
+        st.caption(f"{jobs.check_tsv(data):,} sentence pairs; saved into the run when it starts.")
         return Corpus(["--corpus", "tsv", *base], data)
-    files = training_jobs.data_files()
+    files = jobs.data_files()
     if files:
-        name = st.selectbox(f"…or a file of the data folder {code(training_jobs.data_dir())}", ["", *files],
+        name = st.selectbox(f"…or a file of the data folder {code(jobs.data_dir())}", ["", *files],
                             key="train_data_file", format_func=lambda f: f or "—")
         if name:
-            return Corpus([*base, *_file_args(training_jobs.data_file(name))])
+            return Corpus([*base, *_file_args(jobs.data_file(name))])
     else:
-        st.caption(f"Files put into {code(training_jobs.data_dir())} (.tsv or .txt) can be picked here too.")
-    if training_jobs.any_tsv_path():  # a trusted single user: see README, "Limits and security"
+        st.caption(f"Files put into {code(jobs.data_dir())} (.tsv or .txt) can be picked here too.")
+    if jobs.any_tsv_path():  # a trusted single user: see README, "Limits and security"
         path = st.text_input("…or a TSV path on this machine", key="train_tsv_path")
         if path:
             return Corpus([*base, "--corpus", "tsv", "--path", path])
@@ -121,12 +121,12 @@ def _mix() -> Corpus | None:
         weight = _weighted("Teaching corpus", "train_mix_teaching", value=False)
         if weight:
             parts.append(("teaching", format_mix_arg("teaching", weight=weight), weight))
-    files = training_jobs.data_files()
-    chosen = st.multiselect(f"Files of the data folder {code(training_jobs.data_dir())}", files, key="train_mix_files",
+    files = jobs.data_files()
+    chosen = st.multiselect(f"Files of the data folder {code(jobs.data_dir())}", files, key="train_mix_files",
                             help="source<TAB>target files, or the Debian corpus's (its own dev and test)") \
         if files else []
     for name in chosen:
-        path = training_jobs.data_file(name)
+        path = jobs.data_file(name)
         weight = st.number_input(f"Weight of {name}", 0.1, 100.0, 1.0, step=0.5, key=f"train_mix_file_{name}")
         parts.append((name, format_mix_arg(tsv_kind(path), str(path), weight), weight))
     if not parts:
@@ -158,14 +158,14 @@ def corpus_args() -> Corpus | None:
     c1, c2, c3 = st.columns(3)
     src = c1.text_input("Source language code", "en", key="train_src")
     tgt = c2.text_input("Target language code", "fr", key="train_tgt")
-    if not (_checked(training_jobs.check_language_code, src) and _checked(training_jobs.check_language_code, tgt)):
+    if not (_checked(jobs.check_language_code, src) and _checked(jobs.check_language_code, tgt)):
         return None
     if kind == "TSV file":
         return _tsv(src, tgt)
     hf_name = c3.text_input("Dataset name", "opus_books", key="train_hf_name",
                             help="A dataset of the Hugging Face Hub, downloaded by the server.")
     hf_config = c3.text_input("Config", "en-fr", key="train_hf_config")
-    if not _checked(training_jobs.check_hf_name, hf_name, hf_config):
+    if not _checked(jobs.check_hf_name, hf_name, hf_config):
         return None
     return Corpus(["--corpus", "hf", "--src", src, "--tgt", tgt, "--hf-name", hf_name] + (
         ["--hf-config", hf_config] if hf_config else []))

@@ -8,10 +8,14 @@ import time
 import streamlit as st
 
 from transformer.runs import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
-from ui.shared import gold_alignment, heatmaps, training_curves, training_jobs
-from ui.shared.teaching_model import probe_gold_cells
-from ui.shared.text import code, plain
-from ui.shared.widgets import chart, open_model
+from ui.shared import heatmaps
+from ui.shared.attention import gold_alignment
+from ui.shared.charts import training_curves
+from ui.shared.charts.show import chart
+from ui.shared.models.loading import open_model
+from ui.shared.models.teaching_model import probe_gold_cells
+from ui.shared.text.plain import code, plain
+from ui.shared.training import jobs
 from ui.train import metric_curves
 
 
@@ -57,18 +61,18 @@ def _probes(root) -> None:
     chart(st, fig, key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
 
 
-def _controls(info: training_jobs.RunInfo) -> None:
+def _controls(info: jobs.RunInfo) -> None:
     c1, c2, c3 = st.columns(3)
     if info.active and c1.button("Stop (saves a checkpoint)", key="train_stop"):
-        training_jobs.stop_run(info.root)
+        jobs.stop_run(info.root)
         st.toast("Stopping: the run saves a checkpoint first.")
     latest = RunFiles(info.root).checkpoint("latest")
     if not info.active and latest.is_dir():  # where Stop was: the controls start at the left
-        more = c1.number_input("Resume until step", info.step + 1, 10_000_000, training_jobs.resume_target(info),
+        more = c1.number_input("Resume until step", info.step + 1, 10_000_000, jobs.resume_target(info),
                                key=f"train_more_{info.name}_{info.max_steps}")
         if c1.button("Resume", key="train_resume"):
             try:
-                training_jobs.resume_run(info.root, int(more))
+                jobs.resume_run(info.root, int(more))
             except ValueError as e:
                 st.error(str(e))
     best = RunFiles(info.root).checkpoint("best")
@@ -81,7 +85,7 @@ def _controls(info: training_jobs.RunInfo) -> None:
 SETUP_NAMES = {"self_attention": "self-attention"}
 
 
-def _setup(choices: tuple[training_jobs.SetupChoice, ...]) -> None:
+def _setup(choices: tuple[jobs.SetupChoice, ...]) -> None:
     """How the run computes: its precision in one line, every decision with its reason in an expander."""
     if not choices:
         return
@@ -97,7 +101,7 @@ def _setup(choices: tuple[training_jobs.SetupChoice, ...]) -> None:
 @st.fragment(run_every=2)
 def live_run(root) -> None:
     """Status, progress, curves and probe attention of one run, redrawn every 2 s."""
-    info = training_jobs.run_info(root)
+    info = jobs.run_info(root)
     seen = st.session_state.setdefault("train_seen_state", {})
     previous, seen[info.name] = seen.get(info.name), info.state
     if previous is not None and previous != info.state:
@@ -106,9 +110,9 @@ def live_run(root) -> None:
     st.markdown(f"**Run {code(info.name)}: {info.state}**" + (f" (pid {info.pid})" if info.active else ""))
     if info.state in ("crashed", "failed"):
         st.error(f"Training {info.state}: {plain(info.error or 'no error recorded')}")
-        st.code(training_jobs.log_tail(root) or "(empty log)", language="text")
+        st.code(jobs.log_tail(root) or "(empty log)", language="text")
     if info.max_steps:
-        eta = training_jobs.eta_seconds(records, info.max_steps)
+        eta = jobs.eta_seconds(records, info.max_steps)
         left = f", about {eta / 60:.1f} min left" if eta and info.active else ""
         text = f"step {info.step} / {info.max_steps}{left}"
         st.progress(min(info.step / info.max_steps, 1.0), text=text)

@@ -1,5 +1,5 @@
 """The Train page's plotly curves of single metrics against step (tokens / s, dev alignment error, dev exact
-match), beside the linked Altair panels of ui.shared.training_curves. No streamlit."""
+match), beside the linked Altair panels of ui.shared.charts.training_curves. No streamlit."""
 
 from __future__ import annotations
 

@@ -17,11 +17,11 @@ from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import HeadAlignment, Link, sentence_aer, words
-from ui.shared import gold_alignment, lens_switch
-from ui.shared.models import checkpoint_stamp
-from ui.shared.teaching_model import is_teaching
-from ui.shared.text import plain
-from ui.shared.widgets import chart
+from ui.shared.attention import gold_alignment, lens_switch
+from ui.shared.charts.show import chart
+from ui.shared.models.catalog import checkpoint_stamp
+from ui.shared.models.teaching_model import is_teaching
+from ui.shared.text.plain import plain
 
 
 def gold_links(text: str, translation: Translation) -> tuple[frozenset[Link] | None, str]:

@@ -1,8 +1,9 @@
 """Class mode: a projector-friendly layout a teacher switches on in the sidebar, kept in the link (`?class=1`).
 
 Larger text everywhere (Streamlit sizes its text in rem, so one root font size scales it), chart labels and
-cell numbers at a size read from the back of a room at 1280x720 (`enlarge`, applied by `ui.shared.widgets.chart` to
-every plotly figure; `view` and `zoom` for the package's SVG views, applied by `ui.shared.svg_views`), and tables
+cell numbers at a size read from the back of a room at 1280x720 (`enlarge`, applied by `ui.shared.charts.show.chart` to
+every plotly figure; `view` and `zoom` for the package's SVG views, applied by `ui.shared.attention.svg_views`), and
+tables
 drawn whole rather than in a grid that scrolls inside itself (`table`).
 """
 
@@ -80,7 +81,7 @@ def view(drawn: View) -> View:
 
 
 def map_columns(n: int) -> tuple[list[Any], float]:
-    """Places for n heatmaps side by side, and each one's share of the page's width (`ui.shared.widgets.chart`). In
+    """Places for n heatmaps side by side, and each one's share of the page's width (`ui.shared.charts.show.chart`). In
     class mode they stand one under another at the page's width: beside 18 px token labels and a colour bar, half
     the page or less leaves a map's grid a sliver (55 px for two bible sentences' maps, 16 px for a third)."""
     if is_on():

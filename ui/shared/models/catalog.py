@@ -28,7 +28,7 @@ from transformer.runs import RunFiles, read_status
 
 MAX_METADATA_BYTES = MAX_JSON_BYTES[METADATA_FILE]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def checkpoints_dir() -> Path:

@@ -1,5 +1,5 @@
 """Choices of a view seeded from the page's link and shared back into it, for views whose choices are plain indexes
-(the Learn page's layer, head and query token). The readers, which check every value, are in ui.shared.links."""
+(the Learn page's layer, head and query token). The readers, which check every value, are in ui.shared.state.links."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from ui.shared import links
-from ui.shared.widgets import link, link_problems, share
+from ui.shared.state import links
+from ui.shared.state.page_state import link, link_problems, share
 
 
 def seed_indexes(choices: Mapping[str, tuple[str, int]]) -> None:

@@ -23,9 +23,9 @@ from transformer.data.corpora.base import normalize_text
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Source, Translation, TranslationError, Translator, check_text
 from transformer.explain.checks import MAX_SOURCE_TOKENS  # the explain API takes what one request may
-from ui.shared.recent import Recent
+from ui.shared.models.recent import Recent
 
-MAX_CHARS = 1000  # a long sentence; the same cap as a link's text (ui.shared.links.MAX_TEXT)
+MAX_CHARS = 1000  # a long sentence; the same cap as a link's text (ui.shared.state.links.MAX_TEXT)
 MAX_LEN_A, MAX_LEN_B = 1.5, 10  # output <= a * source + b pieces, the package's defaults, never more here
 OUTPUT_LIMIT = math.floor(MAX_LEN_A * MAX_SOURCE_TOKENS + MAX_LEN_B)  # 160 pieces
 DECODE_SLOTS = int(os.environ.get("EXPLORER_DECODE_SLOTS") or 2)  # one per core of a 2-core machine

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from transformer.labels import shorten
-from ui.shared.bidi import FSI, PDI, RLI, is_rtl, piece_labels
+from ui.shared.text.bidi import FSI, PDI, RLI, is_rtl, piece_labels
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark, and then is only itself.
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")

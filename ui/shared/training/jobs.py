@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from transformer.data.corpora.base import split_sizes
 from transformer.data.spec import CorpusSpec
 from transformer.runs import RunFiles, claim_run, read_status, release_claim, run_name_problem, write_launch
-from ui.shared.models import PAGE_SIZE, REPO, read_json, subfolders
+from ui.shared.models.catalog import PAGE_SIZE, REPO, read_json, subfolders
 
 ACTIVE = ("starting", "running")
 _PROCESSES: dict[int, subprocess.Popen] = {}  # children of this server, polled so that they are reaped
@@ -137,7 +137,7 @@ HF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-
 HF_CONFIG = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 MAX_TSV_BYTES = 20 * 1024 * 1024  # as .streamlit/config.toml's server.maxUploadSize (MB), checked here too
 MAX_TSV_LINES = 1_000_000
-MAX_SENTENCE_CHARS = 1000  # per sentence, as the app's translation box (ui.shared.translation_gate.MAX_CHARS)
+MAX_SENTENCE_CHARS = 1000  # per sentence, as the app's translation box (ui.shared.models.translation_gate.MAX_CHARS)
 MAX_SENTENCE_WORDS = CorpusSpec.max_words  # the trainer drops longer pairs (max_words): they would not count
 # the splits of an uploaded corpus, as the trainer makes them (CorpusSpec's default fractions)
 SPLIT_FRACTIONS = (CorpusSpec.dev_fraction, CorpusSpec.test_fraction)

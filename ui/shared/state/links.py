@@ -18,8 +18,8 @@ METHODS = ("greedy", "beam", "sample")
 BEAM_RANGE, ALPHA_RANGE = (2, 8), (0.0, 2.0)  # the search widgets' ranges
 MEAN = "mean"  # head=mean: the mean of the heads
 
-SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # sampling: ui.shared.sampling
-VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.shared.lens_switch
+SEARCH = ("search", "beam", "alpha", "nbest", "temperature", "top_k", "top_p", "seed")  # ui.shared.state.search
+VIEW = ("att", "layer", "head", "hide", "lens")  # lens: ui.shared.attention.lens_switch
 FOIL = ("foil", "foil_word")  # a contrastive foil: a picked token's id, or a typed word (ui.explain.foil_choice)
 PATCHING = ("clean", "other", "pos", "token", *FOIL)  # Explain heads' patching view: pair, position, token, foil
 ATTRIBUTION = ("pos", *FOIL)  # Explain heads' attribution view: its output position and foil

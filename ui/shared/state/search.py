@@ -1,4 +1,4 @@
-"""Sampling in the app: the temperature / top-k / top-p / seed controls beside greedy and beam search, and "Draw
+"""The search controls: greedy, beam search or sampling (the temperature / top-k / top-p / seed controls), and "Draw
 again" (the step page's candidate bars: ui.step.next_token).
 
 Links carry `search=sample&temperature=0.8&top_k=50&top_p=0.9&seed=1`; `read_sampling` checks every value.
@@ -6,6 +6,7 @@ Links carry `search=sample&temperature=0.8&top_k=50&top_p=0.9&seed=1`; `read_sam
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,7 +14,9 @@ import streamlit as st
 
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.settings import MAX_SEED
-from ui.shared.links import as_param, quoted
+from ui.shared.state import links
+from ui.shared.state.links import as_param, quoted
+from ui.shared.state.page_state import link, link_problems, share
 
 PARAMS = ("temperature", "top_k", "top_p", "seed")
 TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE = (0.05, 3.0), (0, 200), (0.05, 1.0)
@@ -73,3 +76,32 @@ def sampling_controls(key: str, link: Mapping[str, str], columns: list) -> tuple
     settings = SearchSettings(do_sample=True, temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
                               seed=int(seed), record_steps=False)
     return settings, problems
+
+
+def search_settings(key: str):
+    """Greedy search, beam search or sampling controls, seeded from the link and shared back into it; returns a
+    SearchSettings."""
+    values, problems = links.read_search(link())
+    link_problems(problems)
+    for name, default in {"method": "greedy", "beam": 4, "alpha": 0.6, "nbest": 3}.items():
+        if name in values or f"{key}_{name}" not in st.session_state:  # set before the widgets, which get no default
+            st.session_state[f"{key}_{name}"] = values.get(name, default)
+    # The methods on a line of their own: in a quarter of the page "sample" went to a second line at 1280 px.
+    method = st.radio("Search", list(links.METHODS), horizontal=True, key=f"{key}_method")
+    c2, c3, c4 = st.columns(3)
+    if method == "sample":
+        settings, problems = sampling_controls(key, link(), [c2, c3, c4])
+        link_problems(problems)
+        share(**sampling_params(dataclasses.asdict(settings)))
+        return settings
+    if method == "greedy":
+        share(**links.search_params("greedy"))
+        return SearchSettings(record_steps=False)
+    beam = c2.slider("Beam size", *links.BEAM_RANGE, key=f"{key}_beam")
+    alpha = c3.slider("Length penalty α", *links.ALPHA_RANGE, step=0.1, key=f"{key}_alpha",
+                      help="GNMT penalty ((5 + length) / 6)^α: 0 ranks by total log-probability, "
+                           "larger values favour longer outputs.")
+    st.session_state[f"{key}_nbest"] = min(st.session_state[f"{key}_nbest"], beam)
+    nbest = c4.slider("n-best", 1, beam, key=f"{key}_nbest")
+    share(**links.search_params("beam", beam, alpha, nbest))
+    return SearchSettings(beam_size=beam, nbest=nbest, alpha=alpha)

@@ -1,4 +1,4 @@
-"""The sentence a page opens on for a model: decided here for every page (ui.shared.sentences puts it in the box).
+"""The sentence a page opens on for a model: decided here for every page (ui.shared.state.sentences puts it in the box).
 
 It is the model's own `opening_sentence` (metadata.json) when it has one: a sentence it translates well, chosen for
 a first screen (the teaching model's short everyday sentence, a verse of the Arabic model's card). Else the first
@@ -7,8 +7,8 @@ test sentence of the corpus the model was trained on, so that every page opens o
 
 from __future__ import annotations
 
-from ui.shared.models import languages
-from ui.shared.widgets import example_sentences
+from ui.shared.models.catalog import languages
+from ui.shared.models.example_sentences import example_sentences
 
 FALLBACK = "In the beginning God created the heaven and the earth."  # for an English model whose corpus is not here
 

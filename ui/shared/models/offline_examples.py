@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from transformer.data.spec import CorpusSpec
 
-STORED_FILE = Path(__file__).resolve().parent / "assets" / "teaching_examples.json"
+STORED_FILE = Path(__file__).resolve().parents[1] / "assets" / "teaching_examples.json"
 
 OFFLINE = {
     "debian": ["The file could not be opened.", "Click the button to save the document.",

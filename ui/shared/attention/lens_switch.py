@@ -19,14 +19,15 @@ from transformer.explain.checks import MAX_ZEROED  # value zeroing re-runs each 
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LayerMaps, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
 from ui.shared import heatmaps
-from ui.shared.links import quoted
-from ui.shared.text import plain
-from ui.shared.translation_gate import decode_slot
-from ui.shared.widgets import decode_turn, link, link_problems, share
+from ui.shared.models.loading import decode_turn
+from ui.shared.models.translation_gate import decode_slot
+from ui.shared.state.links import quoted
+from ui.shared.state.page_state import link, link_problems, share
+from ui.shared.text.plain import plain
 
 PARAM = "lens"
 UNSHIFTED = {"shift": "raw", "shift_norm": "norm"}  # what a decoding step shows for a Shift-Att lens
-MEAN = -1  # the explorer's "mean of heads" (ui.shared.attention_explorer.MEAN)
+MEAN = -1  # the explorer's "mean of heads" (ui.shared.attention.explorer.MEAN)
 MEMO = "_lens_memo"  # session state: the last lensed maps, so that a rerun does not compute them again
 MEMO_SIZE = 8
 LAYER_MAPS = "{}_layer_maps"  # session state per explorer key: the lens's own layer maps (LensMaps.layer_maps) or none

@@ -2,7 +2,7 @@
 
 A checkpoint's `metadata.corpus.path` is only text in a file anyone can edit: followed blindly, it would make the
 Translate page read any file on the machine and list its lines as example sentences. A tsv or debian corpus (a mix's
-part included) is read only from the data folder (ui.shared.training_jobs.data_dir), the runs folder (an uploaded
+part included) is read only from the data folder (ui.shared.training.jobs.data_dir), the runs folder (an uploaded
 corpus) or checkpoints/, after resolving `..` and links; EXPLORER_ANY_TSV_PATH=1 (a trusted single user) lifts this, as
 it does for the Train page's TSV path.
 """
@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ui.shared.models import checkpoints_dir, runs_dir
-from ui.shared.training_jobs import any_tsv_path, data_dir
+from ui.shared.models.catalog import checkpoints_dir, runs_dir
+from ui.shared.training.jobs import any_tsv_path, data_dir
 
 
 def readable_path(path: object) -> bool:

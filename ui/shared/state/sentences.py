@@ -1,6 +1,7 @@
 """A page's sentence box: the right sentence in it before it is drawn, kept while the page shows views without it.
 
-A box that still holds the default sentence (ui.shared.defaults) follows the model when another is picked; a sentence
+A box that still holds the default sentence (ui.shared.state.defaults) follows the model when another is
+picked; a sentence
 the user typed (or a link gave) is never replaced. Streamlit forgets a widget's value on a run that does not draw it
 (the Explain page's whole-model views), so the value is also kept under a key of its own.
 """

@@ -14,9 +14,12 @@ import streamlit as st
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
 from transformer.explain.lenses import HEADLESS
-from ui.shared import attention_maps, class_mode, gold_alignment, heatmaps, lens_switch, links, svg_views
-from ui.shared.attention_maps import FAMILIES
-from ui.shared.widgets import chart, choice_box, link, link_problems, share
+from ui.shared import heatmaps
+from ui.shared.attention import families, gold_alignment, lens_switch, svg_views
+from ui.shared.attention.families import FAMILIES
+from ui.shared.charts.show import chart
+from ui.shared.state import class_mode, links
+from ui.shared.state.page_state import choice_box, link, link_problems, share
 
 MEAN = -1  # the Head picker's "mean of heads" (not None: a select box shows None as "nothing chosen")
 CAPTIONS = {
@@ -80,17 +83,17 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
     hide = c4.toggle("Hide special tokens", key=f"{key}_hide",
                      help="Drop the <s>, </s> and <pad> rows and columns; rows then sum to less than 1.")
     share(**{**links.view_params(family, layer, head, hide), **({} if n_heads > 1 else {"head": None})})
-    matrix, rows, cols = attention_maps.matrix(att, family, layer, head, hide_special=hide)
+    matrix, rows, cols = families.matrix(att, family, layer, head, hide_special=hide)
     own = lens_switch.layer_maps(key) if n_heads > 1 and head is None else None
     if own is not None:  # the lens's own layer map (norm-weighted: ||Σ_h alpha^h_ij f^h(x_j)||), not the heads' mean
-        matrix = attention_maps.layer_matrix(getattr(own, family), att, family, layer, hide_special=hide)
+        matrix = families.layer_matrix(getattr(own, family), att, family, layer, hide_special=hide)
     if matrix.size == 0:
         st.info("Nothing left to show without the special tokens.")
         return
     head_name = ("all heads together" if n_heads == 1 else f"head {head}" if head is not None else
                  "all heads' summed vectors" if own is not None else "mean of heads")
     title = f"{FAMILIES[family]}, layer {layer}, {head_name}"
-    notes = attention_maps.row_notes(att, family, hide_special=hide)
+    notes = families.row_notes(att, family, hide_special=hide)
     query_name, key_name = NAMES[family]
     fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=query_name, key_name=key_name,
                                     row_notes=notes)
@@ -112,17 +115,17 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
                                         format_func={"maps": "small heatmaps", "lines": "token lines"}.get) == "lines":
             svg_views.model_view(att, family, hide)
         elif model_view.open:
-            grid, _, _ = attention_maps.every_head(att, family, hide_special=hide)
+            grid, _, _ = families.every_head(att, family, hide_special=hide)
             chart(st, heatmaps.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",
                   theme=None, on_select=partial(_picked_in_model_view, key, n_heads), selection_mode=("points", "box"))
             st.caption("Click a small map to open that layer and head above (or drag a box over one). Heads of one "
                        "layer often specialise: one looks at the previous token, one at the next, one at the word "
                        "being translated.")
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Download all maps (.npz)", lambda: attention_maps.to_npz(att), "attention.npz",
+    c1.download_button("Download all maps (.npz)", lambda: families.to_npz(att), "attention.npz",
                        "application/octet-stream", key=f"{key}_npz", on_click="ignore")
-    c2.download_button("Download all maps (.json)", lambda: attention_maps.to_json(att), "attention.json",
+    c2.download_button("Download all maps (.json)", lambda: families.to_json(att), "attention.json",
                        "application/json", key=f"{key}_json", on_click="ignore")
-    c3.download_button("Download all maps (.csv)", lambda: attention_maps.to_csv(att), "attention.csv", "text/csv",
+    c3.download_button("Download all maps (.csv)", lambda: families.to_csv(att), "attention.csv", "text/csv",
                        key=f"{key}_csv", on_click="ignore",
                        help="One row per weight: family, layer, head, query and key position and token, weight.")

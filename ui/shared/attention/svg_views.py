@@ -15,11 +15,12 @@ from transformer.decoding.search import HypothesisStep
 from transformer.decoding.translate import TranslationAttention, Translator
 from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import tree
-from ui.shared import attention_maps, class_mode
-from ui.shared.bidi import piece_labels
-from ui.shared.text import code, plain
-from ui.shared.translation_gate import decode_slot
-from ui.shared.widgets import decode_turn
+from ui.shared.attention import families
+from ui.shared.models.loading import decode_turn
+from ui.shared.models.translation_gate import decode_slot
+from ui.shared.state import class_mode
+from ui.shared.text.bidi import piece_labels
+from ui.shared.text.plain import code, plain
 
 MAX_HEIGHT = 900  # px of an iframe; a taller view scrolls inside it
 TREE_JS = f"""export default function(component){{const {{data,setTriggerValue,parentElement}}=component;
@@ -39,7 +40,7 @@ def show(view: views.View, container=None) -> None:
 def head_view(att: TranslationAttention, family: str, layer: int, head: int | None, hide: bool = False) -> None:
     """The explorer's family as token lines: every head on (or only the picked one), on the explorer's layer (its
     Layer picker is the view's: the view has none of its own to disagree with it)."""
-    maps, rows, cols = attention_maps.every_head(att, family, hide_special=hide)
+    maps, rows, cols = families.every_head(att, family, hide_special=hide)
     if maps.size == 0:
         return
     names = views.NAMES[family]
@@ -49,7 +50,7 @@ def head_view(att: TranslationAttention, family: str, layer: int, head: int | No
 
 
 def model_view(att: TranslationAttention, family: str, hide: bool = False) -> None:
-    maps, rows, cols = attention_maps.every_head(att, family, hide_special=hide)
+    maps, rows, cols = families.every_head(att, family, hide_special=hide)
     if maps.size:
         names = views.NAMES[family]
         show(views.model_view_from(maps, piece_labels(rows), piece_labels(cols), query_name=names[0],
@@ -122,5 +123,5 @@ def beam_tree(session, translator: Translator, source_ids: list[int], key: str,
     names = views.NAMES["cross"]
     rows, cols = piece_labels(att.target_pieces), piece_labels(att.source_pieces)
     rows = [forced_mark + r if i < forced else r for i, r in enumerate(rows)]
-    show(views.head_view_from(attention_maps.stacked(att, "cross"), rows, cols, focus=len(rows) - 1,
+    show(views.head_view_from(families.stacked(att, "cross"), rows, cols, focus=len(rows) - 1,
                               query_name=names[0], key_name=names[1]))

@@ -14,7 +14,9 @@ from transformer.explain.flow import TEMPERATURES, neuron_examples, token_flow
 from transformer.model.checkpoint import load_checkpoint
 
 TEACHING = Path(__file__).resolve().parents[1] / "checkpoints" / "en-fr-teaching"
-ATOL = 1e-5
+# The flow and the hooked pass compute the same float32 sums in a different grouping: on a CPU with AVX-512 their
+# last bits differ (1.1e-5 on a value of 3, a relative 4e-6), so the check is relative too.
+ATOL, RTOL = 1e-5, 1e-5
 
 
 def recorded_pass(model: Transformer, src: list[int], tgt: list[int]) -> dict:
@@ -49,14 +51,14 @@ def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int
     assert len(stages) == len(subs) == 2 * n_enc + 3 * len(model.decoder_layers)
     for i, (stage, (x, out, after)) in enumerate(zip(stages, subs)):
         p = source_position if i < 2 * n_enc else position
-        torch.testing.assert_close(stage.added, out[p], atol=ATOL, rtol=0)  # what the sublayer adds
-        torch.testing.assert_close(stage.stream, after[p], atol=ATOL, rtol=0)  # the stream it leaves
+        torch.testing.assert_close(stage.added, out[p], atol=ATOL, rtol=RTOL)  # what the sublayer adds
+        torch.testing.assert_close(stage.stream, after[p], atol=ATOL, rtol=RTOL)  # the stream it leaves
         if model.config.norm_first:  # h = LayerNorm(x): the sublayer's own norm of the stream it got
             layer = (model.encoder_layers if i < 2 * n_enc else model.decoder_layers)
             norm = [sub for lay in layer for sub in lay.sublayers][i if i < 2 * n_enc else i - 2 * n_enc].norm
-            torch.testing.assert_close(stage.vectors[0].values, norm(x)[p], atol=ATOL, rtol=0)
+            torch.testing.assert_close(stage.vectors[0].values, norm(x)[p], atol=ATOL, rtol=RTOL)
         else:  # x + output, then its LayerNorm is the stream
-            torch.testing.assert_close(stage.vectors[1].values, (x + out)[p], atol=ATOL, rtol=0)
+            torch.testing.assert_close(stage.vectors[1].values, (x + out)[p], atol=ATOL, rtol=RTOL)
         if stage.key.endswith("feed_forward"):
             ff_in = seen["ff_in"][i // 2 if i < 2 * n_enc else n_enc + (i - 2 * n_enc) // 3]
             ff = (model.encoder_layers[i // 2] if i < 2 * n_enc else model.decoder_layers[(i - 2 * n_enc) // 3]
@@ -65,8 +67,8 @@ def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int
             assert [n.index for n in stage.neurons] == hidden.topk(len(stage.neurons)).indices.tolist()
             assert stage.neurons[0].activation == pytest.approx(float(hidden.max()), abs=ATOL)
     src_embed, tgt_embed = seen["embed"]
-    torch.testing.assert_close(flow.stage("src.embed").stream, src_embed[source_position], atol=ATOL, rtol=0)
-    torch.testing.assert_close(flow.stage("tgt.embed").stream, tgt_embed[position], atol=ATOL, rtol=0)
+    torch.testing.assert_close(flow.stage("src.embed").stream, src_embed[source_position], atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(flow.stage("tgt.embed").stream, tgt_embed[position], atol=ATOL, rtol=RTOL)
     e = flow.stage("tgt.embed").vectors
     torch.testing.assert_close(e[0].values + e[1].values, e[2].values)  # E[piece] x sqrt(d) + PE
     if isinstance(model.decoder_norm, torch.nn.LayerNorm):  # pre-LN (unless a config drops the final norms)
@@ -79,7 +81,7 @@ def check_flow(model: Transformer, src: list[int], tgt: list[int], position: int
     if model.config.norm_first:  # the embedding and every sublayer's output sum to the last stream: shares sum to 1
         for side in ("source", "target"):
             assert sum(s.share for s in flow.stages if s.side == side) == pytest.approx(1.0, abs=1e-4)
-    torch.testing.assert_close(flow.output.logits, seen["logits"][position], atol=ATOL, rtol=0)
+    torch.testing.assert_close(flow.output.logits, seen["logits"][position], atol=ATOL, rtol=RTOL)
     logp = seen["logits"][position].log_softmax(-1)
     logp[list(specials.never)] = -torch.inf  # never emitted
     assert [c.token for c in flow.output.candidates] == logp.topk(len(flow.output.candidates)).indices.tolist()

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from transformer.bidi import is_rtl, isolate
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError
@@ -18,7 +19,6 @@ from ui.shared.state import class_mode
 from ui.shared.state.defaults import default_sentence
 from ui.shared.state.page_state import sentence_input
 from ui.shared.state.search import search_settings
-from ui.shared.text.bidi import is_rtl, isolate
 from ui.shared.text.plain import plain, rtl_html, score
 from ui.shared.text.token_help import tokens_help
 from ui.translate.nearest_sentence import suggest_nearest

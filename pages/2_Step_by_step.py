@@ -3,22 +3,23 @@
 import streamlit as st
 
 import ui.step.forced_comparison as forced_comparison
+from transformer.bidi import isolate
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError
-from ui.shared import heatmaps
 from ui.shared.attention import svg_views
 from ui.shared.attention.explorer import attention_explorer
 from ui.shared.attention.lens_switch import NOTES, lens_switch, lensed, step_rows
+from ui.shared.attention.query_rows import head_rows
 from ui.shared.charts.show import chart
 from ui.shared.models.catalog import source_language
 from ui.shared.models.loading import current_translator, decode_turn
 from ui.shared.models.translation_gate import bounded, decode_slot, prepare
 from ui.shared.page import page_setup
+from ui.shared.state import class_mode
 from ui.shared.state.defaults import default_sentence
 from ui.shared.state.page_state import link, link_problems, sentence_input, share
 from ui.shared.state.search import search_settings
 from ui.shared.state.sentences import typed_sentence
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import code, plain, score
 from ui.shared.text.token_help import tokens_help
 from ui.step import forcing, hypotheses
@@ -61,10 +62,11 @@ def current_step(session, translator, src_pieces) -> None:
     cross, self_rows, note = step_rows(session.model, session.src_ids, hyp.prefix, hyp.cross_attention,
                                        hyp.self_attention, lens, session.specials)
     layer = c2.selectbox("Decoder layer", range(cross.shape[0]), key="step_layer")
-    chart(c2, heatmaps.head_rows(cross[layer], src_pieces, title="cross-attention per head"),
-          key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}", theme=None, share=0.5)
-    chart(c2, heatmaps.head_rows(self_rows[layer], labels, title="self-attention per head"),
-          key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}", theme=None, share=0.5)
+    sizes = class_mode.sizes(share=0.5)  # the right one of the page's two columns
+    chart(c2, head_rows(cross[layer], src_pieces, title="cross-attention per head", sizes=sizes),
+          key="step_cross", filename=f"step-{session.n_steps}-cross-attention-layer-{layer}")
+    chart(c2, head_rows(self_rows[layer], labels, title="self-attention per head", sizes=sizes),
+          key="step_self", filename=f"step-{session.n_steps}-self-attention-layer-{layer}")
     c2.caption(" ".join(filter(None, [NOTES[lens], note])))
     svg_views.step_head_view(hyp, labels, src_pieces, layer, key="step_lines")
 

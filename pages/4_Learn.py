@@ -6,19 +6,20 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from transformer.charts.heatmap import mask_map
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError
 from transformer.model.layers import padding_mask, sinusoidal_encoding, subsequent_mask
 from ui.learn.attention_steps import AttentionSteps, encoder_attention_steps
 from ui.learn.positional_figures import positional_heatmap, sinusoids
 from ui.learn.token_flow import flow_section
-from ui.shared import heatmaps
 from ui.shared.attention import svg_views
 from ui.shared.charts.show import chart
 from ui.shared.models.example_sentences import example_sentences
 from ui.shared.models.loading import current_translator, decode_turn
 from ui.shared.models.translation_gate import MAX_SOURCE_TOKENS, translate
 from ui.shared.page import page_setup
+from ui.shared.state import class_mode
 from ui.shared.state.defaults import default_sentence
 from ui.shared.state.linked_choices import seed_indexes, share_indexes
 from ui.shared.state.page_state import choice_box, sentence_input
@@ -32,10 +33,11 @@ def positions(d_model: int) -> None:
                 "Low dimensions wave fast, high ones slowly: together they form a unique code per position.")
     n = st.slider("Positions", 10, 200, 60, key="learn_pe_len")
     pe = sinusoidal_encoding(n, d_model).numpy()
-    chart(st, positional_heatmap(pe), key="learn_pe_heatmap", filename="positional-encoding", theme=None)
+    chart(st, positional_heatmap(pe, class_mode.sizes()), key="learn_pe_heatmap", filename="positional-encoding")
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=[0, 1, 8, min(32, d_model - 2)],
                           key="learn_pe_dims")
-    chart(st, sinusoids(pe, dims), key="learn_pe_lines", filename="positional-encoding-dimensions")
+    chart(st, sinusoids(pe, dims, class_mode.sizes()), key="learn_pe_lines",
+          filename="positional-encoding-dimensions")
 
 
 def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
@@ -51,11 +53,12 @@ def masks(pieces: list[str], tgt_pieces: list[str]) -> int:
     labels = pieces + ["<pad>"] * (pad_to - len(pieces))
     mask = padding_mask(ids, 0).expand(1, 1, pad_to, pad_to)[0, 0].numpy()
     c1, c2 = st.columns(2)
-    chart(c1, heatmaps.mask_heatmap(mask, labels, labels, title="encoder: padding mask"), key="learn_pad",
-          filename="padding-mask", theme=None, share=0.5)
+    sizes = class_mode.sizes(share=0.5)
+    chart(c1, mask_map(mask, labels, labels, title="encoder: padding mask", sizes=sizes), key="learn_pad",
+          filename="padding-mask")
     causal = subsequent_mask(len(tgt_pieces))[0, 0].numpy()
-    chart(c2, heatmaps.mask_heatmap(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask"),
-          key="learn_causal", filename="causal-mask", theme=None, share=0.5)
+    chart(c2, mask_map(causal, tgt_pieces, tgt_pieces, title="decoder: causal mask", sizes=sizes),
+          key="learn_causal", filename="causal-mask")
     st.caption("Green: may attend (True). Grey: masked; its score becomes -inf before the softmax, so it gets "
                "exactly 0 weight (the model writes the smallest float instead, which gives the same 0). Rows are "
                "queries, columns keys.")

@@ -3,6 +3,7 @@ compare searches and models, measure every head over a dev sample, and watch a h
 
 import streamlit as st
 
+from transformer.bidi import isolate
 from transformer.decoding.translate import Translation
 from ui.explain import attribution, every_head, one_sentence, report_download
 from ui.shared.models.loading import current_translator
@@ -11,7 +12,6 @@ from ui.shared.state.defaults import default_sentence
 from ui.shared.state.links import VIEW_ONLY
 from ui.shared.state.page_state import link, sentence_input, share
 from ui.shared.state.search import search_settings
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import plain
 
 VIEWS = {"ablate": "Switch heads off", "cell": "Arithmetic of a cell", "whatif": "What if…",

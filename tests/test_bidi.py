@@ -2,8 +2,8 @@
 
 import re
 
+from transformer.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
 from ui.shared import heatmaps
-from ui.shared.text.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
 from ui.shared.text.plain import rtl_html
 from ui.step import candidate_bars
 

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.test_app import APP, altair_views, figures_of
+from transformer.bidi import PDI, RLI, ZWJ, piece_labels
 from transformer.data.corpora.teaching import align
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
@@ -22,7 +23,6 @@ from ui.shared import heatmaps
 from ui.shared.charts import training_curves
 from ui.shared.models.catalog import catalog
 from ui.shared.state import class_mode
-from ui.shared.text.bidi import PDI, RLI, ZWJ, piece_labels
 from ui.teaching import guide_documents
 from ui.train import metric_curves
 from ui.translate.probability_table import probability_table, rows

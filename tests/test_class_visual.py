@@ -109,7 +109,7 @@ def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hov
 
 
 def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
-    from ui.shared.text.bidi import FSI, PDI, RLI
+    from transformer.bidi import FSI, PDI, RLI
     from ui.shared.text.plain import piece_line
     from ui.translate.probability_table import probability_table
 
@@ -172,8 +172,8 @@ def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
     its <b> tags and a piece's bidi isolates, and the colour bar twice (enlarge's right margin already holds it)."""
     from types import SimpleNamespace
 
+    from transformer.bidi import FSI, PDI
     from ui.explain import attribution_figures
-    from ui.shared.text.bidi import FSI, PDI
 
     pieces = {1: "▁jeune", 2: "▁homme", 3: f"{FSI}▁وكلم{PDI}", 4: "</s>"}
     cells = [[SimpleNamespace(tokens=[t, 1], probs=[0.9, 0.1], output_prob=0.9, output_rank=0 if t % 2 else 1)

@@ -12,12 +12,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import plotly_array
+from transformer.bidi import RLI
 from transformer.decoding.translate import find_checkpoint
 from ui.dataset.background import cache_dir
 from ui.dataset.per_slice_figures import slice_bars, slice_heads
 from ui.dataset.projector_figures import projector_scatter
 from ui.dataset.sentence_table import filtered, sentence_url
-from ui.shared.text.bidi import RLI
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -72,7 +72,7 @@ def test_shipped_teaching_model_translates_its_test_split_and_aligns():
 # there (Italian BLEU 9.3 / chrF 32.6, Arabic chrF 28.9), so only a broken or swapped artefact misses them.
 @pytest.mark.parametrize(("tgt", "chrf_floor", "letters"), [("it", 22.0, "àèéìòù"), ("ar", 18.0, "الرب")])
 def test_shipped_bible_models_of_other_languages(tgt, chrf_floor, letters):
-    from ui.shared.text.bidi import is_rtl
+    from transformer.bidi import is_rtl
 
     path = SHIPPED.parent / f"en-{tgt}-bible"
     assert sum(f.stat().st_size for f in path.iterdir()) <= 15 * 1024 * 1024

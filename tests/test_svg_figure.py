@@ -15,13 +15,13 @@ import pytest
 from PIL import Image
 from plotly.subplots import make_subplots
 
+from transformer import bidi
 from ui.explain import head_maps
 from ui.learn import positional_figures
 from ui.shared import heatmaps, svg_chart, svg_figure
 from ui.shared.attention import gold_alignment
 from ui.shared.state import class_mode
 from ui.shared.svg_text import Unsupported, fill_template, lines_of
-from ui.shared.text import bidi
 from ui.step import candidate_bars
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from transformer.bidi import isolate
 from ui.shared.heatmaps import escape
-from ui.shared.text.bidi import isolate
 
 MAX_POINTS = 20_000  # tokens drawn at most (WebGL); the first sentences' when there are more
 

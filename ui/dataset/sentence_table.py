@@ -8,9 +8,9 @@ import urllib.parse
 import pandas as pd
 import streamlit as st
 
+from transformer.bidi import isolate
 from transformer.explain.dataset import DatasetResult
 from ui.shared.state import class_mode, links
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import plain
 
 PAGES = {"Translate": "Translate", "Step by step": "Step_by_step", "Explain heads": "Explain_heads"}  # label -> path

@@ -13,6 +13,7 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.bidi import isolate
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationError, Translator
 from transformer.explain.attribution import BASELINES, MAX_IG_STEPS, METHODS, attribute, candidates
@@ -27,7 +28,6 @@ from ui.shared.models.loading import decode_turn
 from ui.shared.models.translation_gate import bounded, decode_slot, prepare, translate
 from ui.shared.state import class_mode, linked_choices, links
 from ui.shared.state.page_state import choice_box, link, link_problems, share
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import piece_line, plain
 
 VIEWS = {"attribution": "Attribution", "lens": "Logit lens", "patching": "Patching"}

@@ -14,13 +14,13 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from transformer.bidi import isolate
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
 from transformer.labels import HOVER_CHARS
 from ui.explain.head_maps import DIVERGING
 from ui.shared.heatmaps import escape, label_text, label_texts, short
-from ui.shared.text.bidi import isolate
 
 POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}

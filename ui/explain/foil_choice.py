@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from transformer.bidi import isolate
 from transformer.data.vocabulary import TokenizerLike
 from transformer.explain.foil import FoilWord, foil_word
 from ui.shared.state import links
 from ui.shared.state.page_state import choice_box, link, link_problems, share
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import plain
 
 MAX_WORD = 40  # characters of a typed foil (a word; the link may carry no more)

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from transformer.bidi import piece_labels
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
 from transformer.explain.contrast import Contrast
@@ -31,7 +32,6 @@ from ui.explain import attribution_figures, head_maps
 from ui.shared import heatmaps
 from ui.shared.attention import families
 from ui.shared.attention.families import FAMILIES
-from ui.shared.text.bidi import piece_labels
 from ui.shared.text.plain import html_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}

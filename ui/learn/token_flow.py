@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from transformer.bidi import piece_labels
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain.flow import NeuronExamples, neuron_examples, token_flow, translation_inputs
 from transformer.explain.views import stage_label, token_flow_view
@@ -16,7 +17,6 @@ from ui.shared.models.translation_gate import decode_slot
 from ui.shared.state import class_mode
 from ui.shared.state.linked_choices import seed_indexes
 from ui.shared.state.page_state import choice_box, link, link_problems, share
-from ui.shared.text.bidi import piece_labels
 
 MAX_HEIGHT = 900  # px of the view's frame; a taller flow scrolls inside it, never sideways
 DEV_SENTENCES = 20  # the sentences whose pieces are searched for what fires a neuron

@@ -19,8 +19,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer import bidi
 from transformer.labels import HOVER_CHARS, LABEL_CHARS, shorten
-from ui.shared.text import bidi
 
 COLORSCALE = "Blues"
 ZWSP = "\u200b"  # invisible, makes repeated tokens distinct categories

@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from transformer.memory import start_trimming
+from ui.shared.charts.show import FORMAT_KEY
 from ui.shared.models.loading import model_picker
 from ui.shared.state import class_mode, links
 from ui.shared.state.page_state import LINK_KEY, link
@@ -45,7 +46,6 @@ def page_setup(page: str) -> None:
     class_mode.seed(link())  # the model picker's labels follow it
     model_picker()
     class_mode.sidebar_toggle(link())
-    st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
-                     format_func=str.upper, help="Every chart's download button (top right, or the camera icon of "
-                     "its toolbar) saves this format: PNG for a quick look, SVG (a vector drawing) for slides and "
-                     "papers.")
+    st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key=FORMAT_KEY,
+                     format_func=str.upper, help="PNG: every chart's toolbar (top right, on hover) has Download as "
+                     "PNG. SVG: a button under each chart saves it as a vector drawing, for slides and papers.")

@@ -18,12 +18,12 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.bidi import isolate
 from transformer.decoding.prefix import check_prefix
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.settings import max_output_lengths
 from ui.shared.state.links import MAX_TEXT, linkable, quoted, read_prefix
 from ui.shared.state.page_state import choice_box
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import code, plain
 from ui.step.candidate_bars import FORCED_MARK, number
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from transformer.bidi import isolate
 from transformer.decoding.search import SearchStep
 from transformer.decoding.session import DecodingSession
 from ui.shared.charts.show import chart
-from ui.shared.text.bidi import isolate
 from ui.shared.text.plain import code
 from ui.step import candidate_bars
 

@@ -1,7 +1,7 @@
 """The output pieces and their probabilities as an HTML table that wraps: rows of at most PER_ROW pieces, so that
 a long sentence needs no horizontal scroll and the last piece (`</s>`) is always on screen. No streamlit.
 
-The pieces are drawn as page text, the same way as the heatmap's labels (`ui.shared.text.bidi.piece_labels`):
+The pieces are drawn as page text, the same way as the heatmap's labels (`transformer.bidi.piece_labels`):
 right-to-left
 pieces read right to left, first piece on the right, and pieces cut from one Arabic word keep their joined forms
 (a canvas-drawn data grid shaped them apart).
@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from transformer.bidi import piece_labels
 from transformer.labels import shorten
-from ui.shared.text.bidi import piece_labels
 
 PER_ROW = 10  # pieces per row: ten columns fit the wide layout of a 1280 px window at any font size the app uses
 STYLE = ("<style>.prob-table{border-collapse:collapse;margin:0.2em 0 0.6em 0}"

@@ -11,13 +11,14 @@ from functools import partial
 
 import streamlit as st
 
+from transformer.charts.grid import head_grid
+from transformer.charts.heatmap import heatmap
 from transformer.decoding.translate import TranslationAttention
 from transformer.explain import Link, link_cells, piece_words
 from transformer.explain.lenses import HEADLESS
-from ui.shared import heatmaps
-from ui.shared.attention import families, gold_alignment, lens_switch, svg_views
+from ui.shared.attention import families, lens_switch, svg_views
 from ui.shared.attention.families import FAMILIES
-from ui.shared.charts.show import chart
+from ui.shared.charts.show import chart, selected
 from ui.shared.state import class_mode, links
 from ui.shared.state.page_state import choice_box, link, link_problems, share
 
@@ -54,12 +55,11 @@ def _restore(att: TranslationAttention, key: str, n_layers: dict[str, int], n_he
             st.session_state[names[name]] = value
 
 
-def _picked_in_model_view(key: str, n_heads: int) -> None:
-    """on_select of the model view: open the clicked (or box-selected) small map in the pickers above."""
-    state = st.session_state.get(f"{key}_model_view")
-    pick = heatmaps.model_view_pick((state or {}).get("selection") or {}, n_heads)
+def _picked_in_model_view(key: str) -> None:
+    """on_select of the model view: open the clicked small map in the pickers above."""
+    pick = selected(f"{key}_model_view", "head")
     if pick is not None:
-        st.session_state[f"{key}_layer"], st.session_state[f"{key}_head"] = pick
+        st.session_state[f"{key}_layer"], st.session_state[f"{key}_head"] = int(pick["layer"]), int(pick["head"])
 
 
 def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link] | None = None) -> None:
@@ -95,17 +95,17 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
     title = f"{FAMILIES[family]}, layer {layer}, {head_name}"
     notes = families.row_notes(att, family, hide_special=hide)
     query_name, key_name = NAMES[family]
-    fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=query_name, key_name=key_name,
-                                    row_notes=notes)
-    if gold is not None and family == "cross":
-        gold_alignment.add_gold_links(fig, link_cells(gold, piece_words(cols), piece_words(rows)))
-    chart(st, fig, key=f"{key}_heatmap", filename=f"{family}-layer-{layer}-{head_name}", theme=None)
+    gold_cells = link_cells(gold, piece_words(cols), piece_words(rows)) if gold is not None and family == "cross" \
+        else []
+    drawn = heatmap(matrix, rows, cols, title=title, row_title=query_name, col_title=key_name, notes=notes,
+                    note_title=families.NOTE_TITLE, outlines={"gold link": gold_cells}, sizes=class_mode.sizes())
+    chart(st, drawn, key=f"{key}_heatmap", filename=f"{family}-layer-{layer}-{head_name}")
     sums = ("each row sums to 1" if not hide else
             "with the special tokens hidden a row sums to less than 1: the rest went to <s> or </s>")
-    gold_note = (" Red squares mark the grammar's gold links: where a perfect alignment head would look."
+    gold_note = (" Orange outlines mark the grammar's gold links: where a perfect alignment head would look."
                  if gold is not None and family == "cross" else "")
     st.caption(f"{CAPTIONS[family]} Darker is more weight; {sums}.{gold_note} The chart's download button "
-               "(top right, on hover) saves the picture (PNG or SVG: see the sidebar).")
+               "(top right, on hover) saves the picture as PNG (SVG: see the sidebar).")
     with st.expander("Token lines: the same weights as lines between the tokens (head view)", expanded=True):
         svg_views.head_view(att, family, layer, head, hide)
     # tracked, so that the grid is built and drawn only while the expander is open
@@ -116,11 +116,11 @@ def attention_explorer(att: TranslationAttention, key: str, gold: frozenset[Link
             svg_views.model_view(att, family, hide)
         elif model_view.open:
             grid, _, _ = families.every_head(att, family, hide_special=hide)
-            chart(st, heatmaps.model_view(grid), key=f"{key}_model_view", filename=f"{family}-every-layer-and-head",
-                  theme=None, on_select=partial(_picked_in_model_view, key, n_heads), selection_mode=("points", "box"))
-            st.caption("Click a small map to open that layer and head above (or drag a box over one). Heads of one "
-                       "layer often specialise: one looks at the previous token, one at the next, one at the word "
-                       "being translated.")
+            chart(st, head_grid(grid, select="head", sizes=class_mode.sizes()), key=f"{key}_model_view",
+                  filename=f"{family}-every-layer-and-head", on_select=partial(_picked_in_model_view, key))
+            st.caption("Click a small map to open that layer and head above. Heads of one layer often "
+                       "specialise: one looks at the previous token, one at the next, one at the word being "
+                       "translated.")
     c1, c2, c3 = st.columns(3)
     c1.download_button("Download all maps (.npz)", lambda: families.to_npz(att), "attention.npz",
                        "application/octet-stream", key=f"{key}_npz", on_click="ignore")

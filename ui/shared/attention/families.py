@@ -16,13 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from transformer.bidi import piece_labels
 from transformer.data.tokenizer import SPECIAL_TOKENS
 from transformer.decoding.translate import TranslationAttention
-from transformer.labels import HOVER_CHARS
-from ui.shared.heatmaps import label_text, short
+from transformer.labels import HOVER_CHARS, shorten
 
 FAMILIES = {"cross": "cross-attention (decoder → encoder)", "enc_self": "encoder self-attention",
             "dec_self": "decoder self-attention"}
+NOTE_TITLE = "query read"  # the tooltip's name for `row_notes`
 PIECES = ("source_pieces", "target_input_pieces", "target_pieces")  # the labels, exported with the maps
 SHAPES = ("enc_self (L,H,S,S), dec_self (L,H,T,T), cross (L,H,T,S); rows are queries, columns keys: "
           "decoder rows are target_pieces (the token each query emitted), dec_self columns target_input_pieces")
@@ -70,11 +71,11 @@ def layer_matrix(own: Sequence[torch.Tensor], att: TranslationAttention, family:
 
 
 def row_notes(att: TranslationAttention, family: str, hide_special: bool = False) -> list[str] | None:
-    """A hover line per decoder row of `matrix`: the token its query read."""
+    """A tooltip line per decoder row of `matrix` (NOTE_TITLE): the token its query read."""
     if family == "enc_self":
         return None
-    return [f"<br>query read: {short(label_text(att.target_input_pieces[i]), HOVER_CHARS)}"
-            for i in _kept(att.target_pieces, hide_special)]
+    read = piece_labels(att.target_input_pieces)
+    return [shorten(read[i], HOVER_CHARS) for i in _kept(att.target_pieces, hide_special)]
 
 
 def to_npz(att: TranslationAttention) -> bytes:

@@ -18,7 +18,7 @@ from transformer.decoding.translate import Translation, TranslationAttention, Tr
 from transformer.explain.checks import MAX_ZEROED  # value zeroing re-runs each layer once per token
 from transformer.explain.lenses import HEADLESS, LABELS, LENSES, LayerMaps, LensMaps, as_attention, lens_maps
 from transformer.model.layers import Transformer
-from ui.shared import heatmaps
+from ui.shared.attention.query_rows import LAYER_ROW, QueryRows
 from ui.shared.models.loading import decode_turn
 from ui.shared.models.translation_gate import decode_slot
 from ui.shared.state.links import quoted
@@ -195,11 +195,11 @@ class StepRows:
     def shape(self) -> tuple[int, ...]:
         return self.heads.shape
 
-    def __getitem__(self, layer: int) -> heatmaps.QueryRows:
-        return heatmaps.QueryRows(self.heads[layer], None if self.layer is None else self.layer[layer])
+    def __getitem__(self, layer: int) -> QueryRows:
+        return QueryRows(self.heads[layer], None if self.layer is None else self.layer[layer])
 
 
-LAYER_ROW_NOTE = (f"The last row, “{heatmaps.LAYER_ROW}”, is the layer's own map, the norm of the vector all heads "
+LAYER_ROW_NOTE = (f"The last row, “{LAYER_ROW}”, is the layer's own map, the norm of the vector all heads "
                   "together send, ||Σ_h alpha^h_ij f^h(x_j)||, rescaled to 1 (Kobayashi et al.'s layer-level measure); "
                   "the rows above it are each head's own.")
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import streamlit as st
 import streamlit.components.v2 as bidi_components
 
+from transformer.bidi import piece_labels
 from transformer.decoding.search import HypothesisStep
 from transformer.decoding.translate import TranslationAttention, Translator
 from transformer.explain import cell_arithmetic, views
@@ -19,7 +20,6 @@ from ui.shared.attention import families
 from ui.shared.models.loading import decode_turn
 from ui.shared.models.translation_gate import decode_slot
 from ui.shared.state import class_mode
-from ui.shared.text.bidi import piece_labels
 from ui.shared.text.plain import code, plain
 
 MAX_HEIGHT = 900  # px of an iframe; a taller view scrolls inside it

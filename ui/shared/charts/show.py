@@ -1,30 +1,71 @@
-"""Every chart of the app drawn on a page, at the sidebar's download format and class mode's sizes."""
+"""Every chart of the app drawn on a page: Altair's chart through st.altair_chart, with its clicks (Vega-Lite
+selection parameters) reported to a callback, and the sidebar's download format.
+
+Streamlit's chart toolbar saves any chart as PNG; with SVG picked in the sidebar ("Charts download as"), a small
+button under each chart saves it as SVG (a vector drawing for slides and papers), drawn by vl-convert only when
+clicked.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import plotly.graph_objects as go
+import altair as alt
 import streamlit as st
 
-from ui.shared import heatmaps, svg_chart
-from ui.shared.state import class_mode
+FORMAT_KEY = "chart_format"  # session state: the sidebar's "png" or "svg"
 
 
-def chart(container: Any, fig, *, key: str, filename: str, share: float = 1.0, **kwargs) -> Any:
-    """Every chart of the app: the figure drawn as SVG without plotly.js (`ui.shared.svg_chart`: heatmaps, bars and
-    lines, with hover, clicks and box selections as st.plotly_chart reports them), else by st.plotly_chart (what the
-    renderer cannot draw exactly); either saves `filename` in the sidebar's format (PNG or SVG). share: the part of
-    the page's width its container has (0.5 in one of two columns), which class mode fits its labels to. kwargs:
-    st.plotly_chart's (theme, on_select, selection_mode)."""
-    config = heatmaps.chart_config(filename, st.session_state.get("chart_format", "png"))
-    fig = heatmaps.without_zero_lines(go.Figure(fig))  # a copy: a cached figure stays as it was
-    if class_mode.is_on():
-        fig = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, share), class_mode.CELL_PX, class_mode.PAGE_PX, share,
-                                        class_mode.COLOUR_BAR_PX)
-    else:
-        fig = heatmaps.fit_cell_numbers(class_mode.thin_columns(fig, share), share=share)
-    root_px, tip_px = (class_mode.ROOT_PX, class_mode.LABEL_PX) if class_mode.is_on() else (16, 13)
-    drawn = svg_chart.show(container, fig, key=key, width=svg_chart.column_px(root_px, share), config=config,
-                           tip_px=tip_px, **kwargs)
-    return drawn if drawn is not None else container.plotly_chart(fig, key=key, config=config, **kwargs)
+def selection_names(chart: alt.TopLevelMixin) -> list[str]:
+    """The names of the chart's selection parameters (in its layers and facets too)."""
+    spec = chart.to_dict()
+    names: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for param in node.get("params", []) or []:
+                if isinstance(param, Mapping) and "select" in param:
+                    names.append(param["name"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return list(dict.fromkeys(names))
+
+
+def file_name(filename: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", filename).strip("-").lower() or "chart"
+
+
+def chart(container: Any, drawn: alt.TopLevelMixin, *, key: str, filename: str,
+          on_select: Callable[[], None] | None = None) -> Any:
+    """Draw `drawn` in container (st or a column); on_select: called after a click on one of its selections, which
+    it reads with `selected(key, name)`. filename: the SVG download's name (without extension)."""
+    kwargs: dict[str, Any] = {}
+    if on_select is not None:
+        kwargs = {"on_select": on_select, "selection_mode": selection_names(drawn)}
+    shown = container.altair_chart(drawn, key=key, theme=None, **kwargs)
+    if st.session_state.get(FORMAT_KEY) == "svg":
+        container.download_button("SVG", lambda: _svg(drawn), f"{file_name(filename)}.svg", "image/svg+xml",
+                                  key=f"{key}_svg", on_click="ignore", type="tertiary", icon=":material/download:",
+                                  help="This chart as SVG, a vector drawing for slides and papers.")
+    return shown
+
+
+def _svg(drawn: alt.TopLevelMixin) -> str:
+    from transformer.charts.render import to_svg
+
+    return to_svg(drawn)
+
+
+def selected(key: str, name: str) -> dict | None:
+    """The first point a click selected in the chart drawn under `key`, by its selection parameter `name`: the
+    selection's fields and values (e.g. {"row": 2, "col": 5}), or None."""
+    state = st.session_state.get(key)
+    points = ((state or {}).get("selection") or {}).get(name) or []
+    return dict(points[0]) if points and isinstance(points[0], Mapping) else None

@@ -12,8 +12,8 @@ import html
 import re
 from collections.abc import Sequence
 
+from transformer.bidi import FSI, PDI, RLI, is_rtl, piece_labels
 from transformer.labels import shorten
-from ui.shared.text.bidi import FSI, PDI, RLI, is_rtl, piece_labels
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark, and then is only itself.
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")

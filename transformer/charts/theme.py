@@ -1,0 +1,83 @@
+"""One visual language for every chart and view: the font, the sizes (everyday and class mode), the colours.
+
+Registered once as the Altair theme "attention-explorer" (enabled on import), so that every chart of the app, the
+notebook and the HTML report reads the same; the package's HTML views (head view, model view, Eq. 1, beam tree,
+token flow: `transformer.explain.views`) take their font, sizes and colours from here too.
+
+Class mode (a projector at 1280x720, read from the back of a room) is `CLASS`: a chart built with it carries its
+larger sizes in its own config, which Altair lays over the theme's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+
+NAME = "attention-explorer"
+# Streamlit's font first (the app loads it); the rest for a notebook or a saved report, Arabic included.
+FONT = "'Source Sans Pro', system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'Noto Sans Arabic', sans-serif"
+TEXT = "#262730"  # Streamlit's text colour
+MUTED = "#888888"
+GRID = "#e6e6e6"
+
+# Colour schemes (Vega's names): attention weights light to dark blue, signed values red (more) to blue (less).
+WEIGHTS = "blues"
+DIVERGING = "redblue"  # reversed where it is used: red is positive
+WEIGHT_DARK = "#08306b"  # the darkest blue of WEIGHTS: one weight drawn alone (the views' cells and lines)
+POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # a bar that raises f, one that lowers it
+MAY_ATTEND, MASKED = "#2c7a3f", "#e6e6e6"  # a mask's two colours
+NO_VALUE = "#d9d9d9"  # a cell whose value is missing (NaN)
+GOLD = "#e4572e"  # a gold word link's square
+PICKED = "#d62728"  # the picked cell's outline; the cursor on the training curves
+FORCED = "#7b3fa0"  # a piece forced into the output (violet, everywhere it is marked)
+HIGHLIGHT = "#fff3c4"  # a highlighted row in the views
+# One colour per head or series (Tableau 10, as BertViz uses a categorical scale): distinct on a projector, in print.
+CATEGORIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+              "#17becf")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """px of a chart's text and cells."""
+
+    label: int  # axis labels (the tokens), legends, tooltips
+    title: int  # a chart's title
+    cell: int  # numbers written in cells and on bars
+    row: int  # a heatmap row's height
+    view: int  # the smallest text of an HTML view (`View.zoomed` brings it to `label`)
+    page: int  # the page's width beside the open sidebar at 1280 px: what a full-width chart is laid out for
+
+
+NORMAL = Sizes(label=12, title=15, cell=11, row=22, view=11, page=820)
+CLASS = Sizes(label=18, title=22, cell=18, row=34, view=18, page=770)  # class mode: 18 px at the least
+
+
+def config(sizes: Sizes = NORMAL) -> dict:
+    """The Vega-Lite config of every chart at these sizes."""
+    return {
+        "font": FONT,
+        "background": "white",
+        "view": {"stroke": None, "continuousWidth": sizes.page - 120, "continuousHeight": 260},
+        "axis": {"labelFontSize": sizes.label, "titleFontSize": sizes.label, "labelColor": TEXT, "titleColor": TEXT,
+                 "titleFontWeight": "normal", "gridColor": GRID, "domainColor": MUTED, "tickColor": MUTED,
+                 "labelLimit": 40 * sizes.label, "labelOverlap": "greedy"},
+        "header": {"labelFontSize": sizes.label, "titleFontSize": sizes.label, "labelColor": TEXT},
+        "legend": {"labelFontSize": sizes.label, "titleFontSize": sizes.label, "titleFontWeight": "normal",
+                   "gradientThickness": 12, "labelColor": TEXT, "titleColor": TEXT},
+        "title": {"fontSize": sizes.title, "subtitleFontSize": sizes.label, "anchor": "start", "color": TEXT,
+                  "subtitleColor": TEXT, "fontWeight": 600, "offset": 8},
+        "text": {"fontSize": sizes.cell, "color": TEXT},
+        "range": {"category": list(CATEGORIES)},
+        "scale": {"bandPaddingInner": 0.08},
+    }
+
+
+def sized(chart: alt.TopLevelMixin, sizes: Sizes) -> alt.TopLevelMixin:
+    """chart at sizes: NORMAL is the theme's own; any other is laid over it in the chart's config."""
+    return chart if sizes == NORMAL else chart.configure(**config(sizes))
+
+
+@alt.theme.register(NAME, enable=True)
+def _theme() -> alt.theme.ThemeConfig:
+    return {"config": config(NORMAL)}

@@ -19,7 +19,8 @@ PACKAGE = ROOT / "transformer"
 
 LAYERS = [  # (layer name, module prefixes)
     ("helpers", ("transformer.files", "transformer.progress", "transformer.memory", "transformer.runs",
-                 "transformer.devices", "transformer.arguments", "transformer.labels")),
+                 "transformer.devices", "transformer.arguments", "transformer.labels", "transformer.bidi")),
+    ("charts", ("transformer.charts",)),  # Altair builders over numbers and labels; the views read their theme
     ("data", ("transformer.data",)),
     ("model", ("transformer.model",)),
     ("decoding", ("transformer.decoding",)),

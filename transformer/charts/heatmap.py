@@ -48,7 +48,7 @@ class Scale:
 
 WEIGHTS = Scale(theme.WEIGHTS, (0.0, 1.0), "weight")
 MASK = Scale(None, (0.0, 1.0), "may attend", colours=(theme.MASKED, theme.MAY_ATTEND), legend=False)
-OUTLINES = {"picked": theme.PICKED, "gold link": theme.GOLD, "best": "black"}  # what an outlined cell means
+OUTLINES = {"picked": theme.PICKED, "gold link": theme.GOLD, "best": theme.BEST}  # what an outlined cell means
 
 
 def diverging(top: float, title: str = "difference") -> Scale:

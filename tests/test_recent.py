@@ -15,7 +15,7 @@ from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from ui.shared import heatmaps, svg_chart, svg_figure
-from ui.shared.models.catalog import translation_gate
+from ui.shared.models import translation_gate
 from ui.shared.models.recent import Recent
 
 

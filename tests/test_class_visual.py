@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.app_fixtures import make_checkpoint
+from transformer.charts import theme
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import views
@@ -36,7 +37,6 @@ def test_every_view_knows_its_smallest_text_and_class_mode_zooms_it_to_18_px(tin
     session = tiny.session("the woman reads a book .", SearchSettings(beam_size=3))
     session.run_to_end()
     drawn = [views.head_view(translation.attention), views.model_view(translation.attention),
-             views.heatmaps(translation.attention),
              views.beam_tree(session.history, tiny.tokenizer.target_pieces, session.finished[0].tokens)]
     for view in drawn:
         assert view.font_px == _smallest_font(view.html), view.kind  # what the view says is what it draws
@@ -46,6 +46,7 @@ def test_every_view_knows_its_smallest_text_and_class_mode_zooms_it_to_18_px(tin
         exact = class_mode.LABEL_PX / view.font_px
         assert big.height == math.ceil(view.height * exact) and big.width == math.ceil(view.width * exact)
         assert big.zoomed(class_mode.LABEL_PX) is big  # already large enough: unchanged
+    assert {view.font_px for view in drawn} == {theme.NORMAL.label, theme.NORMAL.view}  # the theme's sizes
 
 
 def test_the_beam_tree_has_a_whole_tree_overview(tiny):

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from tests.app_fixtures import make_checkpoint
+from tests.chart_reading import Drawn
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import svg, tree
+from transformer.labels import shorten
 from transformer.model.checkpoint import load_checkpoint
 
 HOSTILE = "<!--<script>"
@@ -42,7 +44,6 @@ def hostile_views(translator: Translator, piece: str) -> dict[str, views.View]:
     session.run_to_end()
     return {"cell_flow": views.cell_flow(cell, piece, [piece] * len(t.source_ids)),
             "head_view": views.head_view(crafted), "model_view": views.model_view(crafted),
-            "heatmaps": views.heatmaps(crafted),
             "beam_tree": views.beam_tree(session.history, lambda ids: [piece] * len(ids), session.finished[0].tokens)}
 
 
@@ -126,6 +127,21 @@ def test_a_5000_character_piece_is_shortened_everywhere_it_is_drawn(translator):
         shown = re.findall(r"<text[^>]*>(?:<title>[^<]*</title>)?([^<]*)</text>", view.html)
         assert shown and max(map(len, shown)) <= svg.LABEL_CHARS, name
         assert view.width < 3000 and view.height < 3000, name
+
+
+def test_the_heatmaps_of_every_head_shorten_a_long_piece_and_keep_markup_as_text(translator):
+    """views.heatmaps is an Altair chart: Vega draws its labels as text, so a piece of markup stays those characters
+    (no escaping to get wrong); a long one is shortened on the axes and to HOVER_CHARS in the tooltips."""
+    att = translator.translate("the woman reads a book .", attention=True).attention
+    for piece in (LONG, HOSTILE):
+        crafted = type(att)(**{**att.__dict__, "source_pieces": [piece] * len(att.source_pieces),
+                               "target_pieces": [piece] * len(att.target_pieces)})
+        drawn = Drawn.of(views.heatmaps(crafted))
+        shown = drawn.labels("x", "rect", 1) + drawn.labels("y", "rect", 1)
+        assert set(shown) == {shorten(piece)} and max(map(len, shown)) <= svg.LABEL_CHARS
+        cells = drawn.data("rect", 1)
+        assert set(cells.row_label) | set(cells.col_label) == {shorten(piece, svg.HOVER_CHARS)}
+        assert len(json.dumps(drawn.spec)) < 1000 * len(cells)  # each cell's tooltip bounded, not 5,000 characters
 
 
 def test_the_logit_lens_table_shortens_a_long_piece(translator):

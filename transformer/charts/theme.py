@@ -40,7 +40,7 @@ CATEGORIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", 
 
 @dataclass(frozen=True)
 class Sizes:
-    """px of a chart's text and cells."""
+    """px of a chart's (and an HTML view's) text and cells."""
 
     label: int  # axis labels (the tokens), legends, tooltips
     title: int  # a chart's title

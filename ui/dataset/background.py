@@ -19,6 +19,7 @@ import streamlit as st
 from transformer.decoding.translate import Translator
 from transformer.explain.dataset import DatasetResult, Split, dataset_table
 from ui.shared.models import checkpoint_stamp
+from ui.shared.text import plain
 from ui.shared.translation_gate import Background, decode_slot, start_background
 
 MAX_SECONDS = 120  # one computation's cap; the rows done are cached and the next one goes on from there
@@ -108,8 +109,10 @@ def table_in_background(translator: Translator, split: Split, lenses: tuple[str,
         _progress(job)
         return None
     result = job.result
+    if result is not None and result.table.empty:  # stopped before its first rows: nothing to score or slice
+        st.info(plain(result.notes[-1][0].upper() + result.notes[-1][1:]))
     if result is not None and not result.complete and st.button("Go on from there", key="ds_more", type="primary"):
         job.result = None
         job.start(translator, split, lenses)
         st.rerun()
-    return result
+    return None if result is None or result.table.empty else result

@@ -155,6 +155,27 @@ def test_background_work_stops_when_asked_and_one_that_does_not_is_named():
     assert stop_background(timeout=2) == []  # none left
 
 
+# A process whose background work ignores its stop: the exit waits EXIT_WAIT (shortened), then leaves with status 1
+# and a line that names the thread, rather than finalise with it running (an abort when it is inside torch).
+DEAF_AT_EXIT = textwrap.dedent("""
+    import threading
+    from ui.shared import translation_gate
+
+    translation_gate.EXIT_WAIT = 0.5
+    translation_gate.start_background("deaf-work", lambda stop: threading.Event().wait(60))
+""")
+
+
+def test_background_work_that_does_not_stop_ends_the_process_with_status_1_and_its_name():
+    try:
+        done = subprocess.run([sys.executable, "-c", DEAF_AT_EXIT], cwd=REPO, capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process was still running 60 s later: its exit waited for the deaf work without bound")
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "background work deaf-work did not stop within 0.5 s" in done.stderr, done.stderr
+
+
 def test_waiting_for_a_decode_slot_ends_when_stop_is_set():
     limiter, stop, raised = DecodeLimiter(1, timeout=60), threading.Event(), []
 

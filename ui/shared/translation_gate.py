@@ -153,9 +153,10 @@ def start_background(name: str, work: Callable[[threading.Event], None]) -> Back
     return handle
 
 
-def stop_background(timeout: float = EXIT_WAIT) -> list[str]:
-    """Ask every running background work to stop and wait for it, timeout seconds at most in all; the names of the
-    threads still running then."""
+def stop_background(timeout: float | None = None) -> list[str]:
+    """Ask every running background work to stop and wait for it, timeout seconds at most in all (EXIT_WAIT unless
+    told); the names of the threads still running then."""
+    timeout = EXIT_WAIT if timeout is None else timeout
     with _background_lock:
         running = list(_background)
     for work in running:

@@ -190,11 +190,11 @@ def test_an_uploaded_tsv_is_tabulated_and_a_bad_one_is_said_line_by_line(at):
 
 @pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
 def test_stop_keeps_the_rows_done_and_go_on_finishes_the_split(at):
-    at.query_params.update(model="en-fr-teaching", split="test", limit="500")
+    at.query_params.update(model="en-fr-teaching", split="test", limit="200")
     at.switch_page("pages/7_Dataset.py").run()
     assert not at.exception, at.exception
     job = at.session_state["ds_job"]
-    assert job.running, "500 sentences take seconds: the table is still being computed"
+    assert job.running, "200 sentences take seconds: the table is still being computed"
     for _ in range(600):  # the first chunk's rows, so that the page has a table to show
         if job.done or not job.running:
             break
@@ -205,8 +205,8 @@ def test_stop_keeps_the_rows_done_and_go_on_finishes_the_split(at):
     at.run()
     assert not at.exception, at.exception
     done = len(job.result.table)
-    assert not job.result.complete and done < 500
-    assert f"Stopped on request after {done:,} of 500 sentences" in " ".join(i.value for i in at.info)
+    assert not job.result.complete and done < 200
+    assert f"Stopped on request after {done:,} of 200 sentences" in " ".join(i.value for i in at.info)
     assert at.metric[0].value == f"{done:,}"
     at.button(key="ds_more").click().run()  # "Go on from there": from the cached rows
     job = at.session_state["ds_job"]

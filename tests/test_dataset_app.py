@@ -186,3 +186,51 @@ def test_an_uploaded_tsv_is_tabulated_and_a_bad_one_is_said_line_by_line(at):
     assert list(result.table["source"]) == ["The man sees the dog.", "I see you."]
     assert result.split.description == "mine.tsv (uploaded)"
     assert len(at.dataframe[1].value) == 2  # slices by length first, then the sentences
+
+
+@pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+def test_stop_keeps_the_rows_done_and_go_on_finishes_the_split(at):
+    at.query_params.update(model="en-fr-teaching", split="test", limit="200")
+    at.switch_page("pages/7_Dataset.py").run()
+    assert not at.exception, at.exception
+    job = at.session_state["ds_job"]
+    assert job.running, "200 sentences take seconds: the table is still being computed"
+    for _ in range(600):  # the first chunk's rows, so that the page has a table to show
+        if job.done or not job.running:
+            break
+        time.sleep(0.1)
+    at.button(key="ds_stop").click().run()
+    job.thread.join(timeout=60)
+    assert not job.running, "the table did not stop within 60 s"
+    at.run()
+    assert not at.exception, at.exception
+    done = len(job.result.table)
+    assert not job.result.complete and done < 200
+    assert f"Stopped on request after {done:,} of 200 sentences" in " ".join(i.value for i in at.info)
+    assert at.metric[0].value == f"{done:,}"
+    at.button(key="ds_more").click().run()  # "Go on from there": from the cached rows
+    job = at.session_state["ds_job"]
+    job.thread.join(timeout=120)
+    assert job.result is not None and job.result.complete, job.error
+
+
+@pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+def test_a_table_stopped_before_its_first_rows_says_so_and_offers_to_go_on(at, monkeypatch):
+    import ui.dataset.background as background
+
+    real = background.dataset_table
+
+    def stopped_at_once(*args, stop, **kwargs):
+        stop.set()
+        return real(*args, stop=stop, **kwargs)
+
+    monkeypatch.setattr(background, "dataset_table", stopped_at_once)
+    at.query_params.update(model="en-fr-teaching", split="test", limit="20")  # a job no other test has finished
+    at.switch_page("pages/7_Dataset.py").run()
+    job = at.session_state["ds_job"]
+    job.thread.join(timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert [i.value.replace("\\", "") for i in at.info] == [  # shown as plain text: Markdown escaped
+        "Stopped on request after 0 of 20 sentences; run it again to go on from there. (The rows so far are cached.)"]
+    assert not at.metric and at.button(key="ds_more").label == "Go on from there"

@@ -159,7 +159,7 @@ def test_background_work_stops_when_asked_and_one_that_does_not_is_named():
 # and a line that names the thread, rather than finalise with it running (an abort when it is inside torch).
 DEAF_AT_EXIT = textwrap.dedent("""
     import threading
-    from ui.shared import translation_gate
+    from ui.shared.models import translation_gate
 
     translation_gate.EXIT_WAIT = 0.5
     translation_gate.start_background("deaf-work", lambda stop: threading.Event().wait(60))

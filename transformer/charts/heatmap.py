@@ -99,11 +99,12 @@ def heatmap(values, rows: Sequence[str], cols: Sequence[str], *, title: str = ""
             row_title: str = "query", col_title: str = "key", scale: Scale = WEIGHTS, fmt: str = ".3f",
             texts=None, notes: Sequence[str] | None = None, note_title: str = "", select: str | None = None,
             outlines: dict[str, Sequence[tuple[int, int]]] | None = None, divider: int | None = None,
-            sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+            divider_colour: str = "black", sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """values (rows, cols): a heatmap, rows top-down. texts (rows, cols): written in the cells where they fit;
     notes: a tooltip line per row (note_title names it); select: the name of a click selection over (row, col);
     outlines: {"picked" | "gold link" | "best": (row, col) cells} outlined in OUTLINES' colour; divider: a dashed
-    line above that row. sizes: the theme's, with the page width the chart is laid out for."""
+    line above that row, in divider_colour (theme.FORCED under forced pieces). sizes: the theme's, with the page
+    width the chart is laid out for."""
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(rows), len(cols)):
         raise ValueError(f"values {values.shape} do not match {len(rows)} x {len(cols)} labels")
@@ -140,7 +141,7 @@ def heatmap(values, rows: Sequence[str], cols: Sequence[str], *, title: str = ""
             layers.append(outline(x, y, name, where))
     if divider is not None and 0 < divider < len(rows):
         layers.append(alt.Chart(pd.DataFrame({"row": [divider]})).mark_rule(
-            color="black", strokeDash=[6, 4], strokeWidth=2).encode(y=alt.Y("row:O", bandPosition=0)))
+            color=divider_colour, strokeDash=[6, 4], strokeWidth=2).encode(y=alt.Y("row:O", bandPosition=0)))
     title_block = alt.Title(title, subtitle=subtitle or alt.Undefined) if title else alt.Undefined
     chart = alt.layer(*layers, title=title_block).properties(width="container", height={"step": sizes.row})
     return theme.sized(chart, sizes)

@@ -66,6 +66,25 @@ def map_values(drawn: Drawn) -> np.ndarray:
     return out
 
 
+def outlined_cells(drawn: Drawn, name: str) -> list[tuple[int, int]]:
+    """The (row, col) cells a heatmap outlines as `name` ("gold link", "best", "picked": heatmap.OUTLINES), sorted."""
+    from transformer.charts.heatmap import OUTLINES
+
+    found = []
+    for n, view in enumerate(v for v in drawn.views() if v["mark"] == "rect" or v["mark"]["type"] == "rect"):
+        mark = view["mark"] if isinstance(view["mark"], dict) else {}
+        if mark.get("filled") is False and mark.get("stroke") == OUTLINES[name]:
+            cells = drawn.data("rect", n)
+            assert set(cells["outline"]) == {name}  # the tooltip says what the outline marks
+            found += zip(cells["row"].astype(int), cells["col"].astype(int))
+    return sorted(found)
+
+
+def curves_of(at) -> tuple[dict, dict]:
+    """The training-curves view (`transformer.charts.training_curves`: panels stacked on one step axis)."""
+    return next(view for view in altair_views(at) if "vconcat" in view[0])
+
+
 def colour_domain(drawn: Drawn, mark: str = "rect") -> list:
     """The colour scale's domain of the first `mark` view that encodes colour."""
     view = next(v for v in drawn.views() if (v["mark"] if isinstance(v["mark"], str) else v["mark"]["type"]) == mark
@@ -278,7 +297,7 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
     drawn = charts(at)
     titles = [c.title for c in drawn]
     assert titles == ["", "tokens / s", "cross-attention, last layer, mean of heads"], titles  # + the probe's map
-    curves = altair_views(at)[0]  # loss, BLEU and learning rate, linked on one step axis
+    curves = curves_of(at)  # loss, BLEU and learning rate, linked on one step axis
     assert curve_panels(curves)[:2] == ["loss", "dev BLEU / chrF"] and "learning rate" in curve_panels(curves)
     assert len(curve_points(curves, "train_loss")) >= 1 and len(curve_points(curves, "dev_bleu")) >= 1
     setup = {c.name: c for c in jobs.run_info(root).setup}  # how the run computes, as the trainer decided

@@ -18,7 +18,7 @@ from transformer.bidi import piece_labels
 from transformer.charts import theme
 from transformer.charts.heatmap import label_array
 from transformer.charts.theme import NORMAL, Sizes
-from transformer.labels import HOVER_CHARS, LABEL_CHARS, shorten
+from transformer.labels import LABEL_CHARS, shorten
 
 # The model's probability grey beside the two sampling steps; alone (greedy, beam) it is the blue of what is drawn.
 MODEL, TEMPERED, SAMPLED = theme.MUTED, theme.CATEGORIES[1], theme.CATEGORIES[0]
@@ -70,8 +70,9 @@ def series(bars: CandidateBars, kept: int | None = None) -> list[tuple[str, list
 def bar_table(bars: CandidateBars, kept: int | None = None) -> pd.DataFrame:
     """One row per bar: its slot (0: most probable), series, value, printed number, token (whole, for the tooltip)
     and whether the token was chosen."""
-    # candidates are alternatives, not a sequence: each piece marked alone, never joined to its neighbour
-    tokens = [shorten(piece_labels([t])[0], HOVER_CHARS) for t in bars.labels]
+    # candidates are alternatives, not a sequence: each piece marked alone, never joined to its neighbour; whole in
+    # the tooltip (a few rows, unlike a map's n x n cells)
+    tokens = [piece_labels([t])[0] for t in bars.labels]
     rows = [(slot, name, float(v), number(v), tokens[slot], bars.chosen[slot])
             for name, values, _ in series(bars, kept) for slot, v in enumerate(values)]
     return pd.DataFrame(rows, columns=["slot", "series", "value", "text", "token", "chosen"])

@@ -93,9 +93,9 @@ def test_cell_numbers_are_written_only_where_they_fit():
 def test_the_sampling_charts_title_stands_above_its_legend():
     bars = candidate_bars.ordered([1, 2], ["▁a", "▁b"], [0.6, 0.4], chosen={1}, tempered=[0.5, 0.5],
                                   sampled=[0.5, 0.5])
-    drawn = Drawn.of(candidate_bars.candidates_chart(bars, title="next token: model → temperature → drawn from",
-                                                     kept=2))
-    assert drawn.title == "next token: model → temperature → drawn from"  # the chart's title, over everything
+    drawn = Drawn.of(candidate_bars.candidates_chart(bars, title="next token",
+                                                     subtitle="model → temperature → drawn from", kept=2))
+    assert (drawn.title, drawn.subtitle) == ("next token", "model → temperature → drawn from")  # over everything
     assert drawn.spec["config"]["title"]["anchor"] == "start"  # at the left, where the legend starts: not centred
     legend = drawn.view("bar")["encoding"]["color"]["legend"]
     assert (legend["orient"], legend["direction"]) == ("top", "horizontal")  # Vega lays it under the title

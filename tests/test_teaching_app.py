@@ -151,7 +151,9 @@ def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):
     at.run()
     at.switch_page("pages/3_Train.py").run()
     assert not at.exception, at.exception
-    aer = chart_titled(at, "dev alignment error rate % (lower is better)").data("line")
+    aer_chart = chart_titled(at, "dev alignment error rate %")
+    assert aer_chart.view("line")["encoding"]["y"]["title"] == "AER % (lower is better)"
+    aer = aer_chart.data("line")
     assert list(dict.fromkeys(aer["series"])) == ["best head", "layer 0 (mean of heads)", "layer 1 (mean of heads)"]
     best = aer[aer["series"] == "best head"]
     assert best["y"].tolist() == [44.6, 24.5] and best["x"].tolist() == [250, 500]

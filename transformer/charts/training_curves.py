@@ -51,7 +51,8 @@ def training_curves(records: Sequence[dict], *, cursor: int | None = None,
     width = width or sizes.page - 200
     data = long_form(records, panels)
     steps = data["step"] if len(data) else pd.Series([0, 1])
-    x = alt.X("step:Q", title="step", axis=alt.Axis(format="~d", tickMinStep=1),
+    ticks = max(3, width // (5 * sizes.label))  # a tick every 5 labels' heights or so: 18 px labels stay apart
+    x = alt.X("step:Q", title="step", axis=alt.Axis(format="~d", tickMinStep=1, tickCount=ticks),
               scale=alt.Scale(domain=padded(int(steps.min()), int(steps.max()), 1), nice=False))
     hover = alt.selection_point(name="hover", fields=["step"], nearest=True, on="pointerover", empty=False,
                                 clear="pointerout")

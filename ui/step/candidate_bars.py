@@ -85,8 +85,8 @@ def tick_labels(bars: CandidateBars, forced: bool = False) -> list[str]:
             for t, chosen in zip(bars.labels, bars.chosen)]
 
 
-def candidates_chart(bars: CandidateBars, *, rows: int | None = None, title: str = "", kept: int | None = None,
-                     forced: bool = False, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+def candidates_chart(bars: CandidateBars, *, rows: int | None = None, title: str = "", subtitle: str = "",
+                     kept: int | None = None, forced: bool = False, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """Horizontal bars, one row per candidate (rows: the slots to keep, so the height does not change).
 
     Greedy and beam search: the model's probabilities. Sampling: three bars a token, the model's, after
@@ -106,8 +106,10 @@ def candidates_chart(bars: CandidateBars, *, rows: int | None = None, title: str
                     labelColor={"condition": {"test": test, "value": FORCED if forced else theme.TEXT},
                                 "value": theme.TEXT})
     y = alt.Y("slot:O", scale=alt.Scale(domain=list(range(n)), paddingInner=0.25 if sampling else 0.2), axis=axis)
+    # quarters where the plot has room for them beside the labels and numbers (not in class mode's half page)
+    ticks_at = [0, 0.25, 0.5, 0.75, 1] if sizes.page >= 24 * sizes.label else [0, 0.5, 1]
     x = alt.X("value:Q", title="probability", scale=alt.Scale(domain=[0, 1], clamp=True),
-              axis=alt.Axis(values=[0, 0.25, 0.5, 0.75, 1], format=".2~f"))
+              axis=alt.Axis(values=ticks_at, format=".2~f"))
     names = [name for name, _, _ in drawn]
     colour = alt.Color("series:N", scale=alt.Scale(domain=names, range=[c for _, _, c in drawn]),
                        legend=alt.Legend(orient="top", direction="horizontal", title=None, symbolType="square",
@@ -124,6 +126,7 @@ def candidates_chart(bars: CandidateBars, *, rows: int | None = None, title: str
     # a bar's height holds its number at the cell font (for sampling, the step is one of a row's three bars)
     step = sizes.cell + 6 if sampling else sizes.row + 4
     # the numbers beside a bar near 1 stand right of the axis: the padding keeps room for them
-    chart = alt.layer(bar, text, title=title or alt.Undefined).properties(
+    heading = alt.Title(title, subtitle=subtitle or alt.Undefined) if title else alt.Undefined
+    chart = alt.layer(bar, text, title=heading).properties(
         width="container", height={"step": step}, padding={"left": 5, "top": 5, "bottom": 5, "right": 4 * sizes.cell})
     return theme.sized(chart, sizes)

@@ -34,8 +34,9 @@ def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *,
     chosen = {n.token for n in step.nodes if n.parent == hyp_index and n.status != "pruned"}
     bars = candidate_bars.ordered(c.tokens, pieces(c.tokens), c.probs, chosen, c.tempered, c.sampled)
     sampling = c.sampled is not None
-    title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
+    title = "next token" if sampling else f"top {len(c.tokens)} next tokens"
     drawn = candidate_bars.candidates_chart(bars, rows=rows, title=title, kept=c.kept, forced=forced,
+                                            subtitle="model → temperature → drawn from" if sampling else "",
                                             sizes=class_mode.sizes(share=0.5))  # the left one of two columns
     chart(container, drawn, key=key, filename=filename)
     marked = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]

@@ -30,7 +30,7 @@ def _charts(records: list[dict]) -> None:
     aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
     if aer_keys:  # a corpus with gold word links (the teaching corpus)
         chart(c2, metric_curves.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
-                                              title="dev alignment error rate % (lower is better)", y_title="AER %",
+                                              title="dev alignment error rate %", y_title="AER % (lower is better)",
                                               sizes=sizes),
               key="train_aer_chart", filename="dev-aer")
         chart(c1, metric_curves.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %",

@@ -29,4 +29,5 @@ def metric_curves(records: Sequence[dict], keys: Sequence[str], *, title: str = 
         points = [(r["step"], r[key]) for r in records if r.get(key) is not None and "step" in r]
         if points:
             series[metric_name(key)] = tuple(zip(*points))
-    return line_chart(series, x_title="step", y_title=y_title or title, title=title, log_y=log_y, sizes=sizes)
+    return line_chart(series, x_title="step", y_title=y_title or title, title=title, log_y=log_y,
+                      height=260 * sizes.label // NORMAL.label, sizes=sizes)  # taller with class mode's labels

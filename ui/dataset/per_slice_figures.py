@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from transformer.charts import theme
-from transformer.charts.heatmap import Scale, heatmap
+from transformer.charts.heatmap import CHAR_WIDTH, Scale, column_angle, heatmap
 from transformer.charts.theme import NORMAL, Sizes
+from transformer.labels import LABEL_CHARS
 
 METRICS = {"chrf": "chrF (corpus)", "bleu": "BLEU (corpus)", "exact": "exact match %", "mean_prob": "mean p(token)",
            "length_ratio": "length ratio", "mean_sentence_chrf": "mean sentence chrF"}
@@ -21,21 +22,26 @@ BAR = theme.CATEGORIES[0]
 
 
 def slice_bars(metrics: pd.DataFrame, metric: str, label: str, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
-    """One bar per slice, in the table's order, its value written on top; the tooltip gives its number of
-    sentences."""
+    """One bar per slice, in the table's order, its value written on top where it fits the bar; the tooltip gives
+    the value and the slice's number of sentences."""
     data = pd.DataFrame({"slice": metrics["slice"].astype(str), "value": metrics[metric].astype(float),
                          "sentences": metrics["sentences"].astype(int)})
-    data["text"] = [f"{v:.2f}" if np.isfinite(v) else "" for v in data["value"]]
-    angle = 0 if max((len(s) for s in data["slice"]), default=1) * len(data) * 0.62 * sizes.label < \
-        sizes.page - 100 else -30
+    data["text"] = [f"{v:.1f}" if np.isfinite(v) else "" for v in data["value"]]
+    longest = max((len(s) for s in data["slice"]), default=1)
+    angle = column_angle(len(data), min(longest, LABEL_CHARS), sizes, sizes.page - 80)
     x = alt.X("slice:N", sort=list(data["slice"]), title="slice",
-              axis=alt.Axis(labelAngle=angle, labelAlign="right" if angle else "center", labelLimit=12 * sizes.label))
+              axis=alt.Axis(labelAngle=angle, labelAlign="right" if angle else "center",
+                            labelBaseline="middle" if angle else "top", labelLimit=LABEL_CHARS * sizes.label // 2))
     y = alt.Y("value:Q", title=label, axis=alt.Axis(format=",~f"))
     tooltip = [alt.Tooltip("slice:N"), alt.Tooltip("value:Q", title=label, format=".2f"),
                alt.Tooltip("sentences:Q", title="sentences")]
     base = alt.Chart(data).encode(x=x, y=y, tooltip=tooltip)
-    chart = alt.layer(base.mark_bar(color=BAR), base.mark_text(baseline="bottom", dy=-3, fontSize=sizes.cell).encode(
-        text="text:N")).properties(width="container", height=300 * sizes.label // NORMAL.label)
+    widest = max((len(t) for t in data["text"]), default=1)  # a bar's number, written only where it fits the bar
+    fits = f"bandwidth('x') >= {CHAR_WIDTH * sizes.cell * widest + 2:.1f} ? 1 : 0"
+    numbers = base.mark_text(baseline="bottom", dy=-3, fontSize=sizes.cell, opacity=alt.expr(fits)).encode(
+        text="text:N")
+    chart = alt.layer(base.mark_bar(color=BAR), numbers).properties(
+        width="container", height=300 * sizes.label // NORMAL.label)
     return theme.sized(chart, sizes)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from transformer.bidi import isolate
+from transformer.bidi import PDI, RLI, is_rtl, isolate
 from transformer.charts import theme
 from transformer.charts.theme import NORMAL, Sizes
 from transformer.labels import HOVER_CHARS, shorten
@@ -17,7 +17,7 @@ from transformer.labels import HOVER_CHARS, shorten
 # and the chart's data (a token and its sentence per point) stays a few MB.
 MAX_POINTS = 20_000
 POSITIONS = "viridis"  # a sequential scheme for the position in the sentence (light: late)
-CONTEXT_CHARS = 2 * HOVER_CHARS  # a sentence in a tooltip: the part around its token
+CONTEXT_CHARS = 80  # a sentence in a tooltip: the part around its token (20,000 whole sentences would be MBs)
 
 
 def around(context: str, token: str, limit: int = CONTEXT_CHARS) -> str:
@@ -29,6 +29,15 @@ def around(context: str, token: str, limit: int = CONTEXT_CHARS) -> str:
     return ("…" if start else "") + context[start:start + limit] + ("…" if start + limit < len(context) else "")
 
 
+def contexts(points: pd.DataFrame) -> list[str]:
+    """Each token's sentence around it, isolated right to left where the sentence reads so (decided once a
+    sentence: scanning 20,000 contexts letter by letter takes seconds)."""
+    shown = [around(str(c), str(t)) for c, t in zip(points["context"], points["token"])]
+    first = dict(zip(points["sentence"][::-1], shown[::-1]))  # a sentence's first context
+    rtl = {s for s, c in first.items() if is_rtl(c)}
+    return [f"{RLI}{c}{PDI}" if s in rtl else c for s, c in zip(points["sentence"], shown)]
+
+
 def projector_scatter(points: pd.DataFrame, colour: str, title: str, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """Tokens at their 2-D places, coloured by `colour` (a column of points: "position" on a sequential scale, any
     other as categories, in the order they first appear); the tooltip shows the token in its sentence."""
@@ -37,7 +46,7 @@ def projector_scatter(points: pd.DataFrame, colour: str, title: str, sizes: Size
         "x": points["x"].astype(float), "y": points["y"].astype(float),
         "token": [isolate(shorten(str(t), HOVER_CHARS)) for t in points["token"]],
         "sentence": points["sentence"].astype(int), "position": points["position"].astype(int),
-        "context": [isolate(around(str(c), str(t))) for c, t in zip(points["context"], points["token"])]})
+        "context": contexts(points)})
     if colour == "position":
         colour_encoding = alt.Color("position:Q", scale=alt.Scale(scheme=POSITIONS),
                                     legend=alt.Legend(title="position"))
@@ -47,7 +56,7 @@ def projector_scatter(points: pd.DataFrame, colour: str, title: str, sizes: Size
         colour_encoding = alt.Color("group:N", title=colour.replace("_", " "), sort=names,
                                     scale=alt.Scale(domain=names, range=list(theme.CATEGORIES)[: len(names)])
                                     if len(names) <= len(theme.CATEGORIES) else alt.Scale(domain=names),
-                                    legend=alt.Legend(orient="top", direction="horizontal", symbolOpacity=1))
+                                    legend=alt.Legend(orient="right", symbolOpacity=1))  # a slice a line
     chart = alt.Chart(data, title=title or alt.Undefined).mark_circle(size=24, opacity=0.7).encode(
         x=alt.X("x:Q", title="PC 1", axis=alt.Axis(format=",~f")),
         y=alt.Y("y:Q", title="PC 2", axis=alt.Axis(format=",~f")),

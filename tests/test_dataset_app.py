@@ -16,7 +16,7 @@ from transformer.bidi import RLI
 from transformer.decoding.translate import find_checkpoint
 from ui.dataset.background import cache_dir
 from ui.dataset.per_slice_figures import slice_bars, slice_heads
-from ui.dataset.projector_figures import projector_scatter
+from ui.dataset.projector_figures import CONTEXT_CHARS, around, projector_scatter
 from ui.dataset.sentence_table import filtered, sentence_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +131,10 @@ def test_the_figures_draw_one_bar_per_slice_one_row_per_slice_and_the_token_in_i
     assert by_slice.view("circle")["encoding"]["color"]["scale"]["domain"] == ["plain", "negation"]
     shown = by_slice.data("circle")
     assert shown.iloc[1][["token", "sentence", "position", "context"]].tolist() == ["▁cat", 0, 1, "▁The [▁cat]"]
-    assert shown["token"][2].startswith(RLI)  # Arabic reads right to left in the tooltip
+    assert shown["token"][2].startswith(RLI) and shown["context"][2].startswith(RLI)  # right to left in the tooltip
+    long = " ".join(["▁a"] * 100 + ["[▁x]"] + ["▁b"] * 100)  # a long sentence: the part around its token
+    cut = around(long, "▁x")
+    assert "[▁x]" in cut and len(cut) <= CONTEXT_CHARS + 2 and cut.startswith("…") and cut.endswith("…")
     by_position = Drawn.of(projector_scatter(points, "position", "t"))
     colour = by_position.view("circle")["encoding"]["color"]
     assert (colour["field"], colour["type"]) == ("position", "quantitative")  # a sequential scale

@@ -28,7 +28,9 @@ def slice_bars(metrics: pd.DataFrame, metric: str, label: str, sizes: Sizes = NO
                          "sentences": metrics["sentences"].astype(int)})
     data["text"] = [f"{v:.1f}" if np.isfinite(v) else "" for v in data["value"]]
     longest = max((len(s) for s in data["slice"]), default=1)
-    angle = column_angle(len(data), min(longest, LABEL_CHARS), sizes, sizes.page - 80)
+    # upright when they fit, else straight up: Vega compares turned labels by their upright boxes, and at 60
+    # degrees long slice names would leave out every other one
+    angle = 0 if column_angle(len(data), min(longest, LABEL_CHARS), sizes, sizes.page - 80) == 0 else -90
     x = alt.X("slice:N", sort=list(data["slice"]), title="slice",
               axis=alt.Axis(labelAngle=angle, labelAlign="right" if angle else "center",
                             labelBaseline="middle" if angle else "top", labelLimit=LABEL_CHARS * sizes.label // 2))

@@ -55,7 +55,8 @@ def projector_scatter(points: pd.DataFrame, colour: str, title: str, sizes: Size
         names = list(dict.fromkeys(data["group"]))
         colour_encoding = alt.Color("group:N", title=colour.replace("_", " "), sort=names,
                                     scale=alt.Scale(domain=names, range=list(theme.CATEGORIES)[: len(names)])
-                                    if len(names) <= len(theme.CATEGORIES) else alt.Scale(domain=names),
+                                    if len(names) <= len(theme.CATEGORIES) else
+                                    alt.Scale(domain=names, scheme="tableau20"),  # 17 constructions: 20 colours
                                     legend=alt.Legend(orient="right", symbolOpacity=1))  # a slice a line
     chart = alt.Chart(data, title=title or alt.Undefined).mark_circle(size=24, opacity=0.7).encode(
         x=alt.X("x:Q", title="PC 1", axis=alt.Axis(format=",~f")),

@@ -13,8 +13,9 @@ import numpy as np
 from transformer.charts.heatmap import Scale, heatmap
 from transformer.charts.theme import NORMAL, Sizes
 
-# Lower is better: green for a head that aligns well, red for one that does not.
-AER_SCALE = Scale("redyellowgreen", (0.0, 100.0), "AER %", reverse=True)
+# Lower is better: green for a head that aligns well, red for one that does not; both ends dark (white numbers).
+AER_SCALE = Scale("redyellowgreen", (0.0, 100.0), "AER %", reverse=True,
+                  dark="datum.value < 15 || datum.value > 85")
 
 
 def aer_grid(heads: Sequence[Sequence[float]], layer_mean: Sequence[float], *, title: str = "",

@@ -16,7 +16,7 @@ import pandas as pd
 
 from transformer.bidi import piece_labels
 from transformer.charts import theme
-from transformer.charts.heatmap import label_array
+from transformer.charts.heatmap import CHAR_WIDTH, label_array
 from transformer.charts.theme import NORMAL, Sizes
 from transformer.labels import LABEL_CHARS, shorten
 
@@ -111,9 +111,11 @@ def candidates_chart(bars: CandidateBars, *, rows: int | None = None, title: str
     x = alt.X("value:Q", title="probability", scale=alt.Scale(domain=[0, 1], clamp=True),
               axis=alt.Axis(values=ticks_at, format=".2~f"))
     names = [name for name, _, _ in drawn]
+    # the legend in a row where it fits the chart, else one name a line (class mode's half page)
+    in_a_row = sum(CHAR_WIDTH * sizes.label * len(name) + 2 * sizes.label for name in names) < sizes.page - 40
     colour = alt.Color("series:N", scale=alt.Scale(domain=names, range=[c for _, _, c in drawn]),
-                       legend=alt.Legend(orient="top", direction="horizontal", title=None, symbolType="square",
-                                          symbolStrokeWidth=0) if sampling else None)
+                       legend=alt.Legend(orient="top", direction="horizontal", columns=0 if in_a_row else 1,
+                                         title=None, symbolType="square", symbolStrokeWidth=0) if sampling else None)
     offset = {"yOffset": alt.YOffset("series:N", scale=alt.Scale(domain=names))} if sampling else {}
     tooltip = [alt.Tooltip("token:N", title="token"), alt.Tooltip("series:N", title="bar"),
                alt.Tooltip("value:Q", title="probability", format=".4f")]

@@ -115,7 +115,8 @@ def candidates_chart(bars: CandidateBars, *, rows: int | None = None, title: str
     in_a_row = sum(CHAR_WIDTH * sizes.label * len(name) + 2 * sizes.label for name in names) < sizes.page - 40
     colour = alt.Color("series:N", scale=alt.Scale(domain=names, range=[c for _, _, c in drawn]),
                        legend=alt.Legend(orient="top", direction="horizontal", columns=0 if in_a_row else 1,
-                                         title=None, symbolType="square", symbolStrokeWidth=0) if sampling else None)
+                                         rowPadding=sizes.label // 3, labelLimit=sizes.page - 40, title=None,
+                                         symbolType="square", symbolStrokeWidth=0) if sampling else None)
     offset = {"yOffset": alt.YOffset("series:N", scale=alt.Scale(domain=names))} if sampling else {}
     tooltip = [alt.Tooltip("token:N", title="token"), alt.Tooltip("series:N", title="bar"),
                alt.Tooltip("value:Q", title="probability", format=".4f")]

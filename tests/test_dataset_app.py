@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from tests.chart_reading import Drawn, charts
 from tests.test_app import map_values
 from transformer.bidi import RLI
+from transformer.charts.render import spec
 from transformer.decoding.translate import find_checkpoint
 from ui.dataset.background import cache_dir
 from ui.dataset.per_slice_figures import slice_bars, slice_heads
@@ -139,6 +140,8 @@ def test_the_figures_draw_one_bar_per_slice_one_row_per_slice_and_the_token_in_i
     colour = by_position.view("circle")["encoding"]["color"]
     assert (colour["field"], colour["type"]) == ("position", "quantitative")  # a sequential scale
     assert by_position.data("circle")["position"].tolist() == [0, 1, 0]
+    many = pd.concat([points] * 2_000, ignore_index=True)  # 6,000 points: over Altair's 5,000 rows
+    assert len(spec(projector_scatter(many, "slice", "t"))["datasets"].popitem()[1]) == 6_000  # its SVG download
 
 
 def test_the_cache_lives_outside_the_repository(monkeypatch, tmp_path):

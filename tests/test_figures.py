@@ -56,6 +56,9 @@ def test_metric_curves_without_values_say_so():
     one = Drawn.of(metric_curves.metric_curves([{"step": 250, "dev_exact": 3.0}], ["dev_exact"]))
     assert one.data("line")[["x", "y"]].values.tolist() == [[250, 3.0]]  # one logged step: a point on an axis
     assert one.view("line")["encoding"]["x"]["scale"]["domain"] == [249, 251]  # around it, not a zero-width scale
+    assert one.view("line")["encoding"]["y"]["scale"]["domain"] == pytest.approx([2.7, 3.3])  # one value: around it
+    zeros = Drawn.of(metric_curves.metric_curves([{"step": s, "dev_exact": 0.0} for s in (1, 2)], ["dev_exact"]))
+    assert zeros.view("line")["encoding"]["y"]["scale"]["domain"] == [-1.0, 1.0]
 
 
 def test_model_view_has_a_heatmap_and_a_clickable_marker_per_head():

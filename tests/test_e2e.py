@@ -28,8 +28,11 @@ from transformer.decoding.translate import find_checkpoint
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
 BIBLE = "model=en-fr-bible&"  # SENTENCE's tests (a verse): the app opens on the teaching model (models.catalog)
-PLOT = '[data-testid="stPlotlyChart"], div.lc'  # a chart: plotly's, or an SVG one (ui.shared.svg_chart)
-HEATMAP = ".heatmaplayer image, svg.lc-svg rect.cell, svg.lc-svg image.cells"  # a chart's heatmap, drawn
+# a chart: Vega-Lite's (st.altair_chart), plotly's, or an SVG one (ui.shared.svg_chart)
+PLOT = '[data-testid="stVegaLiteChart"], [data-testid="stPlotlyChart"], div.lc'
+# a chart's heatmap, drawn (Vega draws a chart of over 2,000 data rows on a canvas)
+HEATMAP = ".mark-rect path, canvas.marks, .heatmaplayer image, svg.lc-svg rect.cell, svg.lc-svg image.cells"
+VEGA_SVG = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart drawn as SVG
 EXCEPTION = '[data-testid="stException"]'
 
 REPO = Path(__file__).resolve().parents[1]
@@ -313,8 +316,11 @@ def test_tour_of_the_other_pages(server, page, tmp_path):
         page.wait_for_timeout(700)
     expect(page.get_by_text("Step 4.")).to_be_visible(timeout=30_000)
     page.get_by_role("heading", name="Beam tree").wait_for(timeout=30_000)
-    page.locator(PLOT).last.locator(".main-svg, svg.lc-svg").first.wait_for(timeout=30_000)
-    page.wait_for_timeout(1500)  # plotly's layout pass, for the picture only
+    bars = page.locator(PLOT).first  # the candidate bars: one per candidate, the chosen one outlined
+    bars.locator(".mark-rect path, .mark-bar path, .role-mark path").first.wait_for(timeout=30_000)
+    expect(bars.locator(".role-axis-label text", has_text="▶").first).to_be_visible()
+    expect(page.locator(VEGA_SVG)).to_have_count(3)  # candidates, cross-attention and self-attention rows
+    page.wait_for_timeout(1500)  # the views' layout, for the picture only
     _screenshot(page, "tour-step", tmp_path)
     page.goto(server + "/Teaching_guide")
     expect(page.get_by_role("heading", name="Teaching with the Attention Explorer")).to_be_visible(timeout=60_000)

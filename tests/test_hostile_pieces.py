@@ -106,7 +106,9 @@ def _timed(work) -> float:
 
 
 def test_a_5000_character_piece_is_shortened_everywhere_it_is_drawn(translator):
-    from ui.shared import heatmaps
+    from tests.chart_reading import Drawn
+    from transformer.charts.heatmap import heatmap
+    from transformer.labels import HOVER_CHARS
     from ui.step import candidate_bars
     from ui.translate.probability_table import probability_table
 
@@ -115,12 +117,14 @@ def test_a_5000_character_piece_is_shortened_everywhere_it_is_drawn(translator):
     assert heads == [("", "▁a"), (LONG, "W" * 23 + "…"), ("", "&lt;/s&gt;")]  # a long one whole in its title
     assert len(table) < len(LONG) + 1000
 
-    fig = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["▁a", LONG], ["<s>", LONG, "b"]).to_dict()["layout"]
-    assert max(map(len, fig["xaxis"]["ticktext"] + fig["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
-    assert fig["margin"]["l"] <= 220 and fig["margin"]["t"] < 300 and fig["height"] < 500
-    bars = candidate_bars.candidates_figure(candidate_bars.ordered([4, 5], [LONG, "b"], [0.6, 0.3], chosen=()))
-    assert max(map(len, bars.to_dict()["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
-    assert LONG in bars.to_dict()["data"][0]["customdata"]  # whole in the hover
+    drawn = Drawn.of(heatmap(np.full((2, 3), 1 / 3), ["▁a", LONG], ["<s>", LONG, "b"]))
+    assert max(map(len, drawn.labels("x") + drawn.labels("y"))) <= svg.LABEL_CHARS
+    cells = drawn.data("rect")  # the tooltip's, repeated once per cell: shortened too
+    assert max(map(len, list(cells["row_label"]) + list(cells["col_label"]))) <= HOVER_CHARS
+    bars = Drawn.of(candidate_bars.candidates_chart(candidate_bars.ordered([4, 5], [LONG, "b"], [0.6, 0.3],
+                                                                            chosen=())))
+    assert max(map(len, bars.labels("y", "bar"))) <= svg.LABEL_CHARS
+    assert LONG in list(bars.data("bar")["token"])  # whole in the tooltip
 
     views_ = hostile_views(translator, LONG)
     for name, view in views_.items():  # no label drawn longer than LABEL_CHARS; sizes bounded

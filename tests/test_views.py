@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tests.app_fixtures import make_checkpoint
-from tests.chart_reading import Drawn
+from tests.chart_reading import Drawn, calculated
 from tests.conftest import SPECIALS
 from transformer.bidi import piece_labels
 from transformer.charts import theme
@@ -24,7 +24,7 @@ from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import lines, tree
 from transformer.explain.views.flow import BOLD_PX
 from transformer.explain.views.svg import NOTE_PX, text_width
-from transformer.labels import shorten
+from transformer.labels import HOVER_CHARS, shorten
 from transformer.model.checkpoint import load_checkpoint
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -173,7 +173,10 @@ def test_heatmaps_are_every_layer_and_head_labelled_with_its_tokens_and_each_wei
     got = np.zeros_like(maps)
     got[cells.layer, cells["head"], cells.row, cells.col] = cells.value
     np.testing.assert_allclose(got, maps, atol=1e-7)
-    assert set(cells["map"]) == {f"layer {a}, head {b}" for a in range(maps.shape[0]) for b in range(maps.shape[1])}
+    words = calculated(drawn)  # the tooltip's words, looked up from each cell's positions
+    assert words["map"] == "'layer ' + datum.layer + ', head ' + datum.head"
+    assert words["row_label"] == ([shorten(t, HOVER_CHARS) for t in piece_labels(att.target_pieces)], "row")
+    assert words["col_label"] == ([shorten(t, HOVER_CHARS) for t in piece_labels(att.source_pieces)], "col")
     assert drawn.labels("y", "rect", 1) == [shorten(t) for t in piece_labels(att.target_pieces)]
     assert drawn.labels("x", "rect", 1) == [shorten(t) for t in piece_labels(att.source_pieces)]
     rect = drawn.view("rect", 1)["encoding"]

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
@@ -75,6 +76,11 @@ def head_grid(maps, *, title: str = "", select: str | None = None, scale: Scale 
     return theme.sized(chart, sizes)
 
 
+def _lookup(labels: Sequence[str], field: str) -> str:
+    """A Vega expression: the label (shortened to HOVER_CHARS) at the position in `field`."""
+    return f"{json.dumps([shorten(t, HOVER_CHARS) for t in labels], ensure_ascii=False)}[datum.{field}]"
+
+
 def attention_grid(maps, rows: Sequence[str], cols: Sequence[str], *, layers: Sequence[int] | None = None,
                    title: str = "", row_title: str = "query", col_title: str = "key", scale: Scale = WEIGHTS,
                    fmt: str = ".3f", sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
@@ -106,12 +112,10 @@ def attention_grid(maps, rows: Sequence[str], cols: Sequence[str], *, layers: Se
     layer = np.asarray(shown)[layer]
     flat = picked.ravel()
     shown_rows, shown_cols = piece_labels(rows), piece_labels(cols)
-    data = pd.DataFrame({
-        "layer": layer, "head": head, "row": row, "col": col, "value": np.where(np.isfinite(flat), flat, np.nan),
-        "map": [f"layer {a}, head {b}" for a, b in zip(layer.tolist(), head.tolist())],
-        "row_label": np.asarray([shorten(t, HOVER_CHARS) for t in shown_rows], dtype=object)[row],
-        "col_label": np.asarray([shorten(t, HOVER_CHARS) for t in shown_cols], dtype=object)[col],
-    })
+    # numbers only, one row per cell: the tooltip's words are looked up from the positions (a 12-head grid of a
+    # 40-piece sentence is 18,000 cells, whose labels written out would triple the spec)
+    data = pd.DataFrame({"layer": layer, "head": head, "row": row, "col": col,
+                         "value": np.where(np.isfinite(flat), flat, np.nan)})
     longest_row = min(max((len(t) for t in shown_rows), default=1), LABEL_CHARS)
     room = sizes.page - CHAR_WIDTH * sizes.label * longest_row - 3 * sizes.label - GAP * (n_heads - 1)
     cell = int(max(MIN_CELL, min(sizes.row, room / (n_heads * n_cols))))
@@ -131,7 +135,10 @@ def attention_grid(maps, rows: Sequence[str], cols: Sequence[str], *, layers: Se
     missing = base.mark_rect(color=theme.NO_VALUE).encode(tooltip=tooltip[:3]).transform_filter(
         "!isValid(datum.value) || !isFinite(datum.value)")
     rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=scale.encoding(), legend=legend), tooltip=tooltip)
-    drawn = alt.layer(missing, rect, data=data).properties(width={"step": cell}, height={"step": cell})
+    drawn = alt.layer(missing, rect, data=data).transform_calculate(
+        map="'layer ' + datum.layer + ', head ' + datum.head",
+        row_label=_lookup(shown_rows, "row"), col_label=_lookup(shown_cols, "col"),
+    ).properties(width={"step": cell}, height={"step": cell})
     chart = drawn.facet(
         row=alt.Row("layer:O", header=alt.Header(labelExpr="'layer ' + datum.value", title=None, labelAngle=0,
                                                  labelAlign="right")),

@@ -353,3 +353,48 @@ def test_a_hub_name_is_downloaded_and_recorded_with_opus_mt_licence(folder, tmp_
                         lambda name, allow_patterns: str(copy_of(folder, tmp_path / "it", drop="model.safetensors")))
     with pytest.raises(hf.ImportFailed, match="has no model.safetensors on the Hub"):
         hf.import_marian("Helsinki-NLP/opus-mt-en-it", tmp_path / "it-ours")
+
+
+# ----------------------------------------------------------------------------- the language pair (issue 49, item 1)
+
+
+def anonymous_copy(folder: Path, tmp_path: Path) -> Path:
+    """folder as save_pretrained writes a MarianMTModel anywhere: a name that is not opus-mt-SRC-TGT and a
+    tokenizer_config.json without source_lang and target_lang."""
+    copy = shutil.copytree(folder, tmp_path / "my-model", ignore=shutil.ignore_patterns("spm"))
+    config = json.loads((copy / "tokenizer_config.json").read_text())
+    (copy / "tokenizer_config.json").write_text(json.dumps({k: v for k, v in config.items()
+                                                            if k not in ("source_lang", "target_lang")}))
+    return copy
+
+
+def test_a_folder_that_names_no_languages_is_refused_until_src_and_tgt_are_given(folder, tmp_path, capsys):
+    copy = anonymous_copy(folder, tmp_path)
+    assert hf.main([str(copy), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "which language is the source?" in err and "pass --src CODE" in err and err.count("\n") == 1, err
+    with pytest.raises(hf.ImportFailed, match="which language is the target.*pass --tgt CODE"):
+        hf.import_marian(str(copy), tmp_path / "out", src_lang="en")
+    with pytest.raises(hf.ImportFailed, match=r"--src 'e n' is not a language code"):
+        hf.import_marian(str(copy), tmp_path / "out", src_lang="e n", tgt_lang="fr")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-model"]  # nothing written, no temporary left
+    assert hf.main([str(copy), "--out", str(tmp_path / "out"), "--src", "en", "--tgt", "fr"]) == 0
+    assert load_checkpoint(tmp_path / "out").metadata["languages"] == {"src": "en", "tgt": "fr"}
+    # given codes win over the folder's own
+    out = hf.import_marian(str(folder), tmp_path / "given", src_lang="eng", tgt_lang="fra")
+    assert load_checkpoint(out).metadata["languages"] == {"src": "eng", "tgt": "fra"}
+
+
+@pytest.mark.parametrize("variant", ["opus-mt name", "anonymous with --src --tgt", "separate vocabularies", "half"])
+def test_every_import_loads_back_and_translates(folder, tmp_path, variant):
+    """The round trip for each kind of folder: what the import writes, the loader accepts."""
+    source, options = folder, {}
+    if variant == "anonymous with --src --tgt":
+        source, options = anonymous_copy(folder, tmp_path), {"src_lang": "en", "tgt_lang": "fr"}
+    elif variant == "separate vocabularies":
+        source = write_marian_folder(tmp_path / "separate", separate=True)
+    elif variant == "half":
+        options = {"dtype": torch.float16}
+    out = hf.import_marian(str(source), tmp_path / "ours", **options)
+    translation = Translator(load_checkpoint(out)).translate(EN[0], GREEDY)
+    assert translation.token_ids and translation.text == Translator(out).translate(EN[0], GREEDY).text

@@ -38,8 +38,9 @@ from transformer.data.vocabulary import TokenizerError
 from transformer.model.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, save_checkpoint, unique_state_dict
 from transformer.model.config import ModelConfig
 from transformer.model.embedding import sinusoidal_encoding
-from transformer.model.hf_card import CARD, MODEL_CARD, OPUS_MT_LICENCE, licence_of, metadata, model_card
+from transformer.model.hf_card import CARD, MODEL_CARD, OPUS_MT_LICENCE, languages, licence_of, metadata, model_card
 from transformer.model.layers import Transformer
+from transformer.model.metadata import CODE, metadata_problem
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +271,23 @@ def tokenizer_for(folder: Path, hf: dict[str, Any], generation: dict[str, Any],
 # ----------------------------------------------------------------------------- the import
 
 
+def language_pair(source: Source, src: str | None, tgt: str | None) -> dict[str, str]:
+    """{src, tgt}: as given, else as the folder's tokenizer_config.json or the name (opus-mt-SRC-TGT) says; ImportFailed
+    when a side is unknown or not a language code, so that no checkpoint the loader refuses is ever written."""
+    found = languages(source.folder, source.name, src, tgt)
+    for side, flag in (("src", "--src"), ("tgt", "--tgt")):
+        code = found[side]
+        if code is None:
+            raise ImportFailed(f"{source.name}: which language is the {'source' if side == 'src' else 'target'}? "
+                               f"{spm.TOKENIZER_CONFIG} has no {'source_lang' if side == 'src' else 'target_lang'} "
+                               f"and the name is not opus-mt-SRC-TGT: pass {flag} CODE (e.g. {flag} "
+                               f"{'en' if side == 'src' else 'fr'})")
+        if not isinstance(code, str) or not CODE.fullmatch(code):
+            raise ImportFailed(f"{source.name}: {flag} {str(code)[:30]!r} is not a language code such as en, fr or "
+                               "zh_Hant (letters, digits, - and _)")
+    return {"src": found["src"], "tgt": found["tgt"]}
+
+
 def resolve(src: str) -> Source:
     """A folder as it is, or a Hub name (owner/name) downloaded with huggingface_hub (its cache)."""
     folder = Path(src)
@@ -295,12 +313,14 @@ def resolve(src: str) -> Source:
 
 
 def import_marian(src: str, out: str | Path, *, dtype: torch.dtype = torch.float32, force: bool = False,
-                  licence: str | None = None) -> Path:
-    """Convert SRC (folder or Hub name) into the checkpoint OUT; ImportFailed before anything is written."""
+                  licence: str | None = None, src_lang: str | None = None, tgt_lang: str | None = None) -> Path:
+    """Convert SRC (folder or Hub name) into the checkpoint OUT; ImportFailed before anything is written. src_lang
+    and tgt_lang name the language pair where the folder does not."""
     out = Path(out)
     if out.exists() and not force:
         raise ImportFailed(f"{out}: already exists; pass --force to replace it")
     source = resolve(src)
+    langs = language_pair(source, src_lang, tgt_lang)
     hf = _read_json(source.folder / HF_CONFIG)
     generation = _read_json(source.folder / GENERATION_CONFIG, required=False)
     config = model_config(hf, str(source.folder / HF_CONFIG))
@@ -308,8 +328,10 @@ def import_marian(src: str, out: str | Path, *, dtype: torch.dtype = torch.float
     model = Transformer(config)
     # shared and tied tables are filled through their first name
     model.load_state_dict(state_dict(read_weights(source.folder), model), strict=False)
-    meta = metadata(source.name, source.folder, {**hf, **generation}, model,
-                    licence_of(source.name, source.folder, licence), dtype)
+    meta = metadata(source.name, langs, {**hf, **generation}, model, licence_of(source.name, source.folder, licence),
+                    dtype)
+    if (problem := metadata_problem(meta)) is not None:  # what the loader would refuse is never written
+        raise ImportFailed(f"{source.name}: {problem}")
     card = model_card(meta, config, tokenizer)
     try:
         save_checkpoint(out, model, tokenizer=tokenizer, metadata=meta, dtype=dtype,
@@ -328,11 +350,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--half", action="store_true", help="store the weights in float16 (half the file)")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     parser.add_argument("--licence", help=f"the licence to record (default: {OPUS_MT_LICENCE} for OPUS-MT models)")
+    parser.add_argument("--src", dest="src_lang", help="the source language code, e.g. en (default: tokenizer_config.json's "
+                                      "source_lang, or the SRC of a name opus-mt-SRC-TGT)")
+    parser.add_argument("--tgt", dest="tgt_lang", help="the target language code, e.g. fr (default: target_lang, or the TGT of the name)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         out = import_marian(args.src, args.out, dtype=torch.float16 if args.half else torch.float32, force=args.force,
-                            licence=args.licence)
+                            licence=args.licence, src_lang=args.src_lang, tgt_lang=args.tgt_lang)
     except ImportFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

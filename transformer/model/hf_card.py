@@ -25,13 +25,13 @@ OPUS_MT_CREDIT = "OPUS-MT (Tiedemann & Thottingal, EAMT 2020), Language Technolo
                  "Helsinki"
 
 
-def languages(folder: Path, name: str) -> dict[str, str]:
-    """The language pair: tokenizer_config's source_lang and target_lang, or the name's opus-mt-SRC-TGT."""
+def languages(folder: Path, name: str, src: str | None = None, tgt: str | None = None) -> dict[str, str | None]:
+    """The language pair: src and tgt as given, else tokenizer_config's source_lang and target_lang, else the name's
+    opus-mt-SRC-TGT; None for a side none of them names."""
     config = read_json_object(folder / spm.TOKENIZER_CONFIG)
     found = re.search(r"opus-mt-(?:tc-(?:big-)?)?([A-Za-z_]+)-([A-Za-z_]+)", name)
-    src, tgt = config.get("source_lang"), config.get("target_lang")
-    return {"src": str(src or (found.group(1) if found else "?")),
-            "tgt": str(tgt or (found.group(2) if found else "?"))}
+    return {"src": src or config.get("source_lang") or (found.group(1) if found else None),
+            "tgt": tgt or config.get("target_lang") or (found.group(2) if found else None)}
 
 
 def licence_of(name: str, folder: Path, given: str | None) -> str:
@@ -52,11 +52,10 @@ def provenance(metadata: dict[str, Any]) -> dict[str, Any]:
     return {key: metadata[key] for key in PROVENANCE if key in metadata}
 
 
-def metadata(name: str, folder: Path, hf: dict[str, Any], model: Transformer, licence: str,
+def metadata(name: str, langs: dict[str, str], hf: dict[str, Any], model: Transformer, licence: str,
              dtype: torch.dtype) -> dict[str, Any]:
     """metadata.json: where the model came from (name, a Hub name or a folder), its languages and licence; hf is its
     config.json updated with its generation_config.json."""
-    langs = languages(folder, name)
     return {
         "description": f"{name} ({langs['src']} -> {langs['tgt']}), a Marian model imported from Hugging Face",
         "source_model": name,

@@ -66,12 +66,14 @@ class Checkpoint:
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict with each tensor once: tied or shared weights appear under their first name."""
+    """The state dict with each tensor once: tied or shared weights appear under their first name. Tensors are told
+    apart by identity (a tied weight is one Parameter), which works on the meta device too, where no tensor has
+    data."""
     seen, state = set(), {}
-    for name, tensor in model.state_dict().items():
-        if tensor.data_ptr() not in seen:
-            seen.add(tensor.data_ptr())
-            state[name] = tensor
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            state[name] = tensor.detach()
     return state
 
 
@@ -309,8 +311,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{weights_file}: {name} holds NaN or infinite values; refused")
 
-    model = Transformer(config)
-    expected = unique_state_dict(model)
+    with torch.device("meta"):  # the shapes only: no memory, no random initialisation
+        expected = unique_state_dict(Transformer(config))
     missing, unexpected = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing or unexpected:
         raise CheckpointError(
@@ -321,8 +323,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
             raise CheckpointError(
                 f"{weights_file}: {name} has shape {tuple(tensor.shape)}, config expects {tuple(expected[name].shape)}"
             )
-    weights = {k: v.float() for k, v in weights.items()}
-    model.load_state_dict(weights, strict=False)  # shared weights are filled through their first name
+    for name in list(weights):  # one tensor at a time: a float16 file never stands beside all of its float32 copy
+        weights[name] = weights[name].float()
+    # the model holds the loaded tensors themselves (shared weights through their first name): the weights once
+    model = Transformer.from_weights(config, weights)
     model.to(device).eval()
 
     return Checkpoint(path, config, model, tokenizer, metadata)

@@ -26,7 +26,8 @@ from transformer.data.sentencepiece import SentencePieceTokenizer  # noqa: E402
 from transformer.data.tokenizer import load_tokenizer  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
-from transformer.model import hf, hf_card  # noqa: E402
+from transformer.model import hf  # noqa: E402
+from transformer.model.hf import card as hf_card  # noqa: E402
 from transformer.model.checkpoint import load_checkpoint  # noqa: E402
 
 SENTENCES = EN[:5] + ["The dog sat in the garden.", "Where is the cat?", "  Open   the  window ,please!  "]
@@ -208,12 +209,14 @@ def copy_of(folder: Path, tmp_path: Path, edit: dict | None = None, drop: str | 
     ({"add_bias_logits": True}, "add_bias_logits = true"),
     ({"normalize_embedding": True}, "normalize_embedding = true"),
     ({"static_position_embeddings": False}, "learned position embeddings"),
-    ({"model_type": "bart", "architectures": ["BartForConditionalGeneration"]}, "only Marian translation models"),
+    ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}, "we import MarianMTModel (opus-mt), "
+                                                                             "M2M100ForConditionalGeneration"),
+    ({"architectures": ["MarianForCausalLM"]}, "only Marian translation models"),
     ({"decoder_attention_heads": 2}, "encoder_attention_heads 4 and decoder_attention_heads 2 differ"),
     ({"vocab_size": 90, "decoder_vocab_size": 90}, "vocabularies of 87 (source) and 87 (target) pieces, but"),
     ({"encoder_ffn_dim": 128, "decoder_ffn_dim": 128}, "fc1.weight has shape (64, 32), but config.json makes"),
     ({"eos_token_id": 3}, "eos_token_id is 3, but the vocabulary's eos token is 0"),
-], ids=["activation", "pre-LN", "bias-logits", "embedding-norm", "learned-positions", "architecture", "heads",
+], ids=["activation", "pre-LN", "bias-logits", "embedding-norm", "learned-positions", "architecture", "marian-lm", "heads",
         "vocab-size", "shape", "eos"])
 def test_what_we_do_not_implement_or_what_disagrees_is_refused_by_name(folder, tmp_path, edit, message):
     with pytest.raises(hf.ImportFailed, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -9,7 +9,9 @@ reorders the cache by each survivor's parent row. Both are batched over sentence
 sentence's rows from the batch as soon as it is done.
 
 A forced prefix (`transformer.decoding.prefix`) fixes the first tokens of every output: each engine emits them
-before choosing its own, with the model's log-probabilities.
+before choosing its own, with the model's log-probabilities. Before it come the tokenizer's own forced tokens
+(`SpecialIds.forced`: a many-to-many model's target language, transformers' forced_bos_token_id), emitted with
+probability 1 as transformers' logits processor makes them, so that scores and beams rank as generate's do.
 
 Step t (from 0) feeds the token before output position t (the tokenizer's start token when t = 0: <s> for ours,
 pad for Marian's) and emits output token t. The attention rows recorded at step t are those of that query: row t
@@ -31,7 +33,7 @@ from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.beam import BeamSearch
-from transformer.decoding.prefix import check_prefix
+from transformer.decoding.prefix import forced_prefix
 from transformer.decoding.results import (  # re-exported: their old home
     STATUSES,  # noqa: F401
     Candidates,
@@ -77,7 +79,7 @@ class GreedySearch:
         self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
-        self.prefix = check_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
+        self.prefix = forced_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
         self.t = 0  # steps taken
         self.memory = model.encode(src).memory  # (B, S, D)
         n_rows = src.size(0) * self.samples
@@ -128,8 +130,10 @@ class GreedySearch:
             found = [candidates(row, self.settings.candidates, forced) for row in logp] if record else None
         else:
             chosen, found = self._choose(logp, record)
-        self.t += 1
         chosen_logp = logp.gather(1, chosen[:, None])[:, 0]  # (A,)
+        if self.t < len(self.specials.forced):  # the tokenizer's forced token: probability 1
+            chosen_logp = torch.zeros_like(chosen_logp)
+        self.t += 1
         records: dict[int, SearchStep] = {}
         keep = []
         for i, (r, token, lp) in enumerate(zip(self.active, chosen.tolist(), chosen_logp.tolist())):

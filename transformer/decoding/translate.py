@@ -4,6 +4,7 @@
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
     python -m transformer.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 --num-samples 3 "..."
     python -m transformer.translate --prefix "La femme" "The man is here."   # forced: decodes on from "La femme"
+    python -m transformer.translate --checkpoint checkpoints/nllb-600m --src-lang eng_Latn --tgt-lang arb_Arab "..."
 
 On stdin each line is one sentence, lines split on "\\n" only (U+2028, a form feed and the like stay inside their
 line, so output line i is the translation of input line i); an empty line gives an empty line, and a byte-order
@@ -35,6 +36,7 @@ from torch import Tensor
 
 from transformer import arguments
 from transformer.data.corpora.base import normalize_text
+from transformer.data.languages import with_languages
 from transformer.decoding.prefix import Prefix, encode_prefix
 from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
 from transformer.decoding.session import DecodingSession
@@ -129,7 +131,8 @@ class Translation:
     alternatives: list[Alternative]  # the rest of the n-best list, best first
     warnings: list[str]
     attention: TranslationAttention | None = None
-    forced: int = 0  # the first `forced` output tokens (of every alternative too) are the forced prefix's
+    forced: int = 0  # the first `forced` output tokens (of every alternative too) are forced: the tokenizer's own
+    # (a target language token, transformers' forced_bos_token_id), then the forced prefix's
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, without the attention tensors."""
@@ -142,7 +145,7 @@ class Translator:
     """A checkpoint's model and tokenizer, ready to translate; checkpoint=None takes the default one."""
 
     def __init__(self, checkpoint: str | Path | Checkpoint | None = None, *, device: str = "cpu",
-                 batch_size: int = 32):
+                 batch_size: int = 32, src_lang: str | None = None, tgt_lang: str | None = None):
         if checkpoint is None:
             checkpoint = DEFAULT_CHECKPOINT_DIR
         if checkpoint is None:
@@ -156,9 +159,16 @@ class Translator:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.checkpoint, self.model, self.tokenizer = checkpoint, checkpoint.model, checkpoint.tokenizer
-        self.specials = checkpoint.tokenizer.specials  # where decoding starts and stops, what it never emits
+        if src_lang or tgt_lang:  # a many-to-many model's languages (LanguageError, a ValueError, for others)
+            self.tokenizer = with_languages(checkpoint.tokenizer, src_lang, tgt_lang)
+        self.specials = self.tokenizer.specials  # where decoding starts and stops, what it never emits
         self.batch_size = batch_size
         self.device = next(self.model.parameters()).device
+
+    def with_languages(self, src_lang: str | None = None, tgt_lang: str | None = None) -> Translator:
+        """The same model translating src_lang -> tgt_lang (None keeps a side): a many-to-many model's languages."""
+        return Translator(dataclasses.replace(self.checkpoint, tokenizer=self.tokenizer), batch_size=self.batch_size,
+                          src_lang=src_lang, tgt_lang=tgt_lang)
 
     def prepare(self, text: str) -> Source:
         """Normalise and encode one input, truncated to the model's max_len."""
@@ -216,7 +226,7 @@ class Translator:
             settings = dataclasses.replace(settings, record_steps=False)
             for i, decoded in zip(batch, search(self.model, src, settings, specials=self.specials, prefix=forced)):
                 results[i] = dataclasses.replace(self._translation(sources[i], decoded.hypotheses, attention),
-                                                 forced=len(forced))
+                                                 forced=len(self.specials.forced) + len(forced))
             if progress is not None:
                 progress(min(start + self.batch_size, len(order)), len(order))
         return results
@@ -285,6 +295,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sampling.add_argument("--seed", type=int, default=0, help="the same seed draws the same samples (default 0)")
     sampling.add_argument("--num-samples", type=int, default=1, help="samples per sentence (num_return_sequences)")
     parser.add_argument("--prefix", help="target text every output starts with: decoding goes on from it")
+    parser.add_argument("--src-lang", help="a many-to-many model's source language (en, eng_Latn, en_XX, ...)")
+    parser.add_argument("--tgt-lang", help="its target language (fr, fra_Latn, fr_XX, ...): default, the import's")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
@@ -342,7 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   length_penalty=args.length_penalty, do_sample=args.sample,
                                   temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
                                   num_samples=args.num_samples)
-        translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
+        translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size,
+                                src_lang=args.src_lang, tgt_lang=args.tgt_lang)
         for number, text in enumerate(texts, 1):
             try:
                 check_text(text)

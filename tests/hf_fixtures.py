@@ -39,8 +39,9 @@ def _spm_bpe(lines: list[str], vocab_size: int) -> bytes:
     return out.getvalue()
 
 
-def _trained(model, kind: str, size: int, specials: list[str], byte_level: bool = False) -> dict:
-    """The model section of a `tokenizers` tokenizer trained on EN + FR."""
+def _trained(kind: str, size: int, specials: list[str], byte_level: bool = False,
+             lines: tuple[str, ...] = ()) -> dict:
+    """The model section of a `tokenizers` tokenizer trained on EN + FR (and lines, many times over)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     if kind == "bpe":
@@ -53,7 +54,7 @@ def _trained(model, kind: str, size: int, specials: list[str], byte_level: bool 
                                           show_progress=False)
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False) if byte_level else \
         pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    tok.train_from_iterator((EN + FR) * 3, trainer)
+    tok.train_from_iterator((EN + FR) * 3 + list(lines) * 50, trainer)
     return json.loads(tok.to_str())["model"]
 
 
@@ -61,8 +62,10 @@ def _merges(model: dict) -> list[tuple[str, str]]:
     return [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
 
 
-def tokenizer(family: str, path: Path):
-    """transformers' tokenizer of the family, built on pieces trained here and saved into path."""
+def tokenizer(family: str, path: Path, vocab_size: int | None = None, lines: tuple[str, ...] = ()):
+    """transformers' tokenizer of the family, built on pieces trained here and saved into path; for NLLB, vocab_size
+    pads the vocabulary with pieces no text makes (a full-size embedding), lines are trained on too (whole-word
+    pieces for a benchmark's sentence)."""
     import transformers as tf
 
     src, tgt = LANGUAGES[family]
@@ -82,10 +85,13 @@ def tokenizer(family: str, path: Path):
             tok = tf.M2M100Tokenizer(str(path / "vocab.json"), str(path / "sentencepiece.bpe.model"), src_lang=src,
                                      tgt_lang=tgt)
         elif family == "nllb":
-            model = _trained(None, "bpe", 120, SPECIALS)
-            tok = tf.NllbTokenizer(vocab=model["vocab"], merges=_merges(model), src_lang=src, tgt_lang=tgt)
+            model = _trained("bpe", 120 + 10 * len(lines), SPECIALS, lines=lines)
+            vocab = model["vocab"]
+            while vocab_size is not None and len(vocab) < vocab_size - 203:  # 202 language codes and <mask> follow
+                vocab[f"▁filler{len(vocab)}"] = len(vocab)
+            tok = tf.NllbTokenizer(vocab=vocab, merges=_merges(model), src_lang=src, tgt_lang=tgt)
         elif family in ("mbart", "mbart50"):
-            model = _trained(None, "unigram", 120, SPECIALS)
+            model = _trained("unigram", 120, SPECIALS)
             vocab = [tuple(v) for v in model["vocab"]]
             if family == "mbart":
                 tok = tf.MBartTokenizer(vocab=vocab, src_lang=src, tgt_lang=tgt)
@@ -93,7 +99,7 @@ def tokenizer(family: str, path: Path):
                 tok = tf.MBart50Tokenizer(vocab=[("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0)] + vocab[4:],
                                           src_lang=src, tgt_lang=tgt)
         else:
-            model = _trained(None, "bpe", 300, SPECIALS + ["<mask>"], byte_level=True)
+            model = _trained("bpe", 300, SPECIALS + ["<mask>"], byte_level=True)
             tok = tf.BartTokenizer(vocab=model["vocab"], merges=_merges(model))
     tok.save_pretrained(path)
     return tok
@@ -145,10 +151,12 @@ def train_briefly(model, tok, steps: int = 40, lr: float = 1e-2) -> None:
         optimizer.step()
 
 
-def write_folder(family: str, path: Path, seed: int = 0, train_steps: int = 40, **overrides) -> Path:
-    """save_pretrained's folder of a tiny random model of the family, briefly trained, with its tokenizer."""
+def write_folder(family: str, path: Path, seed: int = 0, train_steps: int = 40, vocab_size: int | None = None,
+                 lines: tuple[str, ...] = (), **overrides) -> Path:
+    """save_pretrained's folder of a tiny random model of the family, briefly trained, with its tokenizer (overrides:
+    config fields, e.g. a full size for a benchmark)."""
     path.mkdir(parents=True, exist_ok=True)
-    tok = tokenizer(family, path)
+    tok = tokenizer(family, path, vocab_size, lines)
     # M2M100's language codes follow its vocab.json, and fairseq's eight made-up words have rows but no tokens
     size = tok.encoder_size + len(tok.lang_code_to_id) + 8 if family == "m2m100" else len(tok)
     model = random_model(family, config(family, size, tok, **overrides), seed)

@@ -278,3 +278,32 @@ def test_languages_must_be_named_known_and_an_existing_out_is_kept(nllb, tmp_pat
     with pytest.raises(hf.ImportFailed, match="already exists; pass --force"):
         hf.import_model(str(copy), out, src_lang="eng_Latn", tgt_lang="fra_Latn")
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("d_model", [32, 33, 1024])
+def test_fairseq_sinusoids_are_m2m100s_to_the_bit(d_model):
+    from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding as Theirs
+
+    from transformer.model.embedding import sinusoidal_encoding
+
+    theirs = Theirs.get_embedding(66, d_model, padding_idx=1)
+    ours = sinusoidal_encoding(66, d_model, "fairseq")
+    assert torch.equal(ours[2:], theirs[2:])  # rows 0 and 1 are never read (positions start at pad + 1 = 2)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d | {"kind": "sentencepiece"}, "unsupported format"),
+    (lambda d: d | {"pieces": {"tokenizers": "{}"}}, "not a tokenizers file"),
+    (lambda d: d | {"tgt_lang": "xx_Nope"}, "no target language 'xx_Nope'"),
+    (lambda d: d | {"specials": d["specials"] | {"forced": [2]}}, "forced .* holds </s>"),
+    (lambda d: d | {"languages": {}}, "language codes and a place for them go together"),
+])
+@pytest.mark.parametrize("family", ["nllb"], indirect=True)
+def test_a_damaged_hub_tokenizer_json_is_one_clear_error(family, edit, message):
+    from transformer.data.hub_tokenizer import HubTokenizer
+    from transformer.data.vocabulary import TokenizerError
+
+    translator = family[2]
+    damaged = json.dumps(edit(json.loads(translator.tokenizer.to_json())))
+    with pytest.raises(TokenizerError, match=f"^tok.json: .*{message}"):
+        HubTokenizer.from_json(damaged, "tok.json")

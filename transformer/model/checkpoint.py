@@ -50,6 +50,7 @@ from transformer.model.metadata import metadata_problem
 log = logging.getLogger(__name__)
 
 WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what save_checkpoint writes
+FINITE_CHUNK = 1 << 22  # elements checked at a time: isfinite's temporaries stay small beside a 1 GB embedding
 
 
 class CheckpointError(Exception):
@@ -308,7 +309,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         if tensor.dtype not in WEIGHT_DTYPES:
             raise CheckpointError(f"{weights_file}: {name} has dtype {tensor.dtype}, expected one of "
                                   f"{', '.join(str(d) for d in WEIGHT_DTYPES)}")
-        if not torch.isfinite(tensor).all():
+        if not all(torch.isfinite(part).all() for part in tensor.reshape(-1).split(FINITE_CHUNK)):
             raise CheckpointError(f"{weights_file}: {name} holds NaN or infinite values; refused")
 
     with torch.device("meta"):  # the shapes only: no memory, no random initialisation

@@ -93,7 +93,7 @@ def build(work: Path, quick: bool) -> tuple[Path, Path]:
     """The random NLLB folder as save_pretrained writes it, and our import of it."""
     started = time.perf_counter()
     words = tuple(w.strip(".") for w in SENTENCE.split())
-    folder = hf_fixtures.write_folder("nllb", work / "nllb-random", train_steps=0,
+    folder = hf_fixtures.write_folder("nllb", work / "nllb-random", train_steps=0, scaled=True,
                                       vocab_size=VOCAB["quick" if quick else "full"], lines=(SENTENCE, " ".join(words)),
                                       **(QUICK if quick else NLLB_600M))
     built = time.perf_counter()

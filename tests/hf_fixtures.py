@@ -119,7 +119,10 @@ def config(family: str, vocab_size: int, tok, **overrides):
     return tf.MBartConfig(**(fields | {"scale_embedding": True} | overrides))
 
 
-def random_model(family: str, config, seed: int = 0):
+def random_model(family: str, config, seed: int = 0, scaled: bool = False):
+    """A model with weights of std 0.3, random layer norms and final logits bias; scaled: each matrix's std
+    fan_in^-0.5 instead and embeddings of std 0.02 (a deep, wide model stays well conditioned, where 0.3 makes it
+    chaotic: a 1e-7 difference in the first layer grew to 1e-3 of the logits at NLLB-600M's size)."""
     import transformers as tf
 
     cls = {"m2m100": tf.M2M100ForConditionalGeneration, "nllb": tf.M2M100ForConditionalGeneration,
@@ -131,6 +134,10 @@ def random_model(family: str, config, seed: int = 0):
         for name, p in model.named_parameters():
             if "layer_norm" in name or "layernorm" in name:
                 p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.1 * torch.randn_like(p))
+            elif scaled and p.dim() == 2 and "embed" not in name and "shared" not in name:
+                p.normal_(0.0, p.size(1) ** -0.5)
+            elif scaled:  # biases, and embeddings small enough that the layers outweigh them (else it copies its input)
+                p.normal_(0.0, 0.02)
             else:
                 p.normal_(0.0, 0.3)
         if hasattr(model, "final_logits_bias"):
@@ -152,14 +159,14 @@ def train_briefly(model, tok, steps: int = 40, lr: float = 1e-2) -> None:
 
 
 def write_folder(family: str, path: Path, seed: int = 0, train_steps: int = 40, vocab_size: int | None = None,
-                 lines: tuple[str, ...] = (), **overrides) -> Path:
+                 lines: tuple[str, ...] = (), scaled: bool = False, **overrides) -> Path:
     """save_pretrained's folder of a tiny random model of the family, briefly trained, with its tokenizer (overrides:
     config fields, e.g. a full size for a benchmark)."""
     path.mkdir(parents=True, exist_ok=True)
     tok = tokenizer(family, path, vocab_size, lines)
     # M2M100's language codes follow its vocab.json, and fairseq's eight made-up words have rows but no tokens
     size = tok.encoder_size + len(tok.lang_code_to_id) + 8 if family == "m2m100" else len(tok)
-    model = random_model(family, config(family, size, tok, **overrides), seed)
+    model = random_model(family, config(family, size, tok, **overrides), seed, scaled)
     if train_steps:
         train_briefly(model, tok, train_steps)
     if family == "bart":  # bart-large-cnn's rule: every output starts with <s>

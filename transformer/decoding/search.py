@@ -42,6 +42,7 @@ from transformer.decoding.results import (  # re-exported: their old home
     HypothesisStep,  # noqa: F401
     Node,
     Rows,
+    SearchMaps,
     SearchStep,
     candidates,
     hypothesis,
@@ -74,14 +75,18 @@ class GreedySearch:
 
     @torch.inference_mode()
     def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-                 use_cache: bool = True, prefix: Sequence[int] = ()):
-        self.model, self.src, self.settings, self.use_cache = model, src, settings, use_cache
+                 use_cache: bool = True, prefix: Sequence[int] = (), maps: bool = False):
+        self.model, self.src, self.settings, self.use_cache, self.maps = model, src, settings, use_cache, maps
         self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
         self.prefix = forced_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
         self.t = 0  # steps taken
-        self.memory = model.encode(src).memory  # (B, S, D)
+        # maps: every attention map as the search goes, on the written-out attention path (whose probabilities differ
+        # from the fused path's in the 7th digit); one pass where a teacher-forced one after it would read every
+        # weight again, which is most of the time at NLLB's size (BENCHMARKS.md)
+        encoded = model.encode(src, return_attention=maps)
+        self.memory, self.encoder_maps = encoded.memory, encoded.attention  # (B, S, D), L x (B, H, S, S)
         n_rows = src.size(0) * self.samples
         self.sentence = [r // self.samples for r in range(n_rows)]  # the sentence of each row
         self.cache = model.start_cache(self.memory, src)
@@ -92,6 +97,7 @@ class GreedySearch:
         self.tokens: list[list[int]] = [[] for _ in self.active]
         self.log_probs: list[list[float]] = [[] for _ in self.active]
         self.ended: list[bool] = [False for _ in self.active]
+        self.rows: list[list[Rows]] = [[] for _ in self.active]  # maps: each step's attention rows, per row
 
     @property
     def done(self) -> bool:
@@ -122,7 +128,7 @@ class GreedySearch:
     @torch.inference_mode()
     def step(self, record: bool = False) -> dict[int, SearchStep]:
         """Emit one token per unfinished row; returns {sentence: SearchStep} when record."""
-        logits, rows = self._advance(record)
+        logits, rows = self._advance(record or self.maps)
         logp = next_token_log_probs(logits, self.specials)  # (A, V)
         if self.t < len(self.prefix):  # forced: every row emits the prefix's token (sampling draws nothing)
             forced = self.prefix[self.t]
@@ -143,6 +149,8 @@ class GreedySearch:
             self.ended[r] = token == self.specials.eos
             at_limit = len(self.tokens[r]) >= self.max_new[self.sentence[r]]
             status = "finished" if self.ended[r] else "stopped" if at_limit else "live"
+            if self.maps:
+                self.rows[r].append(([w[i] for w in rows[0]], [w[i] for w in rows[1]]))
             if record:
                 b = self.sentence[r]
                 step = records.setdefault(b, SearchStep([], []))
@@ -176,7 +184,22 @@ class GreedySearch:
 
     def results(self) -> list[DecodeResult]:
         return [DecodeResult([hypothesis(self.tokens[r], self.log_probs[r], self.ended[r], self.settings)
-                              for r in self._rows(b)]) for b in range(len(self.src_lengths))]
+                              for r in self._rows(b)], maps=self._maps(b) if self.maps else None)
+                for b in range(len(self.src_lengths))]
+
+    def _maps(self, b: int) -> SearchMaps:
+        """Sentence b's maps (its first row's: greedy's only, sampling's sample 0), its padding cut off."""
+        S, rows = self.src_lengths[b], self.rows[b * self.samples]
+        T = len(rows)
+        dec_self = []
+        for layer in range(len(self.model.decoder_layers)):
+            square = self.memory.new_zeros(rows[0][0][layer].size(0), T, T)  # (H, T, T): a query sees its past
+            for t, (self_rows, _) in enumerate(rows):
+                square[:, t, : t + 1] = self_rows[layer]
+            dec_self.append(square)
+        cross = [torch.stack([cross_rows[layer][:, :S] for _, cross_rows in rows], dim=1)  # (H, T, S)
+                 for layer in range(len(self.model.decoder_layers))]
+        return SearchMaps([w[b, :, :S, :S] for w in self.encoder_maps], dec_self, cross)
 
 
 class SampleSearch(GreedySearch):
@@ -188,9 +211,9 @@ class SampleSearch(GreedySearch):
     """
 
     def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-                 use_cache: bool = True, prefix: Sequence[int] = ()):
+                 use_cache: bool = True, prefix: Sequence[int] = (), maps: bool = False):
         self.samples = settings.num_samples
-        super().__init__(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix)
+        super().__init__(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix, maps=maps)
         self.generators = [sample_generator(settings.seed, r % self.samples) for r in self.active]
 
     def _choose(self, logp: Tensor, record: bool) -> tuple[Tensor, list[Candidates] | None]:
@@ -208,13 +231,13 @@ class SampleSearch(GreedySearch):
 
 
 def make_search(model: Transformer, src: Tensor, settings: SearchSettings, specials: SpecialIds,
-                prefix: Sequence[int] = ()) -> GreedySearch | BeamSearch:
+                prefix: Sequence[int] = (), maps: bool = False) -> GreedySearch | BeamSearch:
     """The engine the settings ask for: sampling, greedy search (beam_size 1) or beam search, from the forced
-    prefix."""
+    prefix; maps: greedy search and sampling also keep every attention map (DecodeResult.maps)."""
     if settings.do_sample:
-        return SampleSearch(model, src, settings, specials=specials, prefix=prefix)
+        return SampleSearch(model, src, settings, specials=specials, prefix=prefix, maps=maps)
     if settings.beam_size == 1:
-        return GreedySearch(model, src, settings, specials=specials, prefix=prefix)
+        return GreedySearch(model, src, settings, specials=specials, prefix=prefix, maps=maps)
     return BeamSearch(model, src, settings, specials=specials, prefix=prefix)
 
 
@@ -254,7 +277,7 @@ def beam_search(model: Transformer, src: Tensor, settings: SearchSettings = BEAM
 
 
 def search(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS, *,
-           specials: SpecialIds, prefix: Sequence[int] = ()) -> list[DecodeResult]:
+           specials: SpecialIds, prefix: Sequence[int] = (), maps: bool = False) -> list[DecodeResult]:
     """Sampling when settings.do_sample, else greedy search when settings.beam_size is 1, else beam search; every
-    output starts with the forced prefix."""
-    return _run(make_search(model, src, settings, specials, prefix), settings.record_steps)
+    output starts with the forced prefix. maps: greedy search and sampling keep every attention map as they go."""
+    return _run(make_search(model, src, settings, specials, prefix, maps), settings.record_steps)

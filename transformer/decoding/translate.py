@@ -38,7 +38,7 @@ from transformer import arguments
 from transformer.data.corpora.base import normalize_text
 from transformer.data.languages import with_languages
 from transformer.decoding.prefix import Prefix, encode_prefix
-from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
+from transformer.decoding.search import DEFAULT_SETTINGS, DecodeResult, SearchMaps, SearchSettings, search
 from transformer.decoding.session import DecodingSession
 from transformer.model.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
 from transformer.model.checkpoint_files import DEFAULT_MODEL, checkpoint_order  # noqa: F401 (imported from here)
@@ -102,12 +102,12 @@ class Alternative:
 
 @dataclass
 class TranslationAttention:
-    """Every attention map of one sentence: a teacher-forced pass over the source and the output.
+    """Every attention map of one sentence: as greedy search or sampling computed them, else (beam search) a
+    teacher-forced pass over the source and the output; the two agree within 1e-6.
 
     The decoder reads start + output[:-1] (start: <s>, or pad for Marian); its query t is the one that emitted
     output token t, so row t of `cross` and `dec_self` belongs to target_pieces[t] and equals what decoding
-    recorded at step t.
-    """
+    recorded at step t."""
 
     source_pieces: list[str]  # rows and columns of enc_self, columns of cross
     target_input_pieces: list[str]  # what the decoder reads: the columns of dec_self
@@ -224,14 +224,18 @@ class Translator:
             for row, i in enumerate(batch):
                 src[row, : len(sources[i].ids)] = torch.tensor(sources[i].ids)
             settings = dataclasses.replace(settings, record_steps=False)
-            for i, decoded in zip(batch, search(self.model, src, settings, specials=self.specials, prefix=forced)):
-                results[i] = dataclasses.replace(self._translation(sources[i], decoded.hypotheses, attention),
+            # greedy search and sampling keep their maps as they go; beam search's best is known at the end only
+            found = search(self.model, src, settings, specials=self.specials, prefix=forced,
+                           maps=attention and settings.beam_size == 1)
+            for i, decoded in zip(batch, found):
+                results[i] = dataclasses.replace(self._translation(sources[i], decoded, attention),
                                                  forced=len(self.specials.forced) + len(forced))
             if progress is not None:
                 progress(min(start + self.batch_size, len(order)), len(order))
         return results
 
-    def _translation(self, source: Source, hypotheses: list[Hypothesis], attention: bool) -> Translation:
+    def _translation(self, source: Source, decoded: DecodeResult, attention: bool) -> Translation:
+        hypotheses = decoded.hypotheses
         best, warnings = hypotheses[0], list(source.warnings)
         if not best.finished:
             warnings.append(f"the output reached the length limit ({len(best.tokens)} tokens) without </s>")
@@ -249,23 +253,27 @@ class Translator:
             normalized_score=best.normalized_score,
             alternatives=alternatives,
             warnings=warnings,
-            attention=self.attention_maps(source.ids, best.tokens) if attention else None,
+            attention=None if not attention else self.attention_maps(source.ids, best.tokens, decoded.maps),
         )
 
     @torch.inference_mode()
-    def attention_maps(self, source_ids: list[int], token_ids: list[int]) -> TranslationAttention:
-        """All attention maps for one source and one output, from a single teacher-forced pass (no logits)."""
+    def attention_maps(self, source_ids: list[int], token_ids: list[int],
+                       found: SearchMaps | None = None) -> TranslationAttention:
+        """All attention maps for one source and one output: those its search kept (found), or a single
+        teacher-forced pass (no logits)."""
         decoder_input = [self.specials.start] + token_ids[:-1]
-        src = torch.tensor([source_ids], device=self.device)  # (1, S)
-        tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
-        maps = self.model.attention_maps(src, tgt)
+        if found is None:
+            src = torch.tensor([source_ids], device=self.device)  # (1, S)
+            tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
+            maps = self.model.attention_maps(src, tgt)
+            found = SearchMaps(*([w[0] for w in family] for family in (maps.enc_self, maps.dec_self, maps.cross)))
         return TranslationAttention(
             source_pieces=self.tokenizer.source_pieces(source_ids),
             target_input_pieces=self.tokenizer.target_pieces(decoder_input),
             target_pieces=self.tokenizer.target_pieces(token_ids),
-            enc_self=[w[0] for w in maps.enc_self],  # (H, S, S)
-            dec_self=[w[0] for w in maps.dec_self],  # (H, T, T)
-            cross=[w[0] for w in maps.cross],  # (H, T, S)
+            enc_self=found.enc_self,  # n_encoder_layers x (H, S, S)
+            dec_self=found.dec_self,  # n_decoder_layers x (H, T, T)
+            cross=found.cross,  # n_decoder_layers x (H, T, S)
         )
 
     def session(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS, *,

@@ -16,7 +16,7 @@ import streamlit as st
 from transformer.data.spec import LOCAL_KINDS
 from transformer.data.tokenizer import TokenizerError
 from transformer.memory import start_trimming
-from ui.shared import class_mode, heatmaps, links, sentences, svg_chart
+from ui.shared import class_mode, heatmaps, language_choice, links, sentences, svg_chart
 from ui.shared.models import (
     PAGE_SIZE,
     checkpoint_stamp,
@@ -86,6 +86,7 @@ def page_setup(page: str) -> None:
     st.sidebar.divider()
     class_mode.seed(link())  # the model picker's labels follow it
     model_picker()
+    language_choice.sidebar(st.session_state.get(MODEL_KEY))  # a many-to-many model's languages
     class_mode.sidebar_toggle(link())
     st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key="chart_format",
                      format_func=str.upper, help="Every chart's download button (top right, or the camera icon of "
@@ -191,7 +192,7 @@ def current_translator(required: bool = True) -> Translator | None:
         st.error(f"The explorer opens models from {code(checkpoints_dir())} and {code(runs_dir())} only.")
         return None
     try:
-        return _load(path, checkpoint_stamp(path))
+        return language_choice.chosen(_load(path, checkpoint_stamp(path)), path)
     except (CheckpointError, TokenizerError, OSError) as e:  # a checkpoint without tokenizer.json included
         st.error(f"This checkpoint cannot be loaded: {code(e)}")
         return None

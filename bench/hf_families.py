@@ -102,6 +102,40 @@ def build(work: Path, quick: bool) -> tuple[Path, Path]:
     return folder, ours
 
 
+def compare(folder: Path, ours_path: Path, rounds: int, new_tokens: int) -> None:
+    """Ours and theirs alternating, rounds after a warm-up; prints the medians and their ratio."""
+    model, tokenizer = hf_fixtures.load("nllb", folder)
+    translator = Translator(ours_path)
+    settings = SearchSettings(max_len_a=0, max_len_b=new_tokens)
+    batch = tokenizer([SENTENCE], return_tensors="pt")
+    target = tokenizer.convert_tokens_to_ids("fra_Latn")
+    print(f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(SENTENCE.split())} words, "
+          f"{batch['input_ids'].size(1)} source pieces, {new_tokens} output tokens, {torch.get_num_threads()} "
+          "thread(s)")
+
+    def theirs():
+        with torch.inference_mode():
+            return model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=new_tokens,
+                                  forced_bos_token_id=target, forced_eos_token_id=None, output_attentions=True,
+                                  return_dict_in_generate=True)
+
+    def ours():
+        return translator.translate(SENTENCE, settings, attention=True)
+
+    times = {"ours": [], "theirs": []}
+    for _ in range(rounds + 1):  # the first round warms both up and is not counted
+        for name, run in (("ours", ours), ("theirs", theirs)):
+            times[name].append(timed(run))
+    a, b = times["ours"][-1][2], times["theirs"][-1][2]
+    same = a.token_ids == b.sequences[0, 1:].tolist()
+    for name in times:
+        wall, cpu = (statistics.median(t[i] for t in times[name][1:]) for i in (0, 1))
+        print(f"{name:7s} wall {wall:.3f} s, cpu {cpu:.3f} s (median of {rounds})")
+    ratio = [statistics.median(o[i] / t[i] for o, t in zip(times["ours"][1:], times["theirs"][1:])) for i in (0, 1)]
+    print(f"ours / theirs: wall {ratio[0]:.2f}, cpu {ratio[1]:.2f} (median of the rounds' ratios); "
+          f"{len(a.token_ids)} tokens out, the same ids: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller model (d_model 512, 6 + 6 layers, 32k tokens)")
@@ -114,37 +148,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:
         folder, ours_path = build(Path(work), args.quick)
-        model, tokenizer = hf_fixtures.load("nllb", folder)
-        translator = Translator(ours_path)
-        settings = SearchSettings(max_len_a=0, max_len_b=args.new_tokens)
-        batch = tokenizer([SENTENCE], return_tensors="pt")
-        target = tokenizer.convert_tokens_to_ids("fra_Latn")
-        print(f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(SENTENCE.split())} words, "
-              f"{batch['input_ids'].size(1)} source pieces, {args.new_tokens} output tokens, {args.threads} thread(s)")
-
-        def theirs():
-            with torch.inference_mode():
-                return model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=args.new_tokens,
-                                      forced_bos_token_id=target, forced_eos_token_id=None, output_attentions=True,
-                                      return_dict_in_generate=True)
-
-        def ours():
-            return translator.translate(SENTENCE, settings, attention=True)
-
-        times = {"ours": [], "theirs": []}
-        for _ in range(args.rounds + 1):  # the first round warms both up and is not counted
-            for name, run in (("ours", ours), ("theirs", theirs)):
-                times[name].append(timed(run))
-        a, b = times["ours"][-1][2], times["theirs"][-1][2]
-        same = a.token_ids == b.sequences[0, 1:].tolist()
-        for name in times:
-            wall, cpu = (statistics.median(t[i] for t in times[name][1:]) for i in (0, 1))
-            print(f"{name:7s} wall {wall:.3f} s, cpu {cpu:.3f} s (median of {args.rounds})")
-        ratio = [statistics.median(o[i] / t[i] for o, t in zip(times["ours"][1:], times["theirs"][1:]))
-                 for i in (0, 1)]
-        print(f"ours / theirs: wall {ratio[0]:.2f}, cpu {ratio[1]:.2f} (median of the rounds' ratios); "
-              f"{len(a.token_ids)} tokens out, the same ids: {same}")
-        del model, translator  # the fresh processes below need the memory
+        compare(folder, ours_path, args.rounds, args.new_tokens)  # its models are gone before the fresh processes
         for name, path, is_ours in (("ours", ours_path, True), ("theirs", folder, False)):
             loaded, peak, after, weights = resident(path, is_ours)
             print(f"resident ({name}): loading adds {loaded / 2**20:.0f} MiB ({loaded / weights:.2f} x the "

@@ -1,9 +1,9 @@
 """Folders of the fairseq-family encoder-decoders as transformers' `save_pretrained` writes them, random and tiny,
 built offline: M2M100, NLLB-200 (M2M100's model with NLLB's tokenizer), mBART (cc25's layout), mBART-50 and BART.
 
-Each tokenizer is trained here on the sentences of `tests.marian_fixtures` (SentencePiece BPE for M2M100, BPE or
-Unigram with `tokenizers` for NLLB and the mBARTs, byte-level BPE for BART) and built with transformers' own class, so
-that its language codes, special tokens and files are the family's. The model (d_model 32, 2 + 2 layers, 4 heads)
+Each tokenizer is trained here on the sentences of `tests.marian_fixtures` (SentencePiece BPE for M2M100, BPE with
+`tokenizers` for NLLB, a SentencePiece unigram model's pieces for the mBARTs, byte-level BPE for BART) and built with
+transformers' own class, so that its language codes, special tokens and files are the family's. The model (d_model 32, 2 + 2 layers, 4 heads)
 gets random weights, random layer norms and, where the family has one, a random final logits bias, then a few dozen
 steps on English -> French so that its outputs vary and end with </s>.
 """
@@ -39,19 +39,26 @@ def _spm_bpe(lines: list[str], vocab_size: int) -> bytes:
     return out.getvalue()
 
 
-def _trained(kind: str, size: int, specials: list[str], byte_level: bool = False,
-             lines: tuple[str, ...] = ()) -> dict:
-    """The model section of a `tokenizers` tokenizer trained on EN + FR (and lines, many times over)."""
+def _spm_unigram(lines: list[str], vocab_size: int) -> list[tuple[str, float]]:
+    """A SentencePiece unigram model's pieces and scores, in its order (mBART's kind; the `tokenizers` trainer for
+    Unigram gives other pieces on every run, which made the tests' models differ from run to run)."""
+    import sentencepiece
+
+    out = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines * 3), model_writer=out,
+                                             model_type="unigram", vocab_size=vocab_size, character_coverage=1.0,
+                                             minloglevel=2, num_threads=1, hard_vocab_limit=False)
+    processor = sentencepiece.SentencePieceProcessor(model_proto=out.getvalue())
+    return [(processor.IdToPiece(i), processor.GetScore(i)) for i in range(processor.GetPieceSize())]
+
+
+def _trained(size: int, specials: list[str], byte_level: bool = False, lines: tuple[str, ...] = ()) -> dict:
+    """The model section of a `tokenizers` BPE tokenizer trained on EN + FR (and lines, many times over)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    if kind == "bpe":
-        tok = Tokenizer(models.BPE(unk_token=None if byte_level else "<unk>"))
-        trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=specials, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [])
-    else:
-        tok = Tokenizer(models.Unigram())
-        trainer = trainers.UnigramTrainer(vocab_size=size, special_tokens=specials, unk_token="<unk>",
-                                          show_progress=False)
+    tok = Tokenizer(models.BPE(unk_token=None if byte_level else "<unk>"))
+    trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [])
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False) if byte_level else \
         pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     tok.train_from_iterator((EN + FR) * 3 + list(lines) * 50, trainer)
@@ -85,21 +92,19 @@ def tokenizer(family: str, path: Path, vocab_size: int | None = None, lines: tup
             tok = tf.M2M100Tokenizer(str(path / "vocab.json"), str(path / "sentencepiece.bpe.model"), src_lang=src,
                                      tgt_lang=tgt)
         elif family == "nllb":
-            model = _trained("bpe", 120 + 10 * len(lines), SPECIALS, lines=lines)
+            model = _trained(120 + 10 * len(lines), SPECIALS, lines=lines)
             vocab = model["vocab"]
             while vocab_size is not None and len(vocab) < vocab_size - 203:  # 202 language codes and <mask> follow
                 vocab[f"▁filler{len(vocab)}"] = len(vocab)
             tok = tf.NllbTokenizer(vocab=vocab, merges=_merges(model), src_lang=src, tgt_lang=tgt)
         elif family in ("mbart", "mbart50"):
-            model = _trained("unigram", 120, SPECIALS)
-            vocab = [tuple(v) for v in model["vocab"]]
+            vocab = _spm_unigram(EN + FR, 120)  # <unk> <s> </s>, then the pieces with their scores
             if family == "mbart":
-                tok = tf.MBartTokenizer(vocab=vocab, src_lang=src, tgt_lang=tgt)
+                tok = tf.MBartTokenizer(vocab=[(t, 0.0) for t in SPECIALS] + vocab[3:], src_lang=src, tgt_lang=tgt)
             else:  # the class drops the first three entries (SentencePiece's <unk> <s> </s>) and puts fairseq's
-                tok = tf.MBart50Tokenizer(vocab=[("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0)] + vocab[4:],
-                                          src_lang=src, tgt_lang=tgt)
+                tok = tf.MBart50Tokenizer(vocab=vocab, src_lang=src, tgt_lang=tgt)
         else:
-            model = _trained("bpe", 300, SPECIALS + ["<mask>"], byte_level=True)
+            model = _trained(300, SPECIALS + ["<mask>"], byte_level=True)
             tok = tf.BartTokenizer(vocab=model["vocab"], merges=_merges(model))
     tok.save_pretrained(path)
     return tok

@@ -229,7 +229,8 @@ def nllb(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("edit, drop, message", [
     ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}, None,
      "model_type 't5'.*we import MarianMTModel"),
-    ({"architectures": ["M2M100ForCausalLM"]}, None, "of model_type 'm2m_100' we import M2M100ForConditionalGeneration"),
+    ({"architectures": ["M2M100ForCausalLM"]}, None,
+     "of model_type 'm2m_100' we import M2M100ForConditionalGeneration"),
     ({"normalize_before": False}, None, "normalize_before = false: M2M100ForConditionalGeneration computes"),
     ({"activation_function": "gelu_new"}, None, "activation_function 'gelu_new' is not implemented"),
     ({"vocab_size": 400}, None, "the tokenizer has 323 tokens, but config.json has embeddings of 400 rows"),

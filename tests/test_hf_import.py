@@ -27,8 +27,8 @@ from transformer.data.tokenizer import load_tokenizer  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.model import hf  # noqa: E402
-from transformer.model.hf import card as hf_card  # noqa: E402
 from transformer.model.checkpoint import load_checkpoint  # noqa: E402
+from transformer.model.hf import card as hf_card  # noqa: E402
 
 SENTENCES = EN[:5] + ["The dog sat in the garden.", "Where is the cat?", "  Open   the  window ,please!  "]
 MAX_NEW = 24  # transformers' max_new_tokens; ours: max_len_a 0, max_len_b MAX_NEW
@@ -216,8 +216,8 @@ def copy_of(folder: Path, tmp_path: Path, edit: dict | None = None, drop: str | 
     ({"vocab_size": 90, "decoder_vocab_size": 90}, "vocabularies of 87 (source) and 87 (target) pieces, but"),
     ({"encoder_ffn_dim": 128, "decoder_ffn_dim": 128}, "fc1.weight has shape (64, 32), but config.json makes"),
     ({"eos_token_id": 3}, "eos_token_id is 3, but the vocabulary's eos token is 0"),
-], ids=["activation", "pre-LN", "bias-logits", "embedding-norm", "learned-positions", "architecture", "marian-lm", "heads",
-        "vocab-size", "shape", "eos"])
+], ids=["activation", "pre-LN", "bias-logits", "embedding-norm", "learned-positions", "architecture", "marian-lm",
+        "heads", "vocab-size", "shape", "eos"])
 def test_what_we_do_not_implement_or_what_disagrees_is_refused_by_name(folder, tmp_path, edit, message):
     with pytest.raises(hf.ImportFailed, match=message.replace("(", r"\(").replace(")", r"\)")):
         hf.import_marian(str(copy_of(folder, tmp_path, edit)), tmp_path / "out")

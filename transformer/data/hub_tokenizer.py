@@ -145,8 +145,9 @@ class HubTokenizer:
 
     def _code(self, asked: str | None, side: str) -> str:
         if asked is None:
-            raise LanguageError(f"a many-to-many model needs a {side} language: one of {', '.join(self.language_codes[:8])}"
-                                f"{' ...' if len(self._languages) > 8 else ''}")
+            codes = self.language_codes
+            raise LanguageError(f"a many-to-many model needs a {side} language: one of {', '.join(codes[:8])}"
+                                f"{' ...' if len(codes) > 8 else ''}")
         return find_code(self.language_codes, asked, side)
 
     @property

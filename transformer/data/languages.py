@@ -54,7 +54,8 @@ def find_code(codes: Sequence[str], asked: str, side: str = "target") -> str:
         raise LanguageError(f"this model has no language codes: it cannot take a {side} language ({asked!r})")
     close = folded or [c for c in codes if bare(c).casefold().startswith(bare(asked).casefold()[:2])] or \
         difflib.get_close_matches(asked, codes, n=5)
-    hint = f"; did you mean {', '.join(close[:8])}?" if close else f" (it has {len(codes)}, e.g. {', '.join(codes[:5])})"
+    hint = f"; did you mean {', '.join(close[:8])}?" if close else \
+        f" (it has {len(codes)}, e.g. {', '.join(codes[:5])})"
     raise LanguageError(f"no {side} language {asked!r} in this model{hint}")
 
 

@@ -103,10 +103,11 @@ class GreedySearch:
     def done(self) -> bool:
         return not self.active
 
-    def _advance(self, record: bool) -> tuple[Tensor, Rows | None]:
-        """Feed self.feed: logits (A, V) and, when record, per-layer attention rows of the new query."""
+    def _advance(self, record: bool, project: bool = True) -> tuple[Tensor | None, Rows | None]:
+        """Feed self.feed: logits (A, V) (None when not project) and, when record, per-layer attention rows of the
+        new query."""
         if self.use_cache:
-            out = self.model.decode_step(self.feed, self.cache, return_attention=record)
+            out = self.model.decode_step(self.feed, self.cache, return_attention=record, project=project)
             self.cache = out.cache
             return out.logits, (out.self_attention, out.cross_attention) if record else None
         self.cache = dataclasses.replace(self.cache, tokens=torch.cat([self.cache.tokens, self.feed[:, None]], 1))
@@ -128,17 +129,20 @@ class GreedySearch:
     @torch.inference_mode()
     def step(self, record: bool = False) -> dict[int, SearchStep]:
         """Emit one token per unfinished row; returns {sentence: SearchStep} when record."""
-        logits, rows = self._advance(record or self.maps)
-        logp = next_token_log_probs(logits, self.specials)  # (A, V)
-        if self.t < len(self.prefix):  # forced: every row emits the prefix's token (sampling draws nothing)
+        # the tokenizer's forced token has probability 1: without candidates to record, its logits are not needed
+        given = self.t < len(self.specials.forced)
+        logits, rows = self._advance(record or self.maps, project=record or not given)
+        if given and not record:
+            chosen, found = torch.full_like(self.feed, self.prefix[self.t]), None  # (A,)
+        elif self.t < len(self.prefix):  # forced: every row emits the prefix's token (sampling draws nothing)
+            logp = next_token_log_probs(logits, self.specials)  # (A, V)
             forced = self.prefix[self.t]
             chosen = torch.full_like(self.feed, forced)  # (A,)
             found = [candidates(row, self.settings.candidates, forced) for row in logp] if record else None
         else:
+            logp = next_token_log_probs(logits, self.specials)  # (A, V)
             chosen, found = self._choose(logp, record)
-        chosen_logp = logp.gather(1, chosen[:, None])[:, 0]  # (A,)
-        if self.t < len(self.specials.forced):  # the tokenizer's forced token: probability 1
-            chosen_logp = torch.zeros_like(chosen_logp)
+        chosen_logp = torch.zeros(len(chosen)) if given else logp.gather(1, chosen[:, None])[:, 0]  # (A,)
         self.t += 1
         records: dict[int, SearchStep] = {}
         keep = []

@@ -95,7 +95,7 @@ class DecoderCache:
 
 @dataclass
 class StepOutput:
-    logits: Tensor  # (B, V) for the next token
+    logits: Tensor | None  # (B, V) for the next token; None when not projected (a forced token needs none)
     cache: DecoderCache  # includes the token just fed
     self_attention: list[Tensor] | None  # n_decoder_layers x (B, H, T) row of the token just fed
     cross_attention: list[Tensor] | None  # n_decoder_layers x (B, H, S)
@@ -229,8 +229,10 @@ class Transformer(nn.Module):
             src_mask=padding_mask(src, self.config.pad_id),
         )
 
-    def decode_step(self, token: Tensor, cache: DecoderCache, *, return_attention: bool = False) -> StepOutput:
-        """Feed one token per row, token (B,), attending to the cached prefix; equals a row of decode()."""
+    def decode_step(self, token: Tensor, cache: DecoderCache, *, return_attention: bool = False,
+                    project: bool = True) -> StepOutput:
+        """Feed one token per row, token (B,), attending to the cached prefix; equals a row of decode(). project
+        False skips the output projection (its logits are None): the step after it is forced whatever they say."""
         tokens = torch.cat([cache.tokens, token[:, None]], dim=1)  # (B, T)
         tgt_mask = target_padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T): the new query sees every past key
         x = self.tgt_embed(token[:, None], start=cache.tokens.size(1))  # (B, 1, D)
@@ -243,8 +245,9 @@ class Transformer(nn.Module):
                 cross_rows.append(cross_w[:, :, 0])  # (B, H, S)
         h = self.decoder_norm(x[:, 0])  # (B, D)
         # a few rows (a beam) as (W h^T)^T: MKL then packs the rows, not the whole (V, D) weight, several times faster
-        logits = (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 else self.generator(h)  # (B, V)
-        if self.final_logits_bias is not None:
+        logits = None if not project else (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 \
+            else self.generator(h)  # (B, V)
+        if logits is not None and self.final_logits_bias is not None:
             logits = logits + self.final_logits_bias
         new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask)
         if not return_attention:

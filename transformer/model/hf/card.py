@@ -32,7 +32,8 @@ CREDITS = {  # the family (as transformer.model.hf names it) -> its paper
     "Marian": OPUS_MT_CREDIT,
     "M2M100": "M2M-100 (Fan et al., Beyond English-Centric Multilingual Machine Translation, JMLR 2021), Meta AI",
     "NLLB-200": "NLLB-200 (NLLB Team et al., No Language Left Behind, 2022), Meta AI",
-    "mBART": "mBART (Liu et al., Multilingual Denoising Pre-training for Neural Machine Translation, TACL 2020), Meta AI",
+    "mBART": "mBART (Liu et al., Multilingual Denoising Pre-training for Neural Machine Translation, TACL 2020), "
+             "Meta AI",
     "mBART-50": "mBART-50 (Tang et al., Multilingual Translation with Extensible Multilingual Pretraining and "
                 "Finetuning, 2020), Meta AI",
     "BART": "BART (Lewis et al., ACL 2020), Meta AI",
@@ -74,13 +75,13 @@ def metadata(name: str, family: str, langs: dict[str, str], hf: dict[str, Any], 
     """metadata.json: where the model came from (name, a Hub name or a folder), its family, languages and licence;
     hf is its config.json updated with its generation_config.json."""
     return {
-        "description": f"{name} ({langs['src']} -> {langs['tgt']}), a{'n' if family[0] in 'AEIMNO' else ''} {family} "
-                       "model imported from Hugging Face",
+        "description": f"{name} ({langs['src']} -> {langs['tgt']}), imported from Hugging Face ({family})",
         "source_model": name,
         "languages": langs,
         "licence": licence,
         "credit": OPUS_MT_CREDIT if licence == OPUS_MT_LICENCE else CREDITS.get(family, name),
-        "imported": {"by": "transformer.model.hf", "family": family, "date": dt.date.today().isoformat(), "dtype": str(dtype)[6:],
+        "imported": {"by": "transformer.model.hf", "family": family, "date": dt.date.today().isoformat(),
+                     "dtype": str(dtype)[6:],
                      "transformers_version": hf.get("transformers_version")},
         "n_params": sum(p.numel() for p in model.parameters()),
         "hf_generation": {k: v for k, v in hf.items()
@@ -92,7 +93,8 @@ def metadata(name: str, family: str, langs: dict[str, str], hf: dict[str, Any], 
 
 def architecture(config: ModelConfig) -> str:
     """The options that set the model apart from the paper's, in words."""
-    norm = "pre-LN with a final LayerNorm" if config.norm_first and config.final_norm else "post-LN (no final LayerNorm)"
+    final = config.norm_first and config.final_norm
+    norm = "pre-LN with a final LayerNorm" if final else "post-LN (no final LayerNorm)"
     positions = (f"learned positions (row {config.position_offset} first)" if config.learned_positions else
                  {"interleaved": "sinusoids (the paper's)", "halves": "sinusoids as sines then cosines",
                   "fairseq": "fairseq's sinusoids"}[config.positional_layout]
@@ -114,7 +116,7 @@ def model_card(meta: dict[str, Any], config: ModelConfig, tokenizer: Any) -> str
             if codes else "")
     return f"""# {meta['source_model']}, imported
 
-A{'n' if family[0] in 'AEIMNO' else ''} {family} model ({langs['src']} -> {langs['tgt']}) from Hugging Face, converted on
+A translation model of the {family} family ({langs['src']} -> {langs['tgt']}) from Hugging Face, converted on
 {meta['imported']['date']} by `python -m transformer.model.hf` into this project's own Transformer. The weights are
 the source's, renamed and checked for shape ({meta['n_params']:,} parameters, stored as {meta['imported']['dtype']});
 nothing was trained. Greedy search gives the same tokens and probabilities as transformers' `generate`.

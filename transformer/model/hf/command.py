@@ -111,8 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the source language: Marian's where tokenizer_config.json and the name (opus-mt-SRC-TGT) "
                              "do not say it (e.g. en); a many-to-many model's code to start with (en for M2M100, "
                              "eng_Latn for NLLB-200, en_XX for mBART)")
-    parser.add_argument("--tgt", "--tgt-lang", dest="tgt_lang", help="the target language, likewise (e.g. fr, fra_Latn, "
-                                                                     "fr_XX)")
+    parser.add_argument("--tgt", "--tgt-lang", dest="tgt_lang",
+                        help="the target language, likewise (e.g. fr, fra_Latn, fr_XX)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:

@@ -28,7 +28,8 @@ class Family:
     name: str  # for messages and the model card
     architectures: tuple[str, ...]  # config.json's architectures we read (a bare *Model: its lm_head is tied anyway)
     options: dict[str, Any]  # our ModelConfig options
-    legacy: dict[str, Any] = field(default_factory=dict)  # fairseq's keys transformers ignores, at the value it computes
+    # fairseq's keys that transformers ignores, at the value its class computes
+    legacy: dict[str, Any] = field(default_factory=dict)
 
 
 FAMILIES = {

@@ -1,5 +1,6 @@
-"""The tokenizer of an M2M100, NLLB-200, mBART, mBART-50 or BART folder, as a `transformer.data.hub_tokenizer.HubTokenizer`:
-its pieces, its special ids checked against config.json, its language codes and the languages it starts with.
+"""The tokenizer of an M2M100, NLLB-200, mBART, mBART-50 or BART folder, as a
+`transformer.data.hub_tokenizer.HubTokenizer`: its pieces, its special ids checked against config.json, its language
+codes and the languages it starts with.
 
 Which tokens go where is the tokenizer class's (tokenizer_config.json's `tokenizer_class`, else the model type's
 usual one); the ids are the folder's. M2M100's language codes are not in its files: they are fairseq's list, as
@@ -29,8 +30,9 @@ M2M100_CODES = {
 CLASSES = {"M2M100Tokenizer": ("start", "forced"), "NllbTokenizer": ("start", "forced"),
            "MBart50Tokenizer": ("start", "forced"), "MBartTokenizer": ("end", "start"), "BartTokenizer": (None, None),
            "RobertaTokenizer": (None, None)}
+MBART_CODE = re.compile(r"[a-z]{2}_[A-Z]{2}")
 LANGUAGE_CODE = {"NllbTokenizer": re.compile(r"[a-z]{3}_[A-Z][a-z]{3}"),  # when tokenizer_config.json lists none
-                 "MBartTokenizer": re.compile(r"[a-z]{2}_[A-Z]{2}"), "MBart50Tokenizer": re.compile(r"[a-z]{2}_[A-Z]{2}")}
+                 "MBartTokenizer": MBART_CODE, "MBart50Tokenizer": MBART_CODE}
 
 
 def tokenizer_class(source: Source, hf: dict[str, Any], config: dict[str, Any]) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 from transformer.data import sentencepiece as spm
 from transformer.data.vocabulary import TokenizerError
 from transformer.model.config import ModelConfig
-from transformer.model.hf.common import GENERATION_CONFIG, HF_CONFIG, ImportFailed, Source, shared_fields
 from transformer.model.hf.card import languages
+from transformer.model.hf.common import GENERATION_CONFIG, HF_CONFIG, ImportFailed, Source, shared_fields
 from transformer.model.metadata import CODE
 
 ARCHITECTURE = "MarianMTModel"

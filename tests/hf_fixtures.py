@@ -3,9 +3,9 @@ built offline: M2M100, NLLB-200 (M2M100's model with NLLB's tokenizer), mBART (c
 
 Each tokenizer is trained here on the sentences of `tests.marian_fixtures` (SentencePiece BPE for M2M100, BPE with
 `tokenizers` for NLLB, a SentencePiece unigram model's pieces for the mBARTs, byte-level BPE for BART) and built with
-transformers' own class, so that its language codes, special tokens and files are the family's. The model (d_model 32, 2 + 2 layers, 4 heads)
-gets random weights, random layer norms and, where the family has one, a random final logits bias, then a few dozen
-steps on English -> French so that its outputs vary and end with </s>.
+transformers' own class, so that its language codes, special tokens and files are the family's. The model (d_model
+32, 2 + 2 layers, 4 heads) gets random weights, random layer norms and, where the family has one, a random final
+logits bias, then a few dozen steps on English -> French so that its outputs vary and end with </s>.
 """
 
 from __future__ import annotations

@@ -308,3 +308,26 @@ def test_a_damaged_hub_tokenizer_json_is_one_clear_error(family, edit, message):
     damaged = json.dumps(edit(json.loads(translator.tokenizer.to_json())))
     with pytest.raises(TokenizerError, match=f"^tok.json: .*{message}"):
         HubTokenizer.from_json(damaged, "tok.json")
+
+
+@pytest.mark.parametrize("family", ["nllb"], indirect=True)
+def test_an_imported_many_to_many_model_fine_tunes_with_its_tokenizer_and_languages(family, tmp_path):
+    from tests.marian_fixtures import FR
+    from transformer.runs import read_metrics
+    from transformer.training import cli as train
+
+    translator = family[2]
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"{en}\t{fr}\n" for en, fr in list(zip(EN, FR)) * 3), encoding="utf-8")
+    run = tmp_path / "run"
+    assert train.main(["--out", str(run), "--init-from", str(translator.checkpoint.path), "--corpus", "tsv",
+                       "--path", str(corpus), "--max-steps", "4", "--lr", "3e-3", "--warmup-steps", "1",
+                       "--max-tokens", "4000", "--log-every", "1", "--eval-every", "100", "--save-every", "100",
+                       "--eval-sentences", "2", "--threads", "1"]) == 0
+    losses = [r["train_loss"] for r in read_metrics(run / "metrics.jsonl") if "train_loss" in r]
+    assert len(losses) == 4 and all(loss == loss for loss in losses)  # finite: not NaN
+    tuned = load_checkpoint(run / "checkpoints" / "latest")
+    assert tuned.tokenizer.to_json() == translator.tokenizer.to_json()  # its pieces, specials and languages
+    assert tuned.config == translator.model.config and tuned.metadata["languages"] == {"src": "eng_Latn",
+                                                                                       "tgt": "fra_Latn"}
+    assert Translator(tuned).translate(EN[0], GREEDY).token_ids[0] == translator.specials.forced[0]

@@ -301,3 +301,22 @@ def test_the_fairseq_layouts_round_trip_with_one_token_table_and_a_position_tabl
     src, tgt = torch.tensor([[5, 9, 3, 7, 2]]), torch.tensor([[2, 4, 8, 6]])
     with torch.inference_mode():
         assert torch.equal(loaded(src, tgt).logits, model(src, tgt).logits)
+
+
+def test_from_weights_holds_the_given_tensors_and_names_what_is_missing():
+    """load_checkpoint builds on the meta device and keeps the file's tensors: the weights are held once."""
+    from transformer.model.checkpoint import unique_state_dict
+
+    for options in ({}, OPTIONS["bart-like"], OPTIONS["m2m100-like"]):
+        model = randomized(tiny_config(**options), seed=6)
+        weights = {k: v.clone() for k, v in unique_state_dict(model).items()}
+        built = Transformer.from_weights(model.config, weights)
+        held = {t.data_ptr() for t in weights.values()}
+        assert all(p.data_ptr() in held for p in built.parameters())
+        assert built.generator.weight is built.tgt_embed.tokens.weight or not model.config.tie_output
+        src, tgt = torch.tensor([[5, 9, 3, 7, 2]]), torch.tensor([[2, 4, 8, 6]])
+        with torch.inference_mode():
+            assert torch.equal(built.eval()(src, tgt).logits, model(src, tgt).logits)
+    del weights["encoder_layers.0.feed_forward.w_1.weight"]
+    with pytest.raises(ValueError, match="no weights for encoder_layers.0.feed_forward.w_1.weight"):
+        Transformer.from_weights(model.config, weights)

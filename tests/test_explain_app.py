@@ -9,15 +9,19 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from tests.chart_reading import Drawn, chart, charts
 from tests.conftest import SPECIALS
-from tests.test_app import APP, altair_views, curve_panels, curve_points, figures_of, plotly_array
+from tests.test_app import APP, altair_views, curve_panels, curve_points
+from transformer.charts import theme
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
-from transformer.explain import FAMILIES, Intervention, cell_arithmetic, intervened_translator
+from transformer.explain import FAMILIES, STATISTICS, Intervention, cell_arithmetic, intervened_translator
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
+from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
+from ui.shared.attention.families import FAMILIES as PAGE_FAMILIES
 from ui.shared.charts import training_curves
 
 PAGE = "pages/6_Explain_heads.py"
@@ -60,6 +64,23 @@ def translator_of(checkpoints, name="tiny"):
     return Translator(load_checkpoint(checkpoints / name))
 
 
+def values(drawn: Drawn, rows: str = "row", cols: str = "col") -> np.ndarray:
+    """A heatmap's numbers back as a matrix (its rect marks' data: one row per cell)."""
+    data = drawn.data("rect")
+    return data.pivot(index=rows, columns=cols, values="value").to_numpy(dtype=np.float64)
+
+
+def colour_scale(drawn: Drawn) -> dict:
+    """The colour scale of a heatmap's coloured cells."""
+    return next(v for v in drawn.views() if "color" in v["encoding"])["encoding"]["color"]["scale"]
+
+
+def titles(at) -> list[str]:
+    """The titles of the page's charts, in page order (Streamlit names a chart's element only when it takes
+    clicks, so the page's charts are told apart by their titles)."""
+    return [c.title for c in charts(at)]
+
+
 def test_switching_heads_off_redecodes_and_marks_the_changes(at, checkpoints):
     open_view(at, "ablate")
     assert at.info and "No head is off" in at.info[0].value
@@ -70,7 +91,8 @@ def test_switching_heads_off_redecodes_and_marks_the_changes(at, checkpoints):
     expected = intervened_translator(translator, Intervention(frozenset(off))).translate(SENTENCE)
     assert any("With 3 heads off" in m.value for m in at.markdown)
     assert float(at.metric[1].value) == pytest.approx(expected.score, abs=1e-3)
-    assert len(figures_of(at)) == 2  # the trained model's map and the ablated one
+    base, off_map = titles(at)  # the trained model's map and the ablated one, at the newest head switched off
+    assert base.startswith("trained model · ") and off_map.startswith("heads off · ")
     at.button(key="ex_off_all_dec_self").click().run()
     assert len(at.session_state["ex_off"]) == 3 + 8
 
@@ -78,10 +100,12 @@ def test_switching_heads_off_redecodes_and_marks_the_changes(at, checkpoints):
 def test_a_picked_cell_opens_its_arithmetic_for_every_family(at, checkpoints):
     open_view(at, "cell")
     assert "Click a cell" in at.info[0].value
-    fig = figures_of(at)[0]
-    markers = fig["data"][1]
-    assert markers["type"] == "scatter" and fig["layout"]["clickmode"] == "event+select"
-    assert markers["customdata"][:2] == [[0, 0], [0, 1]]
+    drawn = chart(at, "ex_cell_map")
+    assert drawn.selections()[head_maps.CELL] == {"type": "point", "fields": ["row", "col"], "on": "click",
+                                                 "toggle": False}  # a click selects one cell
+    assert drawn.data("rect")[["row", "col"]].head(2).values.tolist() == [[0, 0], [0, 1]]
+    assert head_maps.picked_cell({"row": 1, "col": 0}) == (1, 0)  # what the click reports, read back
+    assert head_maps.picked_cell(None) is None and head_maps.picked_cell({"layer": 1}) is None
     translation = at.session_state["ex_result"]
     model = translator_of(checkpoints).model
     for family in FAMILIES:
@@ -94,7 +118,9 @@ def test_a_picked_cell_opens_its_arithmetic_for_every_family(at, checkpoints):
         assert float(at.metric[1].value) == pytest.approx(float(cell.weights[0]), abs=1e-4)
         assert float(at.metric[2].value) == pytest.approx(float(cell.model_weights[0]), abs=1e-4)
         assert len(at.dataframe[0].value) == cell.k.size(0) and not at.warning
-        assert figures_of(at)[0]["layout"]["shapes"]  # the picked cell is outlined
+        outlined = chart(at, "ex_cell_map").view("rect", 2)  # the picked cell is outlined
+        assert outlined["mark"]["stroke"] == theme.PICKED and outlined["mark"]["filled"] is False
+        assert chart(at, "ex_cell_map").data("rect", 2)[["row", "col"]].values.tolist() == [[1, 0]]
 
 
 def test_what_if_switches_compare_with_the_trained_model(at):
@@ -106,7 +132,7 @@ def test_what_if_switches_compare_with_the_trained_model(at):
     at.toggle(key="ex_nocausal").set_value(True).run()
     at.radio(key="ex_wi_family").set_value("dec_self").run()
     assert not at.exception, at.exception
-    base, lifted = (plotly_array(f["data"][0]["z"]) for f in figures_of(at))
+    base, lifted = (values(drawn) for drawn in charts(at))  # the trained model's map, the changed one
     upper = np.triu(np.ones(base.shape, dtype=bool), 1)
     assert base[upper].sum() == 0 and lifted[upper].sum() > 0
     at.select_slider(key="ex_temp").set_value(4.0).run()
@@ -120,8 +146,8 @@ def test_greedy_beam_and_reference_side_by_side(at, checkpoints):
     table = at.dataframe[0].value
     assert list(table["output"])[:2] == ["greedy", "beam 4"] and len(table) == 4  # the reference was found
     assert at.text_input(key="ex_ref").value == reference
-    diff = figures_of(at)[-1]["data"][0]
-    assert diff["zmid"] == 0 and (diff["zmin"], diff["zmax"]) == (-1, 1)
+    scale = colour_scale(charts(at)[-1])  # the difference map
+    assert scale["domainMid"] == 0 and scale["domain"] == [-1, 1] and scale["scheme"] == theme.DIVERGING
 
 
 def test_greedy_beam_and_reference_view_reads_every_output_with_the_chosen_lens(at, checkpoints):
@@ -137,30 +163,32 @@ def test_greedy_beam_and_reference_view_reads_every_output_with_the_chosen_lens(
     at.selectbox(key="ex_search_lens").set_value("alti").run()
     assert not at.exception and at.query_params["lens"] == "alti"
     assert at.selectbox(key="ex_search_head").options == ["mean of heads"]  # one ALTI+ map per layer
-    fig = figures_of(at)[-1]
-    assert "ALTI+" in fig["layout"]["title"]["text"]
+    drawn = charts(at)[-1]
+    assert "ALTI+" in drawn.title
     path = at.session_state["model_path"]
     translator = _load(path, checkpoint_stamp(path))
     greedy = translator.translate(source)
     maps = [lens_maps(translator.model, greedy.source_ids, ids, "alti", specials=SPECIALS).cross[0][0]  # (T, S)
             for ids in (greedy.token_ids, reference_ids(translator, reference))]
     rows, cols = min(m.shape[0] for m in maps), min(m.shape[1] for m in maps)
-    assert np.allclose(plotly_array(fig["data"][0]["z"]), (maps[0][:rows, :cols] - maps[1][:rows, :cols]).numpy(),
-                       atol=1e-5)
+    assert np.allclose(values(drawn), (maps[0][:rows, :cols] - maps[1][:rows, :cols]).numpy(), atol=1e-5)
 
 
 def test_head_statistics_map_and_roles(at):
     open_view(at, "stats")
-    fig = figures_of(at)[0]
-    values = plotly_array(fig["data"][0]["z"])
-    assert values.shape == (2, 4) and fig["data"][1]["hovertemplate"] == "%{text}<extra></extra>"
+    (drawn,) = charts(at)
+    assert values(drawn, "layer", "head").shape == (2, 4)
+    tooltip = [t["title"] for t in drawn.view("rect", 1)["encoding"]["tooltip"]]
+    statistic = STATISTICS[at.session_state["ex_stats_name"]]
+    assert tooltip[:3] == ["head", statistic, "role"] and "reads as" in tooltip  # the hover: every number
+    assert drawn.data("rect")["summary"][0].startswith(f"layer 0, head 0: {statistic} ")
     at.radio(key="ex_stats_family").set_value("cross").run()
     assert not at.exception
     at.session_state["ex_stats_name"] = "diagonal"
     at.run()
-    fig = figures_of(at)[0]
-    assert "weight near the diagonal" in fig["layout"]["title"]["text"]
-    assert ((plotly_array(fig["data"][0]["z"]) >= 0) & (plotly_array(fig["data"][0]["z"]) <= 1)).all()
+    (drawn,) = charts(at)
+    assert "weight near the diagonal" in drawn.title
+    assert ((values(drawn, "layer", "head") >= 0) & (values(drawn, "layer", "head") <= 1)).all()
 
 
 def test_head_importance_runs_in_the_background_and_opens_the_ablation(at, checkpoints):
@@ -173,8 +201,11 @@ def test_head_importance_runs_in_the_background_and_opens_the_ablation(at, check
     assert job.result is not None, job.error
     at.run()
     assert not at.exception, at.exception
-    maps = figures_of(at)
-    assert len(maps) == 3 and plotly_array(maps[2]["data"][0]["z"]).shape == (2, 4)
+    assert [c.key for c in charts(at)] == [f"ex_imp_map_{family}" for family in PAGE_FAMILIES]  # they take clicks
+    drawn = chart(at, "ex_imp_map_cross")
+    assert values(drawn, "layer", "head").shape == (2, 4)
+    assert drawn.selections()[head_maps.HEAD]["fields"] == ["layer", "head"]  # a click opens the head
+    assert head_maps.picked_head({"layer": 1, "head": 3}) == (1, 3) and head_maps.picked_head({}) is None
     top_head = job.result.ranked()[0][0]
     at.button(key="ex_imp_off_0").click().run()
     assert at.session_state["ex_view"] == "ablate" and at.session_state["ex_off"] == [top_head]
@@ -199,24 +230,27 @@ def test_attention_across_training_with_curves_and_animation(at, tmp_path):
         append_metrics(run.metrics, {"step": step, "train_loss": 3.0 - step / 200, "dev_loss": 3.0, "dev_bleu": 1.0})
     write_status(run, "finished", step=300, max_steps=300)
     open_view(at, "training")
-    (heat,) = figures_of(at)  # the animation is built only once its expander opens
+    assert len(charts(at)) == 2  # the map and the curves; the snapshots only once their expander opens
     at.session_state["ex_tr_animation_open"] = True
     at.run()
-    heat, animation = figures_of(at)
-    assert plotly_array(heat["data"][0]["z"]).shape == (3, 3)
-    (view,) = altair_views(at)  # the Train page's linked view, with a cursor at the snapshot
+    heat, _, animation = charts(at)
+    assert values(heat).shape == (3, 3)
+    view = altair_views(at)[1]  # the Train page's linked view, with a cursor at the snapshot
     assert curve_panels(view) == ["loss", "dev BLEU / chrF"]  # no learning rate in these records
     assert curve_points(view, "dev_bleu") == [(100, 1.0), (200, 1.0), (300, 1.0)]
     assert cursor_step(view) == 300  # the newest snapshot
-    assert [f["name"] for f in animation["frames"]] == ["100", "200", "300"]
+    assert sorted(set(animation.data("rect")["step"])) == [100, 200, 300]  # every snapshot, scrubbed in the browser
+    (slider,) = [p for p in animation.params() if "bind" in p]
+    assert (slider["bind"]["min"], slider["bind"]["max"], slider["bind"]["step"], slider["value"]) == (100, 300, 100,
+                                                                                                      300)
     at.select_slider(key="ex_tr_step_3").set_value(200).run()
-    assert cursor_step(altair_views(at)[0]) == 200
+    assert cursor_step(altair_views(at)[1]) == 200
 
 
 def test_compare_two_models_and_download_the_report(at):
     open_view(at, "compare")
     at.radio(key="ex_cmp_family").set_value("enc_self").run()  # both cut the sentence the same way
-    assert len(figures_of(at)) == 3  # this model, the other, their difference
+    assert titles(at) == ["this model", "the other model", "this model − the other"]  # and their difference
     at.radio(key="ex_view").set_value("report").run()
     assert not at.exception
     assert at.get("download_button")
@@ -227,9 +261,14 @@ def test_the_report_is_one_html_file_with_every_map(checkpoints):
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE, attention=True)
     html = sentence_report(translation, model="tiny")
-    assert html.startswith("<!DOCTYPE html>") and "Plotly" in html and "https://" not in html.split("<script>")[0]
-    assert html.count('class="map"') == 3 * 2 * 4  # every family, layer and head
+    assert html.startswith("<!DOCTYPE html>") and "https://" not in html  # nothing fetched: it works offline
+    assert "plotly" not in html.lower() and "vega" not in html.lower()  # static SVG charts: no chart library
+    assert html.count('class="map"') == html.count('<svg xmlns="http://www.w3.org/2000/svg"') == 3 * 2 * 4
     assert translation.text.split()[0] in html
+    weight = float(translation.attention.cross[1][2, 0, 3])  # layer 1, head 2, query 0, key 3: in its cell's hover
+    cross = html[html.index(f"<h2>{PAGE_FAMILIES['cross']}</h2>"):]
+    maps = cross.split('class="map"')[1:]
+    assert "source key: 3; target query: 0; value: " in maps[4 + 2] and f"weight: {weight:.3f}" in maps[4 + 2]
 
 
 def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
@@ -245,7 +284,7 @@ def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
                          specials=SPECIALS).cross[1]
     assert torch.allclose(maps["alti"].cross[1], expected)
     sections = "".join(lens_sections(translation, maps))
-    assert sections.count('class="map"') == 2 * 2  # two lenses, two layers each
+    assert sections.count('class="map"') == sections.count("<svg") == 2 * 2  # two lenses, two layers each
     assert "ALTI+ (Ferrando)" in sections and "norm-weighted (Kobayashi)" in sections
     html = sentence_report(translation, model="tiny", extra=lens_sections(translation, maps))
     assert html.count('class="map"') == 3 * 2 * 4 + 4

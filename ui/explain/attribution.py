@@ -145,8 +145,8 @@ def attribution_view(translator: Translator, text: str, translation: Translation
               help="The completeness gap: integrated gradients' attributions should sum to f(input) − f(baseline) "
                    "(Sundararajan et al., 2017); the gap shrinks with more steps.")
     st.caption(plain(figs.completeness_line(result)))
-    chart(st, figs.attribution_bars(result, title=figs.attribution_title(token, foil_piece)), key="ex_attr_bars",
-          filename=f"attribution-{position}", theme=None)
+    chart(st, figs.attribution_bars(result, title=figs.attribution_title(token, foil_piece),
+                                    sizes=class_mode.sizes()), key="ex_attr_bars", filename=f"attribution-{position}")
     special = ", ".join(f"{METHODS[m]} {s.special:+.3f}" for m, s in result.methods.items() if m != "occlusion")
     st.caption("Red raises f, blue lowers it (saliency is a norm: never negative). Occlusion replaces every piece of "
                "one word by <unk> and measures the drop of f; the gradient methods read the model at this input only. "
@@ -163,8 +163,8 @@ def lens_view(translator: Translator, text: str, translation: Translation, setti
     request = (str(translator.checkpoint.path), tuple(translation.source_ids), tuple(translation.token_ids))
     lens = _memo("ex_lens", request, lambda: logit_lens(translator.model, translation.source_ids,
                                                          translation.token_ids, k=5, specials=translator.specials))
-    chart(st, figs.lens_table(lens, translation.target_pieces, lambda t: _piece(translator, t)), key="ex_lens_table",
-          filename="logit-lens", theme=None)
+    chart(st, figs.lens_table(lens, translation.target_pieces, lambda t: _piece(translator, t),
+                              sizes=class_mode.sizes()), key="ex_lens_table", filename="logit-lens")
     st.caption("Column “embeddings” reads the decoder's input itself: with tied embeddings it mostly shows the token "
                "fed at that step (the one before the emitted one). Hover a cell for the top 5 and the emitted token's "
                "rank.")
@@ -258,14 +258,12 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     m1.metric("clean run", f"{result.clean_log_prob:.3f}")
     m2.metric("counterfactual run", f"{result.counterfactual_log_prob:.3f}")
     m3.metric("difference to restore", f"{result.difference:+.3f}")
-    residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces, *pieces)
-    if class_mode.is_on():  # the measure under each title at the projector's label size (plotly's is 0.7 title's)
-        for fig in (residual, *heads):
-            fig.update_layout(title_subtitle_font_size=class_mode.LABEL_PX)
-    chart(st, residual, key="ex_patch_residual", filename="patching-residual", theme=None)
-    columns, width = class_mode.map_columns(len(heads))
-    for column, fig, family in zip(columns, heads, result.heads):
-        chart(column, fig, key=f"ex_patch_{family}", filename=f"patching-{family}", theme=None, share=width)
+    columns, width = class_mode.map_columns(len(result.heads))
+    residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces, *pieces,
+                                             sizes=class_mode.sizes(), head_sizes=class_mode.sizes(width))
+    chart(st, residual, key="ex_patch_residual", filename="patching-residual")
+    for column, drawn, family in zip(columns, heads, result.heads):
+        chart(column, drawn, key=f"ex_patch_{family}", filename=f"patching-{family}")
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "
                "embedding plus position; the last row: the encoder's output). A head's cell copies its output before "
                f"W^O at every query position. Red raises {measure} towards the clean run.")

@@ -1,31 +1,32 @@
-"""Plotly figures and HTML report sections of the attribution views: every method's scores of one output token
-as bars, the logit lens as a positions x layers table of top tokens, DecoderLens's translation per encoder layer,
-and the activation-patching maps. Pure functions of `transformer.explain` results and labels, no streamlit: kept
-apart from `ui.explain.attribution`, which draws them on the page, so that tests read each figure's JSON alone.
+"""Altair charts and HTML report sections of the attribution views: every method's scores of one output token as
+bars, the logit lens as a positions x layers table of top tokens, DecoderLens's translation per encoder layer, and
+the activation-patching maps. Pure functions of `transformer.explain` results and labels, no streamlit: kept apart
+from `ui.explain.attribution`, which draws them on the page, so that tests read each chart's spec alone.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import altair as alt
 import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.subplots import make_subplots
+import pandas as pd
 
-from transformer.bidi import isolate
+from transformer.bidi import isolate, piece_labels
+from transformer.charts import theme
+from transformer.charts.heatmap import CHAR_WIDTH, WEIGHTS, column_angle, diverging, heatmap, label_array, message
+from transformer.charts.theme import NORMAL, Sizes
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
-from transformer.labels import HOVER_CHARS
-from ui.explain.head_maps import DIVERGING
-from ui.shared.heatmaps import escape, label_text, label_texts, short
+from transformer.labels import HOVER_CHARS, shorten
+from ui.explain.report_svg import MAP_WIDTH, SMALL, figure, figures
 
-POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # red: raises f, blue: lowers it (as DIVERGING)
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
 AXIS_TITLES = {"saliency": "gradient norm", "occlusion": "drop of f"}  # the others: contribution to f
 MIN_SCALE = 0.05  # Δ log p: the smallest end of a patching map's colour scale (the cells print two decimals)
+EMPTY_PREFIX = ("target prefix", "(empty: read only <s>)")  # two short lines: the panel is narrow
 
 
 def question(token: str, foil: str | None) -> str:
@@ -33,9 +34,14 @@ def question(token: str, foil: str | None) -> str:
     return f"log p({token})" + ("" if foil is None else f" − log p({foil})")
 
 
+def _label(piece: str) -> str:
+    """A piece as a chart draws it inside a line: right-to-left marked (`piece_labels`) and isolated."""
+    return isolate(piece_labels([piece])[0])
+
+
 def _question_label(token: str, foil: str | None) -> str:
-    """question() of two pieces as plotly draws it: escaped, a right-to-left piece isolated in the line."""
-    return question(*(None if p is None else isolate(label_text(p)) for p in (token, foil)))
+    """question() of two pieces as a chart's title draws it."""
+    return question(*(None if p is None else _label(p) for p in (token, foil)))
 
 
 def attribution_title(token: str, foil: str | None) -> str:
@@ -53,125 +59,148 @@ def completeness_line(attribution: TokenAttribution) -> str:
             f"({100 * check.relative_gap:.2f}%, {check.steps} steps)")
 
 
-def attribution_bars(attribution: TokenAttribution, *, title: str = "") -> go.Figure:
-    """One row of bars per method: the source words on the left, the words of the target prefix on the right.
-    Each method has its own scale (a gradient norm and a log-probability drop are different units)."""
+def _bars(words: Sequence[str], values: Sequence[float], *, method: str, title: str | Sequence[str], x_title: str,
+          y_title: str | None, width: float, sizes: Sizes) -> alt.Chart:
+    """One panel of bars: a bar per word, red where it raises f, blue where it lowers it."""
+    shown = piece_labels(words)
+    scores = np.asarray(values, dtype=np.float64)
+    names = [shorten(w, HOVER_CHARS) for w in shown]
+    data = pd.DataFrame({"index": range(len(scores)), "value": scores, "word": names,
+                         "summary": [f"{w}: {v:+.4f}" for w, v in zip(names, scores)]})
+    longest = max((len(shorten(w)) for w in shown), default=1)
+    angle = column_angle(len(shown), longest, sizes, width)
+    x = alt.X("index:O", title=x_title, scale=alt.Scale(domain=list(range(len(shown)))), axis=alt.Axis(
+        labelExpr=label_array(shown), labelAngle=angle, labelAlign="right" if angle else "center",
+        labelBaseline="middle" if angle else "top"))
+    y = alt.Y("value:Q", title=y_title, axis=alt.Axis(format="~g") if y_title is not None else None)
+    colour = alt.condition("datum.value >= 0", alt.value(theme.POSITIVE), alt.value(theme.NEGATIVE))
+    return alt.Chart(data, title=alt.Title(list(title) if not isinstance(title, str) else title,
+                                           fontSize=sizes.label)).mark_bar().encode(
+        x=x, y=y, color=colour, description="summary:N",
+        tooltip=[alt.Tooltip("word:N", title=x_title), alt.Tooltip("value:Q", title=METHODS[method], format=".4f")]
+    ).properties(width=width, height=max(140, 9 * sizes.label))
+
+
+def attribution_bars(attribution: TokenAttribution, *, title: str = "", sizes: Sizes = NORMAL
+                     ) -> alt.TopLevelMixin:
+    """One row of bars per method: the source words on the left, the words of the target prefix on the right, on
+    the row's one scale. Each method has its own scale (a gradient norm and a log-probability drop are different
+    units)."""
     methods = list(attribution.methods)
-    prefix_title = ("target prefix" if attribution.prefix_words else  # two short lines: the column is narrow
-                    "target prefix<br>(empty: read only &lt;s&gt;)")
+    if not methods:
+        return message("No attribution method ran.", title=title, sizes=sizes)
     n_src = max(len(attribution.source_words), 1)
     n_tgt = max(len(attribution.prefix_words), 0.4 * n_src, 3)  # room for the title above a short prefix
-    fig = make_subplots(rows=len(methods), cols=2, shared_yaxes=True, horizontal_spacing=0.03,
-                        vertical_spacing=0.5 / max(len(methods), 1) if len(methods) > 1 else 0.0,
-                        column_widths=[n_src / (n_src + n_tgt), n_tgt / (n_src + n_tgt)],
-                        subplot_titles=[t for m in methods for t in (f"{METHODS[m]}: source words", prefix_title)])
-    src_labels, tgt_labels = label_texts(attribution.source_words), label_texts(attribution.prefix_words)
-    for row, method in enumerate(methods, start=1):
+    room = sizes.page - 10 * sizes.label - 40  # beside the y axis's numbers and title, and the gap
+    widths = room * n_src / (n_src + n_tgt), room * n_tgt / (n_src + n_tgt)
+    prefix_title = "target prefix" if attribution.prefix_words else EMPTY_PREFIX
+    rows = []
+    for method in methods:
         scores = attribution.methods[method]
-        for col, (labels, values) in enumerate(((src_labels, scores.source), (tgt_labels, scores.prefix)), start=1):
-            fig.add_trace(go.Bar(
-                x=list(range(len(values))), y=list(values), customdata=labels, showlegend=False,
-                marker_color=[POSITIVE if v >= 0 else NEGATIVE for v in values],
-                hovertemplate=f"{escape(METHODS[method])}<br>%{{customdata}}: %{{y:.4f}}<extra></extra>"),
-                row=row, col=col)
-            fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=[short(t) for t in labels],
-                             tickangle=-60, tickfont=dict(size=10 if len(labels) < 25 else 8), row=row, col=col,
-                             title=dict(text="source word" if col == 1 else "target word", standoff=4))
-        fig.update_yaxes(title=dict(text=AXIS_TITLES.get(method, "contribution to f"), standoff=4), row=row, col=1)
-    fig.update_layout(title=title or None, height=140 + 230 * len(methods),
-                      margin=dict(l=50, r=10, t=70 + (0 if attribution.prefix_words else 20), b=80),
-                      bargap=0.25)
-    return fig
+        source = _bars(attribution.source_words, scores.source, method=method,
+                       title=f"{METHODS[method]}: source words", x_title="source word",
+                       y_title=AXIS_TITLES.get(method, "contribution to f"), width=widths[0], sizes=sizes)
+        prefix = _bars(attribution.prefix_words, scores.prefix, method=method, title=prefix_title,
+                       x_title="target word", y_title=None, width=widths[1], sizes=sizes)
+        rows.append(alt.hconcat(source, prefix, spacing=sizes.label).resolve_scale(y="shared"))
+    chart = alt.vconcat(*rows, spacing=2 * sizes.label, title=title or alt.Undefined)
+    return theme.sized(chart, sizes)
 
 
-def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of, *, title: str = "") -> go.Figure:
+def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of: Callable[[int], str], *, title: str = "",
+               sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """The logit lens as a table: a row per output position (the query that emits output_pieces[t]), a column
-    per layer; each cell holds that layer's top token, coloured by its probability, with the top k in the hover.
-    piece_of(token id) -> its piece."""
-    probs = np.array([[cell.probs[0] for cell in row] for row in lens.cells]).T  # (T, L + 1)
-    text = [[short(label_text(piece_of(cell.tokens[0]))) for cell in row] for row in lens.cells]
-    text = [list(col) for col in zip(*text)]  # (T, L + 1)
-    outputs = [short(t, HOVER_CHARS) for t in label_texts(output_pieces)]  # (T,) in each cell's hover
-    hover = [[f"{lens.layers[layer]}, emits {outputs[t]}<br>" + "<br>".join(
-        f"{short(label_text(piece_of(tok)), HOVER_CHARS)}: {p:.3f}" for tok, p in zip(cell.tokens, cell.probs))
-        + f"<br>the emitted token: p {cell.output_prob:.3f}, rank {cell.output_rank}"
-        for layer, cell in enumerate(column)] for t, column in enumerate(zip(*lens.cells))]
-    ticks = [short(t) for t in outputs]
-    bold = [[f"<b>{tx}</b>" if lens.cells[layer][t].output_rank == 0 else tx for layer, tx in enumerate(row)]
-            for t, row in enumerate(text)]
-    fig = go.Figure(go.Heatmap(
-        z=probs, x=list(range(len(lens.layers))), y=list(range(len(outputs))), text=bold, texttemplate="%{text}",
-        customdata=hover, hovertemplate="%{customdata}<extra></extra>", zmin=0, zmax=1, colorscale="Blues",
-        xgap=2, ygap=1, colorbar=dict(title="p(top)", thickness=12), textfont=dict(size=11)))
-    fig.update_layout(
-        title=title or None, height=110 + 24 * len(outputs), margin=dict(l=30 + 7 * max(map(len, ticks), default=4),
-                                                                          r=10, t=60 if title else 30, b=10),
-        xaxis=dict(tickmode="array", tickvals=list(range(len(lens.layers))), ticktext=list(lens.layers), side="top"),
-        yaxis=dict(tickmode="array", tickvals=list(range(len(outputs))), ticktext=ticks, autorange="reversed"))
-    return fig
+    per layer; each cell holds that layer's top token (bold where it is the token the model emitted), coloured by
+    its probability, with the top k in the tooltip. piece_of(token id) -> its piece."""
+    n_cols, n_rows = len(lens.cells), len(output_pieces)
+    if n_cols == 0 or n_rows == 0:
+        return message("Nothing to show: no output tokens.", title=title, sizes=sizes)
+    outputs = piece_labels(output_pieces)
+    k = max(len(cell.tokens) for column in lens.cells for cell in column)
+    records = []
+    for layer, column in enumerate(lens.cells):
+        for t, cell in enumerate(column):
+            tops = [f"{shorten(piece_labels([piece_of(tok)])[0], HOVER_CHARS)}: {p:.3f}"
+                    for tok, p in zip(cell.tokens, cell.probs)]
+            records.append({"row": t, "col": layer, "value": float(cell.probs[0]),
+                            "text": shorten(piece_labels([piece_of(cell.tokens[0])])[0]),
+                            "emitted": cell.output_rank == 0, "layer": lens.layers[layer],
+                            "output": shorten(outputs[t], HOVER_CHARS),
+                            "output_line": f"p {cell.output_prob:.3f}, rank {cell.output_rank}",
+                            "summary": f"{lens.layers[layer]}, emits {shorten(outputs[t], HOVER_CHARS)}: "
+                                       + ", ".join(tops) + f"; the emitted token: p {cell.output_prob:.3f}, rank "
+                                       f"{cell.output_rank}",
+                            **{f"top_{i}": tops[i] if i < len(tops) else "" for i in range(k)}})
+    data = pd.DataFrame(records)
+    x = alt.X("col:O", title=None, scale=alt.Scale(domain=list(range(n_cols))),
+              axis=alt.Axis(orient="top", labelExpr=label_array(lens.layers), labelAngle=0))
+    y = alt.Y("row:O", title="emits", scale=alt.Scale(domain=list(range(n_rows))),
+              axis=alt.Axis(labelExpr=label_array(outputs)))
+    tooltip = [alt.Tooltip("layer:N", title="read after"), alt.Tooltip("output:N", title="emits"),
+               *[alt.Tooltip(f"top_{i}:N", title=f"top {i + 1}") for i in range(k)],
+               alt.Tooltip("output_line:N", title="the emitted token")]
+    base = alt.Chart(data).encode(x=x, y=y)
+    rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=WEIGHTS.encoding(),
+                                                   legend=alt.Legend(title="p(top)")), tooltip=tooltip,
+                                     description="summary:N")
+    px = sizes.cell
+    fits = alt.condition(f"bandwidth('x') >= {CHAR_WIDTH * px:.2f} * length(datum.text) + 4", alt.value(1),
+                         alt.value(0))
+    ink = alt.condition("datum.value > 0.6", alt.value("white"), alt.value(theme.TEXT))
+    texts = [base.mark_text(fontSize=px, fontWeight=weight).encode(text="text:N", color=ink, opacity=fits)
+             .transform_filter("datum.emitted" if weight == "bold" else "!datum.emitted")
+             for weight in ("bold", "normal")]
+    chart = alt.layer(rect, *texts, title=title or alt.Undefined).properties(width="container",
+                                                                             height={"step": sizes.row + 2})
+    return theme.sized(chart, sizes)
 
 
 def patching_map(values: Sequence[Sequence[float]], row_labels: Sequence[str], col_labels: Sequence[str], *,
-                 title: str, scale: float, measure: str = "", unit: str = "Δ log p") -> go.Figure:
+                 title: str, scale: float, measure: str | Sequence[str] = "", unit: str = "Δ log p",
+                 row_title: str = "", col_title: str = "", sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """Effects (rows x columns) on a diverging scale centred at 0 and running to ±scale (e.g. the full
     clean-minus-counterfactual difference, so that a cell at the end of the scale restores all of it), never to
     less than ±MIN_SCALE: differences of rounding noise stay near white instead of filling the scale. measure: what
-    changes, with its words (`question`), on a second line of the title and in the hover; unit: the colour bar's."""
+    changes, with its words (`question`), under the title (lines: a list); unit: the colour legend's. Each cell
+    prints its effect where it fits (up to 16 columns)."""
     z = np.asarray(values, dtype=np.float64)
     top = max(float(scale), float(np.abs(z).max(initial=0.0)), MIN_SCALE)
-    text = [[f"{v:+.2f}" for v in row] for row in z]
-    rotated = z.shape[1] > 8
-    rows, cols = [short(t) for t in row_labels], [short(t) for t in col_labels]  # the axes'; hovers: up to HOVER_CHARS
-    longest = max((len(c) for c in cols), default=1)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(z.shape[1])), y=list(range(z.shape[0])), zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING,
-        text=text, texttemplate="%{text}" if z.shape[1] <= 16 else None, xgap=1, ygap=1,
-        customdata=[[f"{short(row_labels[r], HOVER_CHARS)} · {short(col_labels[c], HOVER_CHARS)}"
-                     for c in range(z.shape[1])] for r in range(z.shape[0])],
-        hovertemplate=f"%{{customdata}}<br>Δ {measure or 'log p'}: %{{z:+.4f}}<extra></extra>",
-        colorbar=dict(title=unit, thickness=12)))
-    lines = 20 * (1 + measure.count("<br>")) if measure else 0  # px of the subtitle
-    fig.update_layout(
-        title=dict(text=title, y=1, yanchor="top", pad=dict(t=8),
-                   subtitle=dict(text=f"Δ {measure}" if measure else None)),  # in the page's font size
-        height=150 + 40 * z.shape[0] + 6 * longest + lines,
-        margin=dict(l=20 + 7 * max(map(len, rows), default=4),
-                    r=10, t=50 + (8 * longest if rotated else 20) + lines, b=10),
-        xaxis=dict(tickmode="array", tickvals=list(range(z.shape[1])), ticktext=cols, side="top",
-                   tickangle=-60 if rotated else 0),
-        yaxis=dict(tickmode="array", tickvals=list(range(z.shape[0])), ticktext=rows,
-                   autorange="reversed"))
-    return fig
+    lines = [measure] if isinstance(measure, str) else list(measure)
+    subtitle = [f"Δ {lines[0]}", *lines[1:]] if lines and lines[0] else ""
+    texts = np.vectorize(lambda v: f"{v:+.2f}")(z) if z.size and z.shape[1] <= 16 else None
+    return heatmap(z, list(row_labels), list(col_labels), title=title, subtitle=subtitle, row_title=row_title,
+                   col_title=col_title, scale=diverging(top, unit), fmt="+.4f", texts=texts, sizes=sizes)
 
 
 def position_labels(clean_pieces: Sequence[str], other_pieces: Sequence[str]) -> list[str]:
     """Column labels of a patching map: the clean piece, and "clean→other" where the two sources differ."""
-    clean, other = label_texts(clean_pieces), label_texts(other_pieces)
+    clean, other = piece_labels(clean_pieces), piece_labels(other_pieces)
     return [c if a == b else f"{c}→{o}" for a, b, c, o in zip(clean_pieces, other_pieces, clean, other)]
 
 
 def patching_figures(result: PatchingMap, clean_pieces: Sequence[str], other_pieces: Sequence[str],
-                     token: str = "", foil: str | None = None) -> list[go.Figure]:
+                     token: str = "", foil: str | None = None, sizes: Sizes = NORMAL,
+                     head_sizes: Sizes | None = None) -> list[alt.TopLevelMixin]:
     """The residual map (encoder layer x source position) and one layers x heads map per attention family; token
-    and foil: the pieces of the measure (`result.foil`'s), said in each title."""
+    and foil: the pieces of the measure (`result.foil`'s), said under each title. head_sizes: the heads' maps'
+    (they share a row of the page)."""
     scale = abs(result.difference)
-    words = dict(measure=_question_label(token, foil) if token else "",
-                 unit="Δ log p" if foil is None else "Δ log ratio")
-    figs = [patching_map(result.residual, list(result.layers), position_labels(clean_pieces, other_pieces),
-                         title="encoder residual stream at each source position", scale=scale, **words)]
-    words["measure"] = words["measure"].replace(" − ", "<br>− ")  # the heads' maps share a row: two short lines
+    measure = _question_label(token, foil) if token else ""
+    unit = "Δ log p" if foil is None else "Δ log ratio"
+    charts = [patching_map(result.residual, list(result.layers), position_labels(clean_pieces, other_pieces),
+                           title="encoder residual stream at each source position", scale=scale, measure=measure,
+                           unit=unit, row_title="residual stream", col_title="source piece", sizes=sizes)]
+    lines = measure.split(" − ")  # the heads' maps share a row: two short lines
+    lines = [lines[0], *(f"− {line}" for line in lines[1:])]
     for family, rows in result.heads.items():
-        figs.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],
-                                 [f"h{h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",
-                                 scale=scale, **words))
-    return figs
+        charts.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],
+                                   [f"h{h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",
+                                   scale=scale, measure=lines if measure else "", unit=unit,
+                                   sizes=head_sizes or sizes))
+    return charts
 
 
 # ----------------------------------------------------------------------------- the HTML report
-
-
-def _figure(fig: go.Figure) -> str:
-    return f'<div class="map">{pio.to_html(fig, include_plotlyjs=False, full_html=False)}</div>'
 
 
 def _html_question(token: str, foil: str | None) -> str:
@@ -190,10 +219,10 @@ def report_sections(*, attribution: TokenAttribution | None, token: str, foil: s
         out.append(f"<h2>Attribution of output token {attribution.position}: <bdi>{html.escape(token)}</bdi></h2>"
                    f"<p>f = {_html_question(token, foil)} = {attribution.f:.4f}. Integrated gradients: "
                    f"{html.escape(completeness_line(attribution))}</p>"
-                   + _figure(attribution_bars(attribution, title=attribution_title(token, foil))))
+                   + figure(attribution_bars(attribution, title=attribution_title(token, foil))))
     out.append("<h2>Logit lens (decoder)</h2><p class='note'>Each decoder layer's state through the final norm "
                "and the output projection; bold: the token the model emitted.</p>"
-               + _figure(lens_table(lens, output_pieces, piece_of)))
+               + figure(lens_table(lens, output_pieces, piece_of)))
     rows = "".join(f"<tr><td>{html.escape(layer)}</td><td dir='auto'>{html.escape(text)}</td><td>{score:.3f}</td></tr>"
                    for layer, text, score in layer_translations)
     out.append("<h2>DecoderLens (encoder)</h2><p class='note'>The decoder reads each encoder layer's output "
@@ -205,6 +234,6 @@ def report_sections(*, attribution: TokenAttribution | None, token: str, foil: s
                    f"<p>{_html_question(patched_token, patched_foil)}: clean {patching.clean_log_prob:.3f}, "
                    f"counterfactual {patching.counterfactual_log_prob:.3f}. Each cell: the change when that "
                    "activation is copied from the clean run into the counterfactual one.</p>"
-                   + "".join(_figure(f) for f in patching_figures(patching, *pair_pieces, patched_token,
-                                                                  patched_foil)))
+                   + "".join(figures([(c, None if i == 0 else MAP_WIDTH) for i, c in enumerate(patching_figures(
+                       patching, *pair_pieces, patched_token, patched_foil, head_sizes=SMALL))])))
     return out

@@ -11,11 +11,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer.charts.heatmap import heatmap
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.data.spec import LOCAL_KINDS
@@ -35,10 +37,9 @@ from transformer.explain.interventions import Head
 from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
 from ui.explain import head_maps, importance_ties
 from ui.explain.one_sentence import NAMES, SHORT, head_name
-from ui.shared import heatmaps
 from ui.shared.attention.families import FAMILIES
 from ui.shared.charts import training_curves
-from ui.shared.charts.show import chart
+from ui.shared.charts.show import chart, selected
 from ui.shared.models.catalog import checkpoint_stamp, no_corpus, runs_dir
 from ui.shared.models.corpus_access import corpus_readable
 from ui.shared.models.loading import decode_turn
@@ -110,15 +111,13 @@ def statistics_view(translator: Translator) -> None:
     statistic = choice_box(c2, "Statistic", usable, key="ex_stats_name", format_func=STATISTICS.get,
                            follow=lambda old, opts: 0)
     labels = head_labels(stats, family)
-    hover = [[f"{SHORT[family]} layer {layer}, head {head}<br><b>{plain_html(lab.describe())}</b><br>" +
-              "<br>".join(f"{STATISTICS[k]}: {v:.2f}" for k, v in lab.numbers.items() if not math.isnan(v))
-              for head, lab in enumerate(row)] for layer, row in enumerate(labels)]
     values = stats.get(family, statistic).numpy()
     bounded = statistic not in ("entropy", "distance")
-    fig = head_maps.heads_map(values, title=f"{FAMILIES[family]}: {STATISTICS[statistic]}", hover=hover,
-                                    labels=[[lab.role for lab in row] for row in labels],
-                                    zmax=1.0 if bounded else None)
-    chart(st, fig, key="ex_stats_map", filename=f"head-statistics-{family}-{statistic}", theme=None)
+    drawn = head_maps.heads_map(values, title=f"{FAMILIES[family]}: {STATISTICS[statistic]}",
+                                hover=statistic_lines(labels), labels=[[lab.role for lab in row] for row in labels],
+                                zmax=1.0 if bounded else None, scale_title=STATISTICS[statistic], select=None,
+                                sizes=class_mode.sizes())
+    chart(st, drawn, key="ex_stats_map", filename=f"head-statistics-{family}-{statistic}")
     st.caption(f"Mean over every query row of {stats.sentences} dev sentences, each target teacher-forced. A bold "
                "line names a role when one statistic is clear-cut (e.g. more than half the weight on the previous "
                "token); hover a head for all its numbers.")
@@ -131,8 +130,10 @@ def statistics_view(translator: Translator) -> None:
                    "of tokens. The numbers still compare heads with one another.")
 
 
-def plain_html(text: str) -> str:
-    return text.replace("<", "&lt;").replace(">", "&gt;")
+def statistic_lines(labels) -> list[list[dict[str, str]]]:
+    """Each head's tooltip lines: what its role says, then every statistic it has (head_labels' (L, H) labels)."""
+    return [[{"reads as": lab.describe(), **{STATISTICS[k]: f"{v:.2f}" for k, v in lab.numbers.items()
+                                             if not math.isnan(v)}} for lab in row] for row in labels]
 
 
 # ----------------------------------------------------------------------------- 2. importance
@@ -202,7 +203,7 @@ def _open_in_ablation(heads: list[Head]) -> None:
 
 
 def _head_clicked(family: str) -> None:
-    cell = head_maps.picked_cell((st.session_state.get(f"ex_imp_map_{family}") or {}).get("selection") or {})
+    cell = head_maps.picked_head(selected(f"ex_imp_map_{family}", head_maps.HEAD))
     if cell is not None:
         _open_in_ablation([*st.session_state.get("ex_off", []), (family, *cell)])
 
@@ -243,11 +244,12 @@ def importance_view(translator: Translator) -> None:
     top = max(float(np.abs(v.numpy()).max()) for v in values.values()) or 1.0
     columns, width = class_mode.map_columns(len(FAMILIES))
     for column, family in zip(columns, FAMILIES):
-        fig = head_maps.heads_map(values[family].numpy(), title=SHORT[family], diverging=True, zmax=top,
-                                        fmt=".3f" if by == "log_likelihood" else ".1f")
-        chart(column, fig, key=f"ex_imp_map_{family}", filename=f"head-importance-{family}", theme=None,
-              share=width,
-              on_select=lambda f=family: _head_clicked(f), selection_mode="points")
+        drawn = head_maps.heads_map(values[family].numpy(), title=SHORT[family], diverging_scale=True, zmax=top,
+                                    fmt=".3f" if by == "log_likelihood" else ".1f",
+                                    scale_title="drop in log-likelihood" if by == "log_likelihood" else "drop in BLEU",
+                                    sizes=class_mode.sizes(width))
+        chart(column, drawn, key=f"ex_imp_map_{family}", filename=f"head-importance-{family}",
+              on_select=partial(_head_clicked, family))
     ranked = result.ranked(by)
     st.markdown("**The most important heads**")
     tied = {i for first, end, _ in result.ties(by) for i in range(first, end)}
@@ -322,18 +324,22 @@ def training_view() -> None:
     st.markdown(f"**Step {step}.** {plain(frame.record.source)} → *{plain(frame.record.translation) or '∅'}*")
     head_text = "mean of heads" if head == -1 else f"head {head}"
     title = f"{FAMILIES[family]}, layer {layer}, {head_text}"
-    chart(st, heatmaps.attention_heatmap(frame.weights.numpy(), rows, cols, title=title, query_name=NAMES[family][0],
-                                        key_name=NAMES[family][1]), key="ex_tr_map", filename=f"{title}-step-{step}",
-          theme=None)
+    chart(st, heatmap(frame.weights.numpy(), rows, cols, title=title, row_title=NAMES[family][0],
+                      col_title=NAMES[family][1], sizes=class_mode.sizes()), key="ex_tr_map",
+          filename=f"{title}-step-{step}")
     st.altair_chart(training_curves.training_curves(read_metrics(run.root), cursor=step), width="content",
                     key="ex_tr_curves")
     st.caption("The red rule is the snapshot above; hover a panel to read every curve at a step.")
-    player = st.expander("Play every snapshot as an animation", key="ex_tr_animation_open", on_change="rerun")
+    player = st.expander("Scrub through every snapshot in the browser", key="ex_tr_animation_open",
+                         on_change="rerun")
     with player:
         if player.open:  # built and drawn only while open
             animation = [(f.step, f.weights.numpy(), *probe_labels(f.record, family)) for f in frames]
             chart(st, head_maps.training_animation(animation, title=title, query_name=NAMES[family][0],
-                                                         key_name=NAMES[family][1]),
-                  key="ex_tr_animation", filename=f"{title}-animation", theme=None)
+                                                   key_name=NAMES[family][1], sizes=class_mode.sizes()),
+                  key="ex_tr_animation", filename=f"{title}-snapshots")
+            st.caption("Every snapshot is in the chart: the slider under it moves through them at once, with no "
+                       "round trip to the server, so a head can be watched forming (the slider above also moves "
+                       "the training curves' cursor).")
     st.caption(f"Run {code(run.name)}: {run.state}, {len(frames)} snapshots, one per evaluation."
                + (" It is still training: Refresh picks up new snapshots." if run.active else ""))

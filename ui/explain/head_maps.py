@@ -1,143 +1,189 @@
-"""Plotly figures of the explain views: heatmaps whose cells take clicks, layers x heads maps, differences of maps,
-and a probe's attention across training as an animation. No streamlit.
-
-Plotly reports no click on a heatmap cell, so `clickable` lays one invisible marker over every cell, carrying
-(row, column) as customdata; `picked_cell` reads Streamlit's selection back (as `figures.model_view_pick` does).
+"""Altair charts of the explain views: an attention map whose cells take clicks, layers x heads maps with a number
+and a role in each cell, differences of two maps, and a probe's attention across training scrubbed in the browser.
+Pure functions of arrays and labels, no streamlit (`ui.shared.charts.show` draws them; clicks come back as the
+selection's fields, which `picked_cell` and `picked_head` read).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
+from functools import reduce
 
+import altair as alt
 import numpy as np
-import plotly.graph_objects as go
+import pandas as pd
 
-from ui.shared.heatmaps import attention_heatmap, escape, label_texts
+from transformer.bidi import piece_labels
+from transformer.charts import theme
+from transformer.charts.heatmap import CHAR_WIDTH, MAX_CELLS, WEIGHTS, Scale, diverging, heatmap, message
+from transformer.charts.theme import NORMAL, Sizes
+from transformer.labels import HOVER_CHARS, shorten
 
-DIVERGING = "RdBu_r"  # red: more in the first map (or the head helps), blue: less
-
-
-def clickable(fig: go.Figure, n_rows: int, n_cols: int, hover: str = "") -> go.Figure:
-    """Overlay one invisible marker per cell of the figure's heatmap, carrying [row, column]; clicks select it."""
-    rows, cols = np.divmod(np.arange(n_rows * n_cols), n_cols)
-    fig.add_trace(go.Scatter(
-        x=cols.tolist(), y=rows.tolist(), mode="markers", customdata=np.stack([rows, cols], 1).tolist(),
-        marker=dict(size=12, opacity=0, color="black"), showlegend=False, hoverinfo="skip" if not hover else None,
-        hovertemplate=hover or None))
-    # hoverdistance -1: the marker nearest the pointer, i.e. the cell under it, takes the hover and the click
-    fig.update_layout(clickmode="event+select", dragmode=False, hovermode="closest", hoverdistance=-1)
-    return fig
+CELL = "cell"  # the click selection of an attention map: fields row, col
+HEAD = "head"  # the click selection of a layers x heads map: fields layer, head
+CLICK_NOTE = "click the cell to open its arithmetic"
 
 
-def picked_cell(selection: Mapping) -> tuple[int, int] | None:
-    """(row, column) of the marker a click selected on a `clickable` figure, or None."""
-    for point in selection.get("points") or []:
-        custom = point.get("customdata")
-        if isinstance(custom, list | tuple) and len(custom) >= 2:
-            return int(custom[0]), int(custom[1])
-    return None
+def _point(selection: Mapping | None, *fields: str) -> tuple[int, ...] | None:
+    """The clicked point's fields as integers, or None (no click, or a point without them)."""
+    if not selection or any(not isinstance(selection.get(f), int | float) for f in fields):
+        return None
+    return tuple(int(selection[f]) for f in fields)
+
+
+def picked_cell(selection: Mapping | None) -> tuple[int, int] | None:
+    """(row, column) of the cell a click selected on `clickable_heatmap` ({"row": 2, "col": 5}), or None."""
+    return _point(selection, "row", "col")
+
+
+def picked_head(selection: Mapping | None) -> tuple[int, int] | None:
+    """(layer, head) of the cell a click selected on `heads_map` ({"layer": 1, "head": 3}), or None."""
+    return _point(selection, "layer", "head")
 
 
 def clickable_heatmap(weights: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str,
-                      query_name: str, key_name: str, picked: tuple[int, int] | None = None) -> go.Figure:
-    """An attention heatmap whose cells can be clicked; the picked cell is outlined."""
-    fig = attention_heatmap(weights, query_labels, key_labels, title=title, query_name=query_name, key_name=key_name)
-    weights = np.asarray(weights, dtype=np.float64)
-    custom = fig.data[0].customdata
-    fig.data[0].hoverinfo = "skip"  # the markers over it take the hover, with the same text
-    clickable(fig, *weights.shape)
-    marker = fig.data[1]
-    marker.text = [f"{query_name}: {custom[r][c][0]}<br>{key_name}: {custom[r][c][1]}<br>weight: {weights[r, c]:.3f}"
-                   "<br>click to open its arithmetic" for r, c in marker.customdata]
-    marker.hovertemplate = "%{text}<extra></extra>"
-    if picked is not None:
-        r, c = picked
-        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color="#d62728", width=3))
-    return fig
+                      query_name: str, key_name: str, picked: tuple[int, int] | None = None,
+                      sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+    """An attention heatmap whose cells can be clicked (selection CELL over row and col); the picked cell is
+    outlined."""
+    return heatmap(weights, query_labels, key_labels, title=title, row_title=query_name, col_title=key_name,
+                   notes=[CLICK_NOTE] * len(query_labels), note_title="click", select=CELL,
+                   outlines={"picked": [picked] if picked is not None else []}, sizes=sizes)
 
 
-def heads_map(values: np.ndarray, *, title: str, hover: Sequence[Sequence[str]] | None = None,
-              labels: Sequence[Sequence[str]] | None = None, diverging: bool = False, fmt: str = ".2f",
-              zmax: float | None = None) -> go.Figure:
-    """values (L, H): one number per head, layers as rows; labels (L, H) are written in the cells, hover (L, H) is
-    HTML for each cell's hover. Clicking a cell selects it (customdata [layer, head])."""
+def heads_map(values: np.ndarray, *, title: str, hover: Sequence[Sequence[Mapping[str, str]]] | None = None,
+              labels: Sequence[Sequence[str]] | None = None, diverging_scale: bool = False, fmt: str = ".2f",
+              zmax: float | None = None, scale_title: str = "value", select: str | None = HEAD,
+              sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+    """values (L, H): one number per head, layers as rows, written in its cell; labels (L, H): a role written in
+    bold under the number (where it fits); hover (L, H): more lines of each cell's tooltip ({name: text}).
+    diverging_scale: red positive, blue negative around 0, to ±zmax. select: a click selection over layer and
+    head (None: no clicks)."""
     values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.size == 0:
+        return message("Nothing to show: no heads.", title=title, sizes=sizes)
     n_layers, n_heads = values.shape
     finite = values[np.isfinite(values)]
     top = zmax if zmax is not None else (float(np.abs(finite).max()) if finite.size else 1.0) or 1.0
-    text = [[f"{v:{fmt}}" if math.isfinite(v) else "—" for v in row] for row in values]
+    scale = (diverging(top, scale_title) if diverging_scale else
+             Scale(theme.WEIGHTS, (min(0.0, float(finite.min(initial=0.0))), top), scale_title))
+    layer, head = np.divmod(np.arange(values.size), n_heads)
+    extra = [dict(hover[a][b]) if hover is not None else {} for a, b in zip(layer, head)]
+    names = list(dict.fromkeys(name for cell in extra for name in cell))
+    text = [f"{v:{fmt}}" if math.isfinite(v) else "—" for v in values.ravel()]
+    roles = [labels[a][b] or "" for a, b in zip(layer, head)] if labels is not None else [""] * values.size
+    data = pd.DataFrame({
+        "layer": layer, "head": head, "value": np.where(np.isfinite(values.ravel()), values.ravel(), np.nan),
+        "name": [f"layer {a}, head {b}" for a, b in zip(layer, head)], "text": text, "role": roles,
+        # the cell in one line: a static SVG's hover (the HTML report), a screen reader's
+        "summary": [f"layer {a}, head {b}: {scale_title} {t}" + (f", {r}" if r else "") +
+                    "".join(f"; {name}: {value}" for name, value in cell.items())
+                    for a, b, t, r, cell in zip(layer, head, text, roles, extra)],
+        **{f"extra_{i}": [cell.get(name, "") for cell in extra] for i, name in enumerate(names)}})
+    x = alt.X("head:O", title=None, axis=alt.Axis(orient="top", labelExpr="'head ' + datum.value", labelAngle=0))
+    y = alt.Y("layer:O", title=None, axis=alt.Axis(labelExpr="'layer ' + datum.value"))
+    tooltip = [alt.Tooltip("name:N", title="head"), alt.Tooltip("value:Q", title=scale_title, format=fmt)]
     if labels is not None:
-        text = [[f"{t}<br><b>{escape(lab)}</b>" if lab else t for t, lab in zip(trow, lrow)]
-                for trow, lrow in zip(text, labels)]
-    fig = go.Figure(go.Heatmap(
-        z=values, x=list(range(n_heads)), y=list(range(n_layers)), text=text, texttemplate="%{text}",
-        colorscale=DIVERGING if diverging else "Blues", zmin=-top if diverging else min(0.0, finite.min(initial=0)),
-        zmax=top, zmid=0 if diverging else None, xgap=2, ygap=2, hoverinfo="skip", colorbar=dict(thickness=12)))
-    clickable(fig, n_layers, n_heads)
-    marker = fig.data[1]
-    marker.text = [hover[r][c] if hover is not None else f"layer {r}, head {c}: {text[r][c]}"
-                   for r, c in marker.customdata]
-    marker.hovertemplate = "%{text}<extra></extra>"
-    fig.update_layout(title=title, height=110 + 70 * n_layers, margin=dict(l=70, r=10, t=50, b=40),
-                      xaxis=dict(tickmode="array", tickvals=list(range(n_heads)),
-                                 ticktext=[f"head {h}" for h in range(n_heads)]),
-                      yaxis=dict(tickmode="array", tickvals=list(range(n_layers)),
-                                 ticktext=[f"layer {i}" for i in range(n_layers)], autorange="reversed"))
-    return fig
+        tooltip.append(alt.Tooltip("role:N", title="role"))
+    tooltip += [alt.Tooltip(f"extra_{i}:N", title=name) for i, name in enumerate(names)]
+    base = alt.Chart(data).encode(x=x, y=y)
+    rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=scale.encoding(), legend=alt.Legend(
+        title=scale_title)), tooltip=tooltip, description="summary:N")
+    if select is not None:
+        rect = rect.add_params(alt.selection_point(name=select, fields=["layer", "head"], on="click", toggle=False))
+    dark = 0.6 * max(abs(d) for d in scale.domain)
+    ink = alt.condition(f"abs(datum.value) > {dark:g}", alt.value("white"), alt.value(theme.TEXT))
+    px = sizes.cell
+    layers = [base.mark_rect(color=theme.NO_VALUE).transform_filter("!isValid(datum.value)"), rect,
+              base.mark_text(fontSize=px, dy=-0.6 * px if labels is not None else 0).encode(
+                  text="text:N", color=ink, opacity=_fits("text", px))]
+    if labels is not None:
+        layers.append(base.mark_text(fontSize=px, fontWeight="bold", dy=0.7 * px).encode(
+            text="role:N", color=ink, opacity=_fits("role", px)))
+    row = max(2 * sizes.row, round(3.4 * px)) if labels is not None else sizes.row + 10
+    chart = alt.layer(*layers, title=title).properties(width="container", height={"step": row})
+    return theme.sized(chart, sizes)
+
+
+def _fits(field: str, px: int) -> alt.ValueDefWithCondition:
+    """Opaque where the cell's text fits its band as drawn (the chart's width follows the page), else invisible."""
+    return alt.condition(f"bandwidth('x') >= {CHAR_WIDTH * px:.2f} * length(datum.{field}) + 4", alt.value(1),
+                         alt.value(0))
 
 
 def difference_heatmap(a: np.ndarray, b: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
-                       title: str, names: tuple[str, str], divergence: int | None = None) -> go.Figure:
-    """a - b over the rows and columns both maps have (the first min(rows) and min(columns)); a dashed line marks
-    the first row after a shared prefix (divergence)."""
+                       title: str, names: tuple[str, str], divergence: int | None = None,
+                       sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+    """a - b over the rows and columns both maps have (the first min(rows) and min(columns)), red where a has more
+    weight, blue where b has; a dashed line marks the first row after a shared prefix (divergence)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     rows, cols = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
     diff = a[:rows, :cols] - b[:rows, :cols]
-    fig = attention_heatmap(np.clip(diff, 0, 1), query_labels[:rows], key_labels[:cols], title=title)
-    fig.data[0].update(z=diff, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, colorbar=dict(title="difference"),
-                       hovertemplate=(f"row %{{customdata[0]}}<br>column %{{customdata[1]}}<br>{escape(names[0])} − "
-                                      f"{escape(names[1])}: %{{z:+.3f}}<extra></extra>"))
-    if divergence is not None and divergence < rows:
-        fig.add_hline(y=divergence - 0.5, line=dict(color="black", dash="dash", width=2))
-    return fig
+    return heatmap(diff, list(query_labels[:rows]), list(key_labels[:cols]), title=title,
+                   scale=diverging(1.0, f"{names[0]} − {names[1]}"), fmt="+.3f", divider=divergence, sizes=sizes)
 
 
-TOOLBAR = 30  # px: plotly's toolbar over the top right of a chart
-SLIDER_PAD = 50  # px from the plot's bottom to the slider: below the Play / Pause row
-CONTROLS = 150  # px under the plot: the buttons, then the slider with its label
+def _slider(steps: Sequence[int]) -> tuple[alt.Parameter, str]:
+    """A range input over the snapshots' training steps, and the Vega expression of the snapshot it shows: the
+    newest at or before the slider's step. Steps of unequal spacing (a last evaluation off the interval) move the
+    slider by their greatest common divisor; past 500 positions it moves by snapshot instead."""
+    gaps = [b - a for a, b in zip(steps, steps[1:])]
+    unit = reduce(math.gcd, gaps) if gaps else 1
+    positions = (steps[-1] - steps[0]) // unit + 1 if gaps else 1
+    if not gaps or positions > 500:
+        param = alt.param(name="snapshot", value=len(steps) - 1,
+                          bind=alt.binding_range(min=0, max=max(len(steps) - 1, 1), step=1, name="snapshot "))
+        return param, "snapshot"
+    index = np.searchsorted(steps, steps[0] + unit * np.arange(positions), side="right") - 1
+    param = alt.param(name="snapshot_step", value=steps[-1],
+                      bind=alt.binding_range(min=steps[0], max=steps[-1], step=unit, name="step "))
+    return param, f"{json.dumps(index.tolist())}[round((snapshot_step - {steps[0]}) / {unit})]"
 
 
 def training_animation(frames: Sequence[tuple[int, np.ndarray, Sequence[str], Sequence[str]]], *, title: str,
-                       query_name: str, key_name: str) -> go.Figure:
-    """(step, weights (L_q, L_k), query labels, key labels) per snapshot: a heatmap with Play and a step slider.
-    Each frame sets its own axis labels: the probe's translation, so its rows, change as the model learns."""
-    step0, weights0, rows0, cols0 = frames[-1]
-    fig = attention_heatmap(weights0, rows0, cols0, title=title, query_name=query_name, key_name=key_name)
-    fig.data[0].hoverinfo = None
-    fig.data[0].hovertemplate = "weight %{z:.3f}<extra></extra>"
-    height = max(fig.layout.height, *(160 + 22 * len(r) for _, _, r, _ in frames))
-    fig.frames = [go.Frame(
-        name=str(step),
-        data=[go.Heatmap(z=np.asarray(w, dtype=np.float64), x=list(range(len(c))), y=list(range(len(r))))],
-        layout=dict(xaxis=dict(tickvals=list(range(len(c))), ticktext=label_texts(c)),
-                    yaxis=dict(tickvals=list(range(len(r))), ticktext=label_texts(r), autorange="reversed"),
-                    title=dict(text=f"{title}: step {step}")))
-        for step, w, r, c in frames]
-    slider_steps = [dict(method="animate", label=str(step), args=[[str(step)], dict(mode="immediate",
-                    frame=dict(duration=0, redraw=True), transition=dict(duration=0))]) for step, *_ in frames]
-    # The title drops below the chart's toolbar (TOOLBAR px at the top right); the step slider has a row of its own
-    # under the Play / Pause buttons, so its "step N" label cannot sit on them.
-    margin = fig.layout.margin.to_plotly_json()
-    fig.update_layout(
-        height=height + CONTROLS + TOOLBAR, margin=dict(margin, t=margin["t"] + TOOLBAR, b=CONTROLS),
-        title=dict(pad=dict(t=TOOLBAR)),
-        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.02, yanchor="top", xanchor="left", buttons=[
-            dict(label="▶ Play", method="animate", args=[None, dict(frame=dict(duration=700, redraw=True),
-                                                                    fromcurrent=True, transition=dict(duration=0))]),
-            dict(label="❚❚ Pause", method="animate", args=[[None], dict(mode="immediate",
-                                                                        frame=dict(duration=0, redraw=False))])])],
-        sliders=[dict(active=len(frames) - 1, steps=slider_steps, x=0, len=1, y=-0.02, yanchor="top",
-                      pad=dict(t=SLIDER_PAD), currentvalue=dict(prefix="step ", xanchor="right"))])
-    fig.layout.title.text = f"{title}: step {step0}"
-    return fig
+                       query_name: str, key_name: str, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+    """(step, weights (L_q, L_k), query labels, key labels) per snapshot: one heatmap and a step slider under it,
+    scrubbed in the browser (a Vega-Lite parameter: no round trip to the server). Each snapshot keeps its own axis
+    labels: the probe's translation, so its rows, change as the model learns. Snapshots beyond MAX_CELLS cells in
+    all are thinned evenly (the newest kept), which the subtitle says."""
+    if not frames:
+        return message("No snapshot to show.", title=title, sizes=sizes)
+    cells = [np.asarray(w).size for _, w, _, _ in frames]
+    keep = list(range(len(frames)))
+    while sum(cells[i] for i in keep) > MAX_CELLS and len(keep) > 1:
+        keep = keep[::-1][::2][::-1]  # every other one, the newest kept
+    shown = [frames[i] for i in keep]
+    steps = [int(step) for step, *_ in shown]
+    parts = []
+    for i, (step, weights, rows, cols) in enumerate(shown):
+        w = np.asarray(weights, dtype=np.float64)
+        row, col = np.divmod(np.arange(w.size), max(w.shape[1], 1))
+        names_r = [shorten(t, HOVER_CHARS) for t in piece_labels(rows)]
+        names_c = [shorten(t, HOVER_CHARS) for t in piece_labels(cols)]
+        parts.append(pd.DataFrame({"snapshot": i, "step": step, "row": row, "col": col, "value": w.ravel(),
+                                   "row_label": np.asarray(names_r, dtype=object)[row],
+                                   "col_label": np.asarray(names_c, dtype=object)[col]}))
+    data = pd.concat(parts, ignore_index=True)
+    param, index = _slider(steps)
+    labels = lambda side: json.dumps([[shorten(t) for t in piece_labels(f[side])] for f in shown],  # noqa: E731
+                                     ensure_ascii=False)
+    longest = max((len(shorten(t)) for f in shown for t in f[3]), default=1)
+    angle = 0 if CHAR_WIDTH * sizes.label * longest + 4 <= (sizes.page - 160) / max(len(f[3]) for f in shown) \
+        else -60
+    x = alt.X("col:O", title=key_name, axis=alt.Axis(orient="top", labelExpr=f"{labels(3)}[{index}][datum.value]",
+                                                     labelAngle=angle, labelAlign="left" if angle else "center",
+                                                     labelBaseline="middle" if angle else "bottom"))
+    y = alt.Y("row:O", title=query_name, axis=alt.Axis(labelExpr=f"{labels(2)}[{index}][datum.value]"))
+    subtitle = (f"{len(shown)} of {len(frames)} snapshots (every other one, so that the chart stays under "
+                f"{MAX_CELLS:,} cells); drag the slider under the map" if len(shown) < len(frames) else
+                "drag the slider under the map through the snapshots")
+    chart = alt.Chart(data, title=alt.Title(alt.expr(f"{json.dumps(title + ': step ')} + {json.dumps(steps)}"
+                                                     f"[{index}]"), subtitle=subtitle)).mark_rect().encode(
+        x=x, y=y, color=alt.Color("value:Q", scale=WEIGHTS.encoding(), legend=alt.Legend(title=WEIGHTS.title)),
+        tooltip=[alt.Tooltip("step:Q", title="step"), alt.Tooltip("row_label:N", title=query_name),
+                 alt.Tooltip("col_label:N", title=key_name), alt.Tooltip("value:Q", title="weight", format=".3f")],
+    ).add_params(param).transform_filter(f"datum.snapshot == {index}").properties(
+        width="container", height={"step": sizes.row})
+    return theme.sized(chart, sizes)

@@ -1,93 +1,42 @@
 """A self-contained HTML report of one translated sentence: the translation, the n-best list, every family's
-token lines (the head view) and attention maps (with hover) and the statistics of every head, readable in any
-browser without the app. No streamlit.
+token lines (the head view) and attention maps and the statistics of every head, readable in any browser without
+the app, offline. No streamlit.
 
-plotly.js, inlined, was 4.8 MB of a 5.5 MB report (BENCHMARKS.md): it travels gzip-compressed (1.4 MB, base64
-1.9 MB) and the page unpacks it with the browser's own DecompressionStream before drawing the figures, whose
-scripts wait for it."""
+Every chart is a static SVG drawn by vl-convert (`transformer.charts.render`) from the same Altair builders as the
+page, inline in the HTML: no script at all, text as text (searchable, selectable), and each cell's numbers in its
+hover (an SVG title)."""
 
 from __future__ import annotations
 
-import base64
-import functools
-import gzip
 import html
 import math
-import re
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
-
 from transformer.bidi import piece_labels
+from transformer.charts.heatmap import heatmap
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain import STATISTICS, HeadStatistics, head_labels, views
 from transformer.explain.contrast import Contrast
 from transformer.explain.flow import token_flow, translation_inputs
 from transformer.explain.forced_comparison import ForcedComparison
 from transformer.explain.lenses import LABELS, LensMaps
-from ui.explain import attribution_figures, head_maps
-from ui.shared import heatmaps
+from ui.explain import attribution_figures, head_maps, report_svg
 from ui.shared.attention import families
 from ui.shared.attention.families import FAMILIES
 from ui.shared.text.plain import html_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
-h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}.map{display:inline-block;vertical-align:top}
-.note{color:#666;font-size:.9em}"""
+h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}.note{color:#666;font-size:.9em}""" + report_svg.STYLE
 NAMES = {"enc_self": ("source query", "source key"), "dec_self": ("target query", "target key"),
          "cross": ("target query", "source key")}
 
 
-_FIGURE_SCRIPT = re.compile(r'<script(?: type="text/javascript")?>(\s*window\.PLOTLYENV.*?)</script>', re.S)
-
-
-@functools.cache
-def _packed_plotlyjs() -> str:
-    """plotly.js gzip-compressed in base64, and a script that unpacks and runs it: `window.plotlyReady` resolves
-    when Plotly is defined."""
-    packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
-    return ('<script>window.plotlyReady=(async()=>{const b=atob("' + packed + '");const a=new Uint8Array(b.length);'
-            "for(let i=0;i<b.length;i++)a[i]=b.charCodeAt(i);const s=new Blob([a]).stream().pipeThrough("
-            "new DecompressionStream('gzip'));(0,eval)(await new Response(s).text());})();</script>")
-
-
-def _json_object(text: str, start: int) -> int:
-    """The index just past the JSON object that opens at text[start] ("{")."""
-    depth, quoted, escaped = 0, False, False
-    for i in range(start, len(text)):
-        c = text[i]
-        if quoted:
-            quoted, escaped = (c != '"' or escaped), (c == "\\" and not escaped)
-        elif c == '"':
-            quoted = True
-        elif c in "{}":
-            depth += 1 if c == "{" else -1
-            if depth == 0:
-                return i + 1
-    raise ValueError("unbalanced JSON object")
-
-
-def _after_plotly(body: str) -> str:
-    """Every figure's script (plotly's `Plotly.newPlot`) run once plotly.js is unpacked, and plotly's template
-    (6 kB of the same JSON in every figure) written once and named in each."""
-    at = body.find('"template":{')
-    if at >= 0:
-        template = body[at + 11:_json_object(body, at + 11)]
-        body = body.replace(f'"template":{template}', '"template":window.plotlyTemplate')
-        body = f"<script>window.plotlyTemplate={template};</script>" + body
-    return _FIGURE_SCRIPT.sub(lambda m: f"<script>window.plotlyReady.then(()=>{{{m.group(1)}}});</script>", body)
-
-
-def _figure(fig: go.Figure) -> str:
-    """A figure's HTML, its heatmaps' weights to the 3 decimals the hover shows, in 4-byte floats."""
-    for trace in fig.data:
-        if trace.type == "heatmap" and trace.z is not None and np.asarray(trace.z).dtype.kind == "f":
-            trace.z = np.round(np.asarray(trace.z), 3).astype(np.float32)
-    return f'<div class="map">{pio.to_html(fig, include_plotlyjs=False, full_html=False)}</div>'
+def _small_maps(matrices, rows: Sequence[str], cols: Sequence[str], titles: Sequence[str], family: str) -> list[str]:
+    """Maps of one family side by side, two to a row of the report."""
+    return report_svg.figures([(heatmap(m, rows, cols, title=t, row_title=NAMES[family][0],
+                                        col_title=NAMES[family][1], sizes=report_svg.SMALL), report_svg.MAP_WIDTH)
+                               for m, t in zip(matrices, titles)])
 
 
 def _rows(cells: list[list[str]], header: list[str]) -> str:
@@ -114,30 +63,26 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
     if stats is not None:
         parts.append("<h2>Head statistics</h2><p class='note'>Hover a cell for every number; the bold line is the "
                      "role a clear-cut statistic suggests.</p>")
+        charts = []
         for family in FAMILIES:
             labels = head_labels(stats, family)
-            roles = [[lab.role for lab in row] for row in labels]
-            hover = [[_hover(family, layer, head, lab.numbers) for head, lab in enumerate(row)]
-                     for layer, row in enumerate(labels)]
             name = "spread" if family != "cross" else "diagonal"
-            parts.append(_figure(head_maps.heads_map(
+            charts.append((head_maps.heads_map(
                 stats.get(family, name).numpy(), title=f"{families.FAMILIES[family]}: {STATISTICS[name]}",
-                hover=hover, labels=roles, zmax=1.0)))
+                hover=_statistic_lines(labels), labels=[[lab.role for lab in row] for row in labels], zmax=1.0,
+                scale_title=STATISTICS[name], select=None), None))
+        parts += report_svg.figures(charts)
     for family in FAMILIES:
         parts.append(f"<h2>{html.escape(families.FAMILIES[family])}</h2>")
         parts.append(views.head_view(att, family).html)  # token lines, then every head's map
         maps = families.stacked(att, family)  # (L, H, Lq, Lk)
         rows, cols = families.labels(att, family)
-        for layer in range(maps.shape[0]):
-            for head in range(maps.shape[1]):
-                fig = heatmaps.attention_heatmap(
-                    maps[layer, head], rows, cols, title=f"layer {layer}, head {head}", query_name=NAMES[family][0],
-                    key_name=NAMES[family][1], row_px=16)
-                fig.update_layout(width=520)
-                parts.append(_figure(fig))
-    body = _after_plotly("\n".join([*parts, *extra]))
+        layers, heads = maps.shape[:2]
+        parts += _small_maps([maps[a, b] for a in range(layers) for b in range(heads)], rows, cols,
+                             [f"layer {a}, head {b}" for a in range(layers) for b in range(heads)], family)
+    body = "\n".join([*parts, *extra])
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(translation.source)}</title>"
-            f"<style>{STYLE}</style>{_packed_plotlyjs()}</head><body>{body}</body></html>")
+            f"<style>{STYLE}</style></head><body>{body}</body></html>")
 
 
 def lens_sections(translation: Translation, maps: Mapping[str, LensMaps], skipped: Sequence[str] = ()) -> list[str]:
@@ -151,11 +96,8 @@ def lens_sections(translation: Translation, maps: Mapping[str, LensMaps], skippe
     rows, cols = families.labels(translation.attention, "cross")
     for lens, lensed in maps.items():
         parts.append(f"<h3>{html.escape(LABELS[lens])}</h3>")
-        for layer, m in enumerate(lensed.cross):  # (H', T, S)
-            fig = heatmaps.attention_heatmap(m.float().mean(0).cpu().numpy(), rows, cols, title=f"layer {layer}",
-                                            query_name="target query", key_name="source key", row_px=16)
-            fig.update_layout(width=520)
-            parts.append(_figure(fig))
+        parts += _small_maps([m.float().mean(0).cpu().numpy() for m in lensed.cross],  # (H', T, S) each
+                             rows, cols, [f"layer {layer}" for layer in range(len(lensed.cross))], "cross")
     parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in skipped)
     return parts
 
@@ -199,13 +141,11 @@ def forced_sections(both: ForcedComparison) -> list[str]:
     if both.difference is not None and not both.same:
         rows = both.rows
         labels = [o if o == f else f"{o}→{f}" for o, f in zip(both.own.pieces[:rows], both.forced.pieces[:rows])]
-        for layer in range(both.difference.shape[0]):
-            fig = head_maps.difference_heatmap(
-                both.own.cross_map(layer)[:rows].numpy(), both.forced.cross_map(layer)[:rows].numpy(), labels,
-                list(both.source_pieces), title=f"own − forced, layer {layer} (mean of heads)", names=("own", "forced"),
-                divergence=min(both.shared + 1, rows))
-            fig.update_layout(width=520)
-            parts.append(_figure(fig))
+        parts += report_svg.figures([(head_maps.difference_heatmap(
+            both.own.cross_map(layer)[:rows].numpy(), both.forced.cross_map(layer)[:rows].numpy(), labels,
+            list(both.source_pieces), title=f"own − forced, layer {layer} (mean of heads)", names=("own", "forced"),
+            divergence=min(both.shared + 1, rows), sizes=report_svg.SMALL), report_svg.MAP_WIDTH)
+            for layer in range(both.difference.shape[0])])
     return parts
 
 
@@ -220,9 +160,10 @@ def contrast_sections(contrast: Contrast, output_pieces: Sequence[str]) -> list[
             f"<p>Output token {result.position}: f = log p({html_text(token)}) − log p({html_text(foil.piece)}) = "
             f"{result.log_prob:.3f} − ({result.foil_log_prob:.3f}) = {result.f:.3f}.{note}"
             + (f"<br><span class='note'>Integrated gradients: {html.escape(check)}</span>" if check else "")
-            + "</p>", _figure(attribution_figures.attribution_bars(result))]
+            + "</p>", report_svg.figure(attribution_figures.attribution_bars(result))]
 
 
-def _hover(family: str, layer: int, head: int, numbers: dict[str, float]) -> str:
-    shown = "<br>".join(f"{STATISTICS[k]}: {v:.2f}" for k, v in numbers.items() if not math.isnan(v))
-    return f"{family} layer {layer}, head {head}<br>{shown}"
+def _statistic_lines(labels) -> list[list[dict[str, str]]]:
+    """Each head's statistics for its hover ({name: number}), head_labels' (L, H) labels."""
+    return [[{STATISTICS[k]: f"{v:.2f}" for k, v in lab.numbers.items() if not math.isnan(v)} for lab in row]
+            for row in labels]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer.charts.heatmap import heatmap
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translation, TranslationAttention, TranslationError, Translator
 from transformer.explain import (
@@ -28,10 +29,9 @@ from transformer.explain.interventions import every_head, shared_prefix
 from transformer.explain.lenses import LABELS as LENS_LABELS
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps, model_comparison, search_comparison, switched_off_maps
-from ui.shared import heatmaps
 from ui.shared.attention import families, lens_switch, svg_views
 from ui.shared.attention.families import FAMILIES
-from ui.shared.charts.show import chart
+from ui.shared.charts.show import chart, selected
 from ui.shared.models.catalog import checkpoint_stamp, find_model, find_models
 from ui.shared.models.loading import decode_turn
 from ui.shared.models.translation_gate import decode_slot, reference_ids, translate
@@ -90,9 +90,10 @@ def map_picker(key: str, att: TranslationAttention, mean: bool = True) -> tuple[
 def draw_map(container, att: TranslationAttention, family: str, layer: int, head: int | None, *, key: str,
              title: str, share: float) -> None:
     matrix, rows, cols = families.matrix(att, family, layer, head)
-    fig = heatmaps.attention_heatmap(matrix, rows, cols, title=title, query_name=NAMES[family][0],
-                                    key_name=NAMES[family][1], row_notes=families.row_notes(att, family))
-    chart(container, fig, key=key, filename=title, theme=None, share=share)
+    drawn = heatmap(matrix, rows, cols, title=title, row_title=NAMES[family][0], col_title=NAMES[family][1],
+                    notes=families.row_notes(att, family), note_title=families.NOTE_TITLE,
+                    sizes=class_mode.sizes(share))
+    chart(container, drawn, key=key, filename=title)
 
 
 def translated(translator: Translator, text: str, settings: SearchSettings) -> Translation | None:
@@ -162,7 +163,7 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
 
 
 def _cell_picked(key: str) -> None:
-    cell = head_maps.picked_cell((st.session_state.get(f"{key}_map") or {}).get("selection") or {})
+    cell = head_maps.picked_cell(selected(f"{key}_map", head_maps.CELL))
     if cell is not None:
         st.session_state[f"{key}_cell"] = cell
 
@@ -174,10 +175,10 @@ def cell_view(translator: Translator, translation: Translation, key: str = "ex_c
     picked = st.session_state.get(f"{key}_cell")
     if picked is not None and not (picked[0] < len(rows) and picked[1] < len(cols)):
         picked = None
-    fig = head_maps.clickable_heatmap(matrix, rows, cols, title=f"{FAMILIES[family]}, layer {layer}, head {head}",
-                                            query_name=NAMES[family][0], key_name=NAMES[family][1], picked=picked)
-    chart(st, fig, key=f"{key}_map", filename=f"{family}-{layer}-{head}", theme=None,
-          on_select=partial(_cell_picked, key), selection_mode="points")
+    drawn = head_maps.clickable_heatmap(matrix, rows, cols, title=f"{FAMILIES[family]}, layer {layer}, head {head}",
+                                        query_name=NAMES[family][0], key_name=NAMES[family][1], picked=picked,
+                                        sizes=class_mode.sizes())
+    chart(st, drawn, key=f"{key}_map", filename=f"{family}-{layer}-{head}", on_select=partial(_cell_picked, key))
     if picked is None:
         st.info("Click a cell of the map: its query's arithmetic opens here.")
         return
@@ -311,9 +312,9 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         st.success(search_comparison.same_output_note(a, b), icon=":material/check_circle:")
         return
     title = f"cross-attention{'' if lens == 'raw' else ' (' + LENS_LABELS[lens] + ')'}: {a} − {b}"
-    fig = head_maps.difference_heatmap(map_a, map_b, rows_a, cols, title=title,
-                                             names=(a, b), divergence=prefix)
-    chart(st, fig, key="ex_search_diff", filename=f"cross-attention-{a}-minus-{b}", theme=None)
+    drawn = head_maps.difference_heatmap(map_a, map_b, rows_a, cols, title=title, names=(a, b), divergence=prefix,
+                                         sizes=class_mode.sizes())
+    chart(st, drawn, key="ex_search_diff", filename=f"cross-attention-{a}-minus-{b}")
     st.caption(caption)
 
 
@@ -376,8 +377,8 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     map_a, rows, cols = families.matrix(translation.attention, family, layer, head)
     map_b, _, _ = families.matrix(att_b, family, layer, head)
     chart(st, head_maps.difference_heatmap(map_a, map_b, rows, cols, title="this model − the other",
-                                                 names=("this model", "the other")), key="ex_cmp_diff",
-          filename="model-difference", theme=None)
+                                           names=("this model", "the other"), sizes=class_mode.sizes()),
+          key="ex_cmp_diff", filename="model-difference")
     st.caption("Both models cut the sentence into the same pieces and wrote the same output, so each row is the same "
                "query in both: red is more weight in this model, blue more in the other.")
 

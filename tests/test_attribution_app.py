@@ -4,9 +4,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
+from tests.chart_reading import Drawn, charts
 from tests.conftest import SPECIALS
-from tests.test_app import APP, figures_of, plotly_array
-from tests.test_explain_app import open_view, translator_of
+from tests.test_app import APP
+from tests.test_explain_app import open_view, translator_of, values
 from transformer.explain.attribution import METHODS, attribute
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import activation_patching
@@ -45,10 +46,10 @@ def test_attribution_view_draws_every_method_and_the_completeness(at, checkpoint
     translation = translator.translate(SENTENCE)
     expected = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0,
                          target_gap=0.05)  # the view's "auto" steps (issue 37 item 27)
-    (bars,) = figures_of(at)
-    assert len(bars["data"]) == 2 * len(METHODS)  # source and prefix bars per method
-    ig = bars["data"][2 * list(METHODS).index("integrated_gradients")]
-    assert plotly_array(ig["y"]).tolist() == pytest.approx(expected.methods["integrated_gradients"].source, abs=1e-5)
+    (bars,) = charts(at)
+    assert bars.marks() == ["bar"] * 2 * len(METHODS)  # source and prefix bars per method
+    ig = bars.data("bar", 2 * list(METHODS).index("integrated_gradients"))
+    assert ig["value"].tolist() == pytest.approx(expected.methods["integrated_gradients"].source, abs=1e-5)
     assert float(at.metric[0].value) == pytest.approx(expected.log_prob, abs=1e-3)
     gap = f"{100 * expected.completeness.relative_gap:.2f}%"
     assert at.metric[2].value == gap and any("Σ attributions" in c.value for c in at.caption)
@@ -67,8 +68,8 @@ def test_lens_view_shows_the_logit_lens_and_a_translation_per_encoder_layer(at, 
     assert not at.exception, at.exception
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE)
-    (table,) = figures_of(at)
-    z = plotly_array(table["data"][0]["z"])
+    (table,) = charts(at)
+    z = values(table)
     assert z.shape == (len(translation.token_ids), 3)  # positions x (embeddings, layer 0, layer 1)
     lens = logit_lens(translator.model, translation.source_ids, translation.token_ids, specials=SPECIALS)
     assert z[:, -1].tolist() == pytest.approx([c.probs[0] for c in lens.cells[-1]], abs=1e-6)
@@ -82,18 +83,17 @@ def test_patching_view_maps_a_gender_swap_and_refuses_unequal_lengths(at, checkp
     open_view(at, "patching", SENTENCE)
     assert not at.exception, at.exception
     assert at.text_input(key="ex_patch_other").value == "the man reads a book ."
-    figs = figures_of(at)
+    figs = charts(at)
     assert len(figs) == 4  # the residual stream and three families of heads
     translator = translator_of(checkpoints)
     clean, other = translator.translate(SENTENCE), translator.prepare("the man reads a book .")
     expected = activation_patching(translator.model, clean.source_ids, other.ids, [1], clean.token_ids[0])
-    assert plotly_array(figs[0]["data"][0]["z"]).ravel().tolist() == pytest.approx(
-        [v for row in expected.residual for v in row], abs=1e-5)
+    assert values(figs[0]).ravel().tolist() == pytest.approx([v for row in expected.residual for v in row], abs=1e-5)
     assert float(at.metric[2].value) == pytest.approx(expected.difference, abs=1e-3)
     at.text_input(key="ex_patch_other").input("the big man reads a book .").run()
     assert not at.exception, at.exception
     assert any("same number of tokens" in w.value for w in at.warning)
-    assert not figures_of(at)
+    assert not charts(at)
 
 
 
@@ -136,7 +136,8 @@ def test_the_report_carries_the_attribution_lens_and_patching_sections(checkpoin
     html = sentence_report(translation, model="tiny", extra=sections)
     for title in ("Attribution of output token 1", "Logit lens", "DecoderLens", "Activation patching"):
         assert title in html
-    assert html.count('class="map"') == 3 * 2 * 4 + 1 + 1 + 4  # the maps, the bars, the lens, 4 patching maps
+    assert html.count('class="map"') == html.count("<svg") - 3 == 3 * 2 * 4 + 1 + 1 + 4  # and 3 head views
+    # the maps, the bars, the lens, 4 patching maps
     picks["other"] = "the big man reads a book ."  # cannot be patched: no patching section, no failure
     assert "Activation patching" not in "".join(report_sections(translator, translation, SearchSettings(), picks))
 
@@ -146,8 +147,8 @@ def test_attribution_bars_split_source_and_prefix():
     translator = tiny_translator()
     translation = translator.translate(SENTENCE)
     result = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)
-    fig = attribution_figures.attribution_bars(result).to_plotly_json()
-    assert len(fig["data"]) == 8
-    assert list(fig["data"][0]["y"]) == list(result.methods["saliency"].source)
-    assert list(fig["data"][1]["y"]) == list(result.methods["saliency"].prefix)
-    assert len(fig["layout"]["xaxis2"]["ticktext"]) == len(result.prefix_words) >= 1
+    bars = Drawn.of(attribution_figures.attribution_bars(result))
+    assert bars.marks() == ["bar"] * 8
+    assert bars.data("bar", 0)["value"].tolist() == list(result.methods["saliency"].source)
+    assert bars.data("bar", 1)["value"].tolist() == list(result.methods["saliency"].prefix)
+    assert len(bars.labels("x", "bar", 1)) == len(result.prefix_words) >= 1

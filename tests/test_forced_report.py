@@ -1,13 +1,11 @@
 """The HTML report's forced decoding and typed-foil sections (issue 38 item 5): the numbers they print and draw, the
 case without a difference map, their size, and the Explain page's fields that ask for them."""
 
-import json
 import re
 
 import numpy as np
 from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
 
-from tests.test_app import plotly_array
 from tests.test_attribution import tiny_translator
 from tests.test_explain_app import at, checkpoints, open_view  # noqa: F401  (fixtures)
 from tests.test_forced_comparison import no_difference, one_word, translator  # noqa: F401  (fixtures)
@@ -19,12 +17,23 @@ from ui.explain import html_report
 from ui.explain.report_download import asked_sections
 
 
-def plotted(html: str) -> list[dict]:
-    """Each figure's first trace, read back from its Plotly.newPlot call."""
-    out, decoder = [], json.JSONDecoder()
-    for m in re.finditer(r'Plotly\.newPlot\(\s*"[^"]+",\s*', html):
-        data, _ = decoder.raw_decode(html, m.end())
-        out.append(data[0])
+def plotted(html: str) -> list[list[dict[str, str]]]:
+    """Each chart's marks, read back from its SVG: every mark's hover (its title, "name: value; ..."), in drawing
+    order."""
+    return [[dict(part.split(": ", 1) for part in title.split("; ")) for title in
+             re.findall(r"<title>([^<]*)</title>", svg)] for svg in re.findall(r'<div class="map"><svg.*?</svg>', html)]
+
+
+def number(text: str) -> float:
+    return float(text.replace("−", "-"))  # Vega writes a minus sign
+
+
+def matrix(marks: list[dict[str, str]], rows: str = "query", cols: str = "key") -> np.ndarray:
+    """A heatmap's cells (their hovers) back as a matrix of the value each one says."""
+    shape = 1 + max(int(m[rows]) for m in marks), 1 + max(int(m[cols]) for m in marks)
+    out = np.full(shape, np.nan)
+    for m in marks:
+        out[int(m[rows]), int(m[cols])] = number(m["value"])
     return out
 
 
@@ -35,12 +44,12 @@ def test_the_forced_section_prints_both_totals_marks_the_forced_pieces_and_draws
     assert f"<td>{both.own.score:.3f}</td>" in body and f"<td>{both.forced.score:.3f}</td>" in body
     assert f"{both.forced.score - both.own.score:+.3f}" in body
     assert body.count("(forced)") == len(both.prefix)
-    traces = plotted(body)
-    assert len(traces) == both.own.cross.shape[0]  # one map per layer, the mean of its heads
-    for layer, trace in enumerate(traces):
+    charts = plotted(body)
+    assert len(charts) == both.own.cross.shape[0]  # one map per layer, the mean of its heads
+    for layer, marks in enumerate(charts):
         expected = (both.own.cross_map(layer) - both.forced.cross_map(layer)).numpy()
-        assert np.allclose(plotly_array(trace["z"]), expected, atol=1e-3)  # rounded to 3 decimals for the file
-        assert trace["zmid"] == 0
+        assert np.allclose(matrix(marks), expected[: both.rows], atol=1e-6)  # each cell's hover says its number
+        assert all(number(m["own − forced"]) == float(f"{number(m['value']):+.3f}") for m in marks)  # signed
     assert both.note[:40] in body
 
 
@@ -60,8 +69,12 @@ def test_the_contrast_section_prints_f_and_draws_the_attribution_and_says_when_t
                    methods=("integrated_gradients", "occlusion"), steps=16)
     body = "".join(html_report.contrast_sections(why, output.target_pieces))
     assert f"= {why.attribution.f:.3f}" in body and "femme" in body and why.foil.note in body
-    (trace, *_), = [plotted(body)]
-    assert np.allclose(plotly_array(trace["y"]), why.attribution.methods["integrated_gradients"].source, atol=1e-6)
+    (bars,) = plotted(body)
+    ig = list(why.attribution.methods).index("integrated_gradients")  # source bars first, then the prefix's
+    shown = [number(value) for m in bars for value in m.values()]  # a bar's hover: "word: +0.1234"
+    source = shown[sum(len(s.source) + len(s.prefix) for s in list(why.attribution.methods.values())[:ig]):][
+        : len(why.attribution.source_words)]
+    assert np.allclose(source, why.attribution.methods["integrated_gradients"].source, atol=5e-5)
 
 
 def test_asked_sections_build_only_what_was_asked_and_stay_small(translator):  # noqa: F811
@@ -72,8 +85,8 @@ def test_asked_sections_build_only_what_was_asked_and_stay_small(translator):  #
     assert "Own and forced translations" in forced[0]
     plain = html_report.sentence_report(translation, model="tiny")
     with_forced = html_report.sentence_report(translation, model="tiny", extra=forced)
-    assert len(with_forced) - len(plain) < 40_000  # two layers' maps of 12 x 5 cells, the template written once
-    assert with_forced.count('"template":window.plotlyTemplate') == with_forced.count("Plotly.newPlot(")
+    assert len(with_forced) - len(plain) < 40_000  # two layers' maps of 12 x 5 cells
+    assert "<script" not in "".join(forced)  # static SVG
     too_long = asked_sections(translator, translation, settings, [4] * 12, None, 0)
     assert "No forced decoding: prefix: 12 pieces" in too_long[0]
     foil = foil_word(translator.tokenizer, "chat")

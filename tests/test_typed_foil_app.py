@@ -2,16 +2,16 @@
 word as the contrastive foil (its first piece), say what is wrong with a word they cannot use, keep the pick in the
 link (`foil_word`) and restore it, and draw the same numbers as the package called with the foil's id."""
 
-import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
-from tests.test_app import APP, figures_of, plotly_array
+from tests.chart_reading import charts
+from tests.test_app import APP
 from tests.test_attribution import tiny_translator
 from tests.test_attribution_app import SENTENCE
-from tests.test_explain_app import open_view, translator_of
+from tests.test_explain_app import open_view, translator_of, values
 from transformer.decoding.search import SearchSettings
 from transformer.explain.attribution import attribute
 from transformer.explain.foil import foil_word
@@ -69,11 +69,11 @@ def test_a_typed_foil_gives_the_attribution_of_the_foils_id_and_is_kept_in_the_l
                          foil=foil.id, target_gap=0.05)
     assert float(at.metric[1].value) == pytest.approx(expected.f, abs=1e-3)
     assert expected.f == pytest.approx(expected.log_prob - expected.foil_log_prob, abs=1e-5)
-    (bars,) = figures_of(at)
-    ig = bars["data"][2 * list(expected.methods).index("integrated_gradients")]
-    assert plotly_array(ig["y"]).tolist() == pytest.approx(expected.methods["integrated_gradients"].source, abs=1e-5)
+    (bars,) = charts(at)
+    ig = bars.data("bar", 2 * list(expected.methods).index("integrated_gradients"))
+    assert ig["value"].tolist() == pytest.approx(expected.methods["integrated_gradients"].source, abs=1e-5)
     token = translation.target_pieces[1]
-    assert f"log p({token}) − log p({foil.piece})" in bars["layout"]["title"]["text"]
+    assert f"log p({token}) − log p({foil.piece})" in bars.title
     assert any(m.value.replace("\\", "").startswith(f"**Explained:** f = log p({token}) − log p({foil.piece}): ")
                for m in at.markdown)
     assert any(f"{len(foil.pieces)} pieces" in c.value and "the foil is its first" in c.value for c in at.caption)
@@ -139,11 +139,10 @@ def test_patching_with_a_typed_foil_measures_the_difference_and_keeps_it_in_the_
                                    foil=foil.id)
     assert float(at.metric[0].value) == pytest.approx(expected.clean_log_prob, abs=1e-3)
     assert float(at.metric[2].value) == pytest.approx(expected.difference, abs=1e-3)
-    figs = figures_of(at)
-    assert plotly_array(figs[0]["data"][0]["z"]).ravel().tolist() == pytest.approx(
-        [v for row in expected.residual for v in row], abs=1e-5)
+    figs = charts(at)
+    assert values(figs[0]).ravel().tolist() == pytest.approx([v for row in expected.residual for v in row], abs=1e-5)
     measure = f"log p({clean.target_pieces[0]}) − log p({foil.piece})"
-    subtitles = [f["layout"]["title"]["subtitle"]["text"].replace("<br>", " ") for f in figs]  # the heads': 2 lines
+    subtitles = [f.subtitle.replace("\n", " ") for f in figs]  # the heads': 2 lines
     assert len(figs) == 4 and all(measure in t for t in subtitles), subtitles
     assert any(m.value.replace("\\", "") == f"**Measured:** {measure}" for m in at.markdown)
     assert at.query_params["foil_word"] == WORD
@@ -167,5 +166,5 @@ def test_the_report_carries_the_patching_foil(checkpoints):
     expected = activation_patching(translator.model, translation.source_ids, translator.prepare(swapped(SENTENCE)).ids,
                                    [1], translation.token_ids[0], foil=foil.id)
     assert f"− log p(<bdi>{foil.piece}</bdi>): clean {expected.clean_log_prob:.3f}" in html
-    # in plotly's JSON: the bars' title, and the four maps' titles and hovers
-    assert html.count(json.dumps(f"− log p({foil.piece})")[1:-1]) == 1 + 2 * 4
+    # in the charts' SVG text: the bars' title, and the four maps' subtitles (the heads' on a line of its own)
+    assert html.count(f"− log p({foil.piece})</text>") + html.count(f">− log p({foil.piece})</tspan>") == 1 + 4

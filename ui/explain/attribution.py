@@ -258,10 +258,11 @@ def patching_view(translator: Translator, text: str, translation: Translation, s
     m1.metric("clean run", f"{result.clean_log_prob:.3f}")
     m2.metric("counterfactual run", f"{result.counterfactual_log_prob:.3f}")
     m3.metric("difference to restore", f"{result.difference:+.3f}")
+    above = st.container()  # the residual map above the heads' row
     columns, width = class_mode.map_columns(len(result.heads))
     residual, *heads = figs.patching_figures(result, clean.source_pieces, other.source_pieces, *pieces,
                                              sizes=class_mode.sizes(), head_sizes=class_mode.sizes(width))
-    chart(st, residual, key="ex_patch_residual", filename="patching-residual")
+    chart(above, residual, key="ex_patch_residual", filename="patching-residual")
     for column, drawn, family in zip(columns, heads, result.heads):
         chart(column, drawn, key=f"ex_patch_{family}", filename=f"patching-{family}")
     st.caption("Rows of the first map: the encoder's residual stream entering each layer (embeddings: the token "

@@ -25,7 +25,7 @@ STYLE = (".map{display:inline-block;vertical-align:top}.map svg{max-width:100%;h
          f".map text{{font-family:{FONT}}}")
 WORKERS = 4  # charts drawn at once (vl-convert runs each in its own JavaScript worker)
 
-_MARK = re.compile(r'<(path|rect|text|line)([^<>]*?) aria-label="([^"]*)"([^<>]*?)/>')
+_MARK = re.compile(r'<(path|rect)([^<>]*?) aria-label="([^"]*)"([^<>]*?)/>')  # a mark: a cell, a bar
 _ARIA = re.compile(r' (?:aria-label|aria-roledescription|aria-hidden|role)="[^"]*"')
 _NUMBER = re.compile(r"-?\d+\.\d{2,}")
 _GEOMETRY = re.compile(r' (d|transform|points)="([^"]*)"')

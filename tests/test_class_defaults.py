@@ -14,7 +14,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
+from tests.chart_reading import charts
 from tests.test_app import charts_of, figures_of
+from tests.test_explain_app import colour_scale
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translator
@@ -148,10 +150,10 @@ def test_a_difference_map_only_where_both_maps_have_the_same_tokens(tiny_pair, t
     mine, other = at.session_state["ex_result"], Translator(load_checkpoint(tiny_pair / "tiny-b")).translate(
         PAIRS[3][0])
     assert mine.target_pieces != other.target_pieces
-    assert len(figures_of(at)) == 2 and any("the two outputs are different tokens" in i.value for i in at.info)
+    assert len(charts(at)) == 2 and any("the two outputs are different tokens" in i.value for i in at.info)
     at.radio(key="ex_cmp_family").set_value("enc_self").run()  # the same source pieces: rows mean the same
-    maps = figures_of(at)
-    assert len(maps) == 3 and maps[2]["data"][0]["zmid"] == 0 and not at.info
+    maps = charts(at)
+    assert len(maps) == 3 and colour_scale(maps[2])["domainMid"] == 0 and not at.info
 
 
 def constructed_importance() -> HeadImportance:

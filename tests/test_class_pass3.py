@@ -10,10 +10,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import home_facts, make_checkpoint
-from tests.chart_reading import charts
+from tests.chart_reading import Drawn, charts
 from tests.conftest import SPECIALS
-from tests.test_app import figures_of
 from tests.test_class_ready import app, opened
+from tests.test_explain_app import colour_scale
 from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
@@ -223,16 +223,16 @@ def test_patching_an_equal_pair_draws_no_map(monkeypatch, tmp_path, tiny):  # it
     at = opened(app(monkeypatch, tmp_path, tiny), "pages/6_Explain_heads.py", model="tiny", view="patching",
                 text="the cat sleeps .")  # no word to swap: the counterfactual is the clean source
     assert any("The two sources are the same" in i.value for i in at.info)
-    assert not figures_of(at) and not at.metric
+    assert not charts(at) and not at.metric
 
 
 def test_a_patching_map_never_stretches_its_colours_over_rounding_noise():  # item 6
     noise = [[1e-6, -2e-6], [0.0, 3e-7]]
     heat = attribution_figures.patching_map(noise, ["layer 0", "layer 1"], ["h0", "h1"], title="t", scale=4e-7)
-    trace = heat.data[0]
-    assert trace.zmax == -trace.zmin >= attribution_figures.MIN_SCALE > 1e-3  # all four cells near white
+    low, high = colour_scale(Drawn.of(heat))["domain"]
+    assert high == -low >= attribution_figures.MIN_SCALE > 1e-3  # all four cells near white
     real = attribution_figures.patching_map([[0.8, -0.1]], ["layer 0"], ["h0", "h1"], title="t", scale=1.2)
-    assert real.data[0].zmax == 1.2  # a real difference keeps its own scale
+    assert colour_scale(Drawn.of(real))["domain"][1] == 1.2  # a real difference keeps its own scale
 
 
 # ----------------------------------------------------------------------------- 7. a shared vocabulary, said
@@ -284,14 +284,15 @@ def test_attribution_bars_have_axis_titles_and_say_why_token_0_has_no_prefix(tin
     translator = Translator(load_checkpoint(tiny / "tiny"))
     translation = translator.translate(WOMAN)
     first = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0)
-    fig = attribution_figures.attribution_bars(first).to_dict()
-    titles = [a["text"] for a in fig["layout"]["annotations"]]
-    assert any("empty" in t and "read only &lt;s&gt;" in t for t in titles if t.startswith("target prefix"))
-    titled = lambda kind: [a.get("title", {}).get("text") for n, a in fig["layout"].items() if n.startswith(kind)]  # noqa: E731
-    assert all(titled("xaxis")) and len(titled("xaxis")) == 2 * len(first.methods)
-    assert len([t for t in titled("yaxis") if t]) == len(first.methods)  # one per row of bars, on the left
+    panels = Drawn.of(attribution_figures.attribution_bars(first)).views()
+    titles = [" ".join(p["title"]["text"]) if isinstance(p["title"]["text"], list) else p["title"]["text"]
+              for p in panels]
+    assert any("empty" in t and "read only <s>" in t for t in titles if t.startswith("target prefix"))
+    titled = lambda channel: [p["encoding"][channel].get("title") for p in panels]  # noqa: E731
+    assert all(titled("x")) and len(titled("x")) == 2 * len(first.methods)
+    assert len([t for t in titled("y") if t]) == len(first.methods)  # one per row of bars, on the left
     later = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)
-    titles = [a["text"] for a in attribution_figures.attribution_bars(later).to_dict()["layout"]["annotations"]]
+    titles = [str(p["title"]) for p in Drawn.of(attribution_figures.attribution_bars(later)).views()]
     assert "empty" not in " ".join(titles)
 
 

@@ -11,10 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.chart_reading import Drawn, charts
-from tests.test_app import APP, curves_of, figures_of
+from tests.test_app import APP, curves_of
 from transformer.bidi import PDI, RLI, ZWJ, piece_labels
 from transformer.charts import theme, training_curves
 from transformer.charts.heatmap import heatmap
+from transformer.charts.render import to_svg
 from transformer.data.corpora.teaching import align
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
@@ -22,7 +23,6 @@ from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import RunFiles, append_metrics, write_status
 from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
-from ui.shared import heatmaps
 from ui.shared.models import catalog
 from ui.shared.state import class_mode
 from ui.teaching import guide_documents
@@ -140,8 +140,7 @@ def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_refe
     assert table["log-probability"].iloc[-1] == "—" and re.fullmatch(r"-\d+\.\d{3}", table["log-probability"][0])
     assert any("write the same output" in s.value for s in at.success)  # greedy and beam 4 agree here
     assert not any("dashed line" in c.value for c in at.caption)
-    assert all(fig["layout"].get("title", {}).get("text", "").find(" − ") < 0
-               for fig in figures_of(at))  # no all-grey difference map
+    assert all(" − " not in drawn.title for drawn in charts(at))  # no all-grey difference map
     at.selectbox(key="ex_search_b").set_value("reference").run()  # the model is exact: the reference agrees too
     assert not at.exception and any("write the same output" in s.value for s in at.success)
 
@@ -250,15 +249,16 @@ def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  
     assert names == {"train loss", "learning rate"}
 
 
-def test_the_animation_keeps_its_title_below_the_toolbar_and_its_slider_off_play():  # item 14
-    frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (25, 50)]
-    fig = head_maps.training_animation(frames, title="cross", query_name="q", key_name="k")
-    still = heatmaps.attention_heatmap(frames[0][1], ["▁a", "▁b"], ["▁x", "▁y", "▁z"], title="cross")
-    assert fig.layout.margin.t >= still.layout.margin.t + head_maps.TOOLBAR
-    assert fig.layout.title.pad.t >= head_maps.TOOLBAR
-    (slider,), (buttons,) = fig.layout.sliders, fig.layout.updatemenus
-    assert slider.x == buttons.x == 0 and slider.pad.t >= 40  # a row of its own, under Play / Pause
-    assert slider.currentvalue.xanchor == "right"
+def test_the_snapshots_chart_names_its_step_in_the_title_and_moves_by_a_slider_of_steps():  # item 14
+    frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (25, 50, 60)]
+    drawn = Drawn.of(head_maps.training_animation(frames, title="cross", query_name="q", key_name="k"))
+    (slider,) = [p for p in drawn.params() if "bind" in p]  # an input of its own, under the map (no Play to sit on)
+    assert slider["bind"] == {"input": "range", "min": 25, "max": 60, "step": 5, "name": "step "}
+    assert slider["value"] == 60  # the newest snapshot first
+    title = drawn.spec["title"]["text"]["expr"]  # the shown snapshot's step, in the title (left, off the toolbar)
+    assert title.startswith('"cross: step " + [25, 50, 60][') and drawn.spec["title"]["subtitle"]
+    svg = to_svg(drawn.spec)
+    assert "cross: step 60" in svg and "▁a" in svg
 
 
 # ----------------------------------------------------------------------------- 17. what ships

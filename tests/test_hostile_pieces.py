@@ -15,6 +15,7 @@ import pytest
 
 from tests.app_fixtures import make_checkpoint
 from tests.chart_reading import Drawn, calculated
+from transformer.charts.render import to_svg
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
@@ -74,9 +75,12 @@ def test_the_html_reports_scripts_stay_whole_with_such_pieces(translator):
                            "target_input_pieces": [HOSTILE] * len(att.target_input_pieces)})
     report = sentence_report(dataclasses.replace(t, attention=crafted, target_pieces=crafted.target_pieces),
                              model=HOSTILE)
-    bodies = re.findall(r"<script[^>]*>(.*?)</script>", report, flags=re.S)[1:]  # after plotly.js itself
-    assert len(bodies) > 9  # the head views' and every map's
+    bodies = re.findall(r"<script[^>]*>(.*?)</script>", report, flags=re.S)
+    assert len(bodies) == 3  # the head views' (the maps are static SVG, without a script)
     assert not [b for b in bodies if "<!--" in b or "<script" in b]
+    charts = re.findall(r'<div class="map">(.*?)</div>', report, flags=re.S)
+    assert len(charts) == 3 * 2 * 4 and not [c for c in charts if "<!--" in c or "<script" in c]
+    assert "&lt;!--&lt;script&gt;" in charts[0]  # the piece drawn as text, escaped
 
 
 LONG = "W" * 5000
@@ -155,11 +159,12 @@ def test_the_logit_lens_table_shortens_a_long_piece(translator):
 
     t = translator.translate("the cat sleeps .", attention=False)
     lens = logit_lens(translator.model, t.source_ids, t.token_ids, specials=translator.specials)
-    fig = lens_table(lens, [LONG] * len(t.token_ids), lambda _: LONG).to_dict()
-    cells = [c.removeprefix("<b>").removesuffix("</b>") for row in fig["data"][0]["text"] for c in row]
-    assert max(map(len, cells + fig["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
-    assert fig["layout"]["margin"]["l"] < 400
-    assert len(json.dumps(fig)) < 100_000  # the hovers hold at most HOVER_CHARS of it, once per cell
+    chart = lens_table(lens, [LONG] * len(t.token_ids), lambda _: LONG)
+    drawn = Drawn.of(chart)
+    assert max(map(len, list(drawn.data("rect")["text"]) + drawn.labels("y"))) <= svg.LABEL_CHARS
+    width = int(re.search(r'<svg[^>]* width="(\d+)"', to_svg(chart)).group(1))
+    assert width < 1200  # the row labels take what a shortened label takes, not the piece's 5,000 letters
+    assert len(json.dumps(chart.to_dict())) < 100_000  # the hovers hold at most HOVER_CHARS of it, once per cell
 
 
 def test_output_pieces_written_as_text_are_shortened_too():

@@ -22,6 +22,7 @@ from tests.test_app import (  # noqa: F401 (fixtures)
     page,
     plotly_array,
 )
+from tests.test_explain_app import values
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
 from transformer.explain.lenses import lens_maps
@@ -100,7 +101,7 @@ def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
     at.multiselect(key="ex_off").set_value([("cross", 0, 0)]).run()
     at.selectbox(key="ex_ab_lens").set_value("shift").run()
     assert not at.exception and at.query_params["lens"] == "shift"
-    base, off = (plotly_array(f["data"][0]["z"]) for f in figures_of(at)[-2:])
+    base, off = (values(drawn) for drawn in charts(at)[-2:])
     assert base.shape == off.shape and not np.allclose(base, off)  # the head off changes the shifted map
     assert torch.tensor(base).sum(1).allclose(torch.ones(base.shape[0], dtype=torch.float64), atol=1e-5)
 

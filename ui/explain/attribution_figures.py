@@ -20,7 +20,7 @@ from transformer.charts.theme import NORMAL, Sizes
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
 from transformer.explain.patching import PatchingMap
-from transformer.labels import HOVER_CHARS, shorten
+from transformer.labels import HOVER_CHARS, LABEL_CHARS, shorten
 from ui.explain.report_svg import MAP_WIDTH, SMALL, figure, figures
 
 FAMILY_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention", "cross": "cross-attention"}
@@ -117,20 +117,24 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of: Callable
         return message("Nothing to show: no output tokens.", title=title, sizes=sizes)
     outputs = piece_labels(output_pieces)
     k = max(len(cell.tokens) for column in lens.cells for cell in column)
+    def label(token: int, limit: int) -> str:
+        return shorten(piece_labels([piece_of(token)])[0], limit)
+
     records = []
     for layer, column in enumerate(lens.cells):
         for t, cell in enumerate(column):
-            tops = [f"{shorten(piece_labels([piece_of(tok)])[0], HOVER_CHARS)}: {p:.3f}"
-                    for tok, p in zip(cell.tokens, cell.probs)]
-            records.append({"row": t, "col": layer, "value": float(cell.probs[0]),
-                            "text": shorten(piece_labels([piece_of(cell.tokens[0])])[0]),
-                            "emitted": cell.output_rank == 0, "layer": lens.layers[layer],
-                            "output": shorten(outputs[t], HOVER_CHARS),
-                            "output_line": f"p {cell.output_prob:.3f}, rank {cell.output_rank}",
-                            "summary": f"{lens.layers[layer]}, emits {shorten(outputs[t], HOVER_CHARS)}: "
-                                       + ", ".join(tops) + f"; the emitted token: p {cell.output_prob:.3f}, rank "
-                                       f"{cell.output_rank}",
-                            **{f"top_{i}": tops[i] if i < len(tops) else "" for i in range(k)}})
+            tops = list(zip(cell.tokens, cell.probs))
+            emitted = f"p {cell.output_prob:.3f}, rank {cell.output_rank}"
+            records.append({
+                "row": t, "col": layer, "value": float(cell.probs[0]), "text": label(cell.tokens[0], LABEL_CHARS),
+                "emitted": cell.output_rank == 0, "layer": lens.layers[layer],
+                "output": shorten(outputs[t], HOVER_CHARS), "output_line": emitted,
+                **{f"top_{i}": f"{label(tok, HOVER_CHARS)}: {p:.3f}" if i < len(tops) else ""
+                   for i, (tok, p) in enumerate(tops + [(None, 0.0)] * (k - len(tops)))},
+                # the cell in one line (a static SVG's hover), its pieces shortened as on the axes
+                "summary": f"{lens.layers[layer]}, emits {shorten(outputs[t])}: "
+                           + ", ".join(f"{label(tok, LABEL_CHARS)} {p:.3f}" for tok, p in tops)
+                           + f"; the emitted token: {emitted}"})
     data = pd.DataFrame(records)
     x = alt.X("col:O", title=None, scale=alt.Scale(domain=list(range(n_cols))),
               axis=alt.Axis(orient="top", labelExpr=label_array(lens.layers), labelAngle=0))

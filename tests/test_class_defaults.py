@@ -15,7 +15,6 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from tests.chart_reading import charts
-from tests.test_app import charts_of, figures_of
 from tests.test_explain_app import colour_scale
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
@@ -115,11 +114,11 @@ def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner
     assert partner.languages == ("en", "fr") and at.query_params["partner"] == partner.key
     box.set_value(str(CHECKPOINTS / "en-ar-bible")).run()
     assert at.query_params["partner"] == "en-ar-bible"
-    assert len(figures_of(at)) == 2  # the two maps, no difference of French rows and Arabic rows
+    assert len(charts(at)) == 2  # the two maps, no difference of French rows and Arabic rows
     shown = _walk(at.main)  # issue 37 item 13: the pickers stand above the maps they control
     picker = next(i for i, e in enumerate(shown) if e.type == "radio" and getattr(e, "key", None) == "ex_cmp_family")
-    charts = {id(e) for e in charts_of(at)}
-    assert picker < min(i for i, e in enumerate(shown) if id(e) in charts)
+    drawn = {id(e) for e in at.get("vega_lite_chart")}
+    assert picker < min(i for i, e in enumerate(shown) if id(e) in drawn)
     assert any("writes French, the other Arabic" in i.value for i in at.info)
     shared = dict(at.query_params)
     again = AppTest.from_file(APP, default_timeout=120)  # the link opens the same comparison
@@ -290,8 +289,8 @@ def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_i
     assert not at.exception, at.exception
     assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
             ) == ("cross", 1, 2)
-    base, changed = figures_of(at)
-    assert "head 2" in base["layout"]["title"]["text"] and "(this head is off)" in changed["layout"]["title"]["text"]
+    base, changed = charts(at)
+    assert "head 2" in base.title and "(this head is off)" in changed.title
     assert any("still computes its attention weights" in c.value and "output is removed" in c.value
                for c in at.caption)
     at.selectbox(key="ex_ab_head").set_value(0).run()  # the user's own pick stays while the heads off do not change

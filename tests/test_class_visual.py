@@ -14,6 +14,8 @@ import pytest
 from tests.app_fixtures import make_checkpoint
 from tests.chart_reading import Drawn
 from transformer.charts import theme
+from transformer.charts.render import to_svg
+from transformer.charts.theme import CLASS
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import views
@@ -62,8 +64,7 @@ def test_the_beam_tree_has_a_whole_tree_overview(tiny):
 @pytest.mark.parametrize("fig", [
     heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"]),
     heatmaps.mask_heatmap(np.ones((3, 3), dtype=bool), ["a", "b", "c"], ["a", "b", "c"]),
-    head_maps.heads_map(np.zeros((2, 4)), title="x"),
-], ids=["attention", "mask", "heads"])
+], ids=["attention", "mask"])
 def test_no_heatmap_keeps_plotlys_zero_lines(fig):
     fig = heatmaps.without_zero_lines(fig)
     axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
@@ -81,13 +82,20 @@ def test_a_half_width_mask_thins_its_column_labels_to_fit_in_class_mode():
     assert len(whole.layout.xaxis.tickvals) > kept  # the full width keeps more of them
 
 
+def _cell_texts(chart, sizes, text: str) -> list[tuple[str, str]]:
+    """(font size, opacity) of every cell text `text` as the chart draws it at its page width (vl-convert)."""
+    svg = to_svg(chart, sizes.page - 100)  # the grid beside the row labels and the colour legend
+    marks = "".join(re.findall(r'<g class="mark-text role-mark[^"]*"[^>]*>(.*?)</g>', svg))  # not the axes' labels
+    return re.findall(rf'<text[^>]*font-size="([\d.]+)px"[^>]*opacity="([\d.]+)"[^>]*>{re.escape(text)}</text>',
+                      marks)
+
+
 def test_cell_numbers_are_written_only_where_they_fit():
-    small = head_maps.heads_map(np.zeros((6, 16)), title="x")  # 16 heads across a third of the page
-    heatmaps.fit_cell_numbers(small, share=1 / 3)
-    assert not small.data[0].texttemplate  # left out, not shrunk to 6 px (the hover keeps them)
-    big = head_maps.heads_map(np.zeros((2, 4)), title="x")
-    heatmaps.fit_cell_numbers(big)
-    assert big.data[0].texttemplate and big.data[0].textfont.size == heatmaps.CELL_FONT
+    third = dataclasses.replace(CLASS, page=round(CLASS.page / 3))  # 16 heads across a third of the page
+    small = _cell_texts(head_maps.heads_map(np.zeros((6, 16)), title="x", sizes=third), third, "0.00")
+    assert len(small) == 6 * 16 and {o for _, o in small} == {"0"}  # left out, not shrunk (the hover keeps them)
+    big = _cell_texts(head_maps.heads_map(np.zeros((2, 4)), title="x", sizes=CLASS), CLASS, "0.00")
+    assert len(big) == 2 * 4 and set(big) == {(str(class_mode.LABEL_PX), "1")}  # at the class size
 
 
 def test_the_sampling_charts_title_stands_above_its_legend():
@@ -130,17 +138,14 @@ def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
     assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 4, rtl=True)
 
 
-def test_the_report_of_a_short_sentence_carries_plotly_packed_and_stays_small(tiny):
-    from plotly.offline import get_plotlyjs
-
+def test_the_report_of_a_short_sentence_draws_static_svg_and_stays_small(tiny):
     from ui.explain import html_report
 
     translation = tiny.translate("the woman reads a book .", attention=True)
     doc = html_report.sentence_report(translation, model="tiny")
-    assert len(doc.encode()) < 2_800_000  # was 5.4 MB: plotly.js alone is 4.8 MB
-    assert get_plotlyjs()[:2000] not in doc and "DecompressionStream('gzip')" in doc
-    figures = doc.count("Plotly.newPlot(")
-    assert figures >= 3 and doc.count("window.plotlyReady.then(") == figures  # each figure waits for plotly.js
+    assert len(doc.encode()) < 1_600_000  # 24 maps, 20 output pieces: was 5.4 MB with plotly.js, 2.8 MB packed
+    figures = doc.count('<div class="map"><svg')
+    assert figures == 3 * 2 * 4 and "plotly" not in doc.lower() and doc.count("<script") == 3  # the head views'
 
 
 def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
@@ -184,14 +189,13 @@ def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
     cells = [[SimpleNamespace(tokens=[t, 1], probs=[0.9, 0.1], output_prob=0.9, output_rank=0 if t % 2 else 1)
               for t in pieces] for _ in range(4)]  # 4 layers (embeddings + 3) x 4 positions
     lens = SimpleNamespace(cells=cells, layers=["embeddings", "layer 0", "layer 1", "layer 2"])
-    fig = attribution_figures.lens_table(lens, list(pieces.values()), pieces.get)
-    assert any("<b>" in t for row in fig.data[0].text for t in row)
-    big = heatmaps.fit_cell_numbers(class_mode.enlarge(fig, 1.0), class_mode.CELL_PX, class_mode.PAGE_PX, 1.0,
-                                    class_mode.COLOUR_BAR_PX)
-    assert big.data[0].texttemplate == "%{text}" and big.data[0].textfont.size == class_mode.CELL_PX
-    grid = class_mode.PAGE_PX - big.layout.margin.l - big.layout.margin.r  # the bar stands in the right margin
-    assert 0.62 * class_mode.CELL_PX * len("▁homme") + 4 <= grid / 4
-    third = heatmaps.fit_cell_numbers(class_mode.enlarge(attribution_figures.lens_table(
-        lens, list(pieces.values()), pieces.get), 1 / 3), class_mode.CELL_PX, class_mode.PAGE_PX, 1 / 3,
-        class_mode.COLOUR_BAR_PX)
-    assert not third.data[0].texttemplate  # where they cannot fit, still left out
+    table = attribution_figures.lens_table(lens, list(pieces.values()), pieces.get, sizes=CLASS)
+    bold = [v for v in Drawn.of(table).views() if v["mark"].get("fontWeight") == "bold"]
+    assert bold and bold[0]["transform"] == [{"filter": "datum.emitted"}]  # the emitted token in bold
+    assert Drawn.of(table).data("rect")["emitted"].any()
+    big = _cell_texts(table, CLASS, "▁homme")  # 4 layers' columns across the page: every top token written
+    assert len(big) == 4 and set(big) == {(str(class_mode.LABEL_PX), "1")}
+    third = dataclasses.replace(CLASS, page=round(CLASS.page / 3))
+    small = _cell_texts(attribution_figures.lens_table(lens, list(pieces.values()), pieces.get, sizes=third), third,
+                        "▁homme")
+    assert len(small) == 4 and {o for _, o in small} == {"0"}  # where they cannot fit, still left out

@@ -29,6 +29,8 @@ _MARK = re.compile(r'<(path|rect)([^<>]*?) aria-label="([^"]*)"([^<>]*?)/>')  # 
 _ARIA = re.compile(r' (?:aria-label|aria-roledescription|aria-hidden|role)="[^"]*"')
 _NUMBER = re.compile(r"-?\d+\.\d{2,}")
 _GEOMETRY = re.compile(r' (d|transform|points)="([^"]*)"')
+_RGB = re.compile(r'"rgb\((\d+), (\d+), (\d+)\)"')
+HOVER_NUMBERS = ".3~f"  # a number the hover says without a format of its own (a cell's value): as the maps print
 
 
 def _round(value: re.Match) -> str:
@@ -38,10 +40,11 @@ def _round(value: re.Match) -> str:
 
 def compact(svg: str) -> str:
     """svg with each mark's aria-label as its hover title, the other ARIA attributes dropped, coordinates to a tenth
-    of a pixel and the theme's font left to the report's style."""
+    of a pixel, colours in hex and the theme's font left to the report's style."""
     svg = _MARK.sub(lambda m: f"<{m[1]}{m[2]}{m[4]}><title>{m[3]}</title></{m[1]}>", svg)
     svg = _ARIA.sub("", svg)
     svg = _GEOMETRY.sub(lambda m: f' {m[1]}="{_NUMBER.sub(_round, m[2])}"', svg)
+    svg = _RGB.sub(lambda m: '"#{:02x}{:02x}{:02x}"'.format(*map(int, m.groups())), svg)
     return svg.replace(f' font-family="{FONT}"', "")
 
 
@@ -50,7 +53,9 @@ def figures(charts: Sequence[tuple[alt.TopLevelMixin, int | None]]) -> list[str]
     width drawn at `width` px (None: the renderer's), several drawn at once."""
     def one(item: tuple[alt.TopLevelMixin, int | None]) -> str:
         chart, width = item
-        return f'<div class="map">{compact(to_svg(chart) if width is None else to_svg(chart, width))}</div>'
+        spec = chart.to_dict()
+        spec["config"] = {**spec.get("config", {}), "tooltipFormat": {"numberFormat": HOVER_NUMBERS}}
+        return f'<div class="map">{compact(to_svg(spec) if width is None else to_svg(spec, width))}</div>'
 
     with ThreadPoolExecutor(WORKERS) as pool:
         return list(pool.map(one, charts))

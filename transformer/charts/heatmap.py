@@ -65,11 +65,15 @@ def label_array(labels: Sequence[str], limit: int = LABEL_CHARS) -> str:
 
 def column_angle(n_columns: int, longest: int, sizes: Sizes, width: float) -> int:
     """Column labels upright when they fit their column, else turned 60 degrees, else 90 (Vega then leaves out
-    the labels that would still overlap)."""
+    the labels that would still overlap). Vega tells overlaps by each label's upright bounding box, which a label
+    turned 60 degrees widens to half its length and most of its height: past the column's width, every other
+    label would be left out, where turned 90 degrees (a box one line wide) they all stand."""
     column = width / max(n_columns, 1)
-    if CHAR_WIDTH * sizes.label * longest + 4 <= column:
+    length = CHAR_WIDTH * sizes.label * longest
+    if length + 4 <= column:
         return 0
-    return -60 if 1.2 * sizes.label / math.sin(math.radians(60)) <= column else -90
+    turned = math.radians(60)
+    return -60 if length * math.cos(turned) + 1.2 * sizes.label * math.sin(turned) <= column else -90
 
 
 def message(text: str, *, title: str = "", sizes: Sizes = NORMAL) -> alt.Chart:

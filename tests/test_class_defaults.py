@@ -290,7 +290,8 @@ def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_i
     assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
             ) == ("cross", 1, 2)
     base, changed = charts(at)
-    assert "head 2" in base.title and "(this head is off)" in changed.title
+    assert "head 2" in base.title and "head 2" in changed.title and changed.subtitle == "(this head is off)"
+    assert not base.subtitle  # the trained model's head is on
     assert any("still computes its attention weights" in c.value and "output is removed" in c.value
                for c in at.caption)
     at.selectbox(key="ex_ab_head").set_value(0).run()  # the user's own pick stays while the heads off do not change

@@ -88,11 +88,11 @@ def map_picker(key: str, att: TranslationAttention, mean: bool = True) -> tuple[
 
 
 def draw_map(container, att: TranslationAttention, family: str, layer: int, head: int | None, *, key: str,
-             title: str, share: float) -> None:
+             title: str, share: float, subtitle: str = "") -> None:
     matrix, rows, cols = families.matrix(att, family, layer, head)
-    drawn = heatmap(matrix, rows, cols, title=title, row_title=NAMES[family][0], col_title=NAMES[family][1],
-                    notes=families.row_notes(att, family), note_title=families.NOTE_TITLE,
-                    sizes=class_mode.sizes(share))
+    drawn = heatmap(matrix, rows, cols, title=title, subtitle=subtitle, row_title=NAMES[family][0],
+                    col_title=NAMES[family][1], notes=families.row_notes(att, family),
+                    note_title=families.NOTE_TITLE, sizes=class_mode.sizes(share))
     chart(container, drawn, key=key, filename=title)
 
 
@@ -152,10 +152,10 @@ def ablation_view(translator: Translator, text: str, translation: Translation, s
     switched_off_maps.jump_to_switched_off(off, "ex_ab")
     base, off_maps = lens_switch.lens_pair(translator, translation, changed, new, key="ex_ab")
     family, layer, head = map_picker("ex_ab", base)
-    base_title, new_title = switched_off_maps.map_titles(off, family, layer, head)
+    base_title, new_title, is_off = switched_off_maps.map_titles(off, family, layer, head)
     (c1, c2), width = class_mode.map_columns(2)
     draw_map(c1, base, family, layer, head, key="ex_ab_map_base", title=base_title, share=width)
-    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title, share=width)
+    draw_map(c2, off_maps, family, layer, head, key="ex_ab_map_new", title=new_title, subtitle=is_off, share=width)
     st.caption(switched_off_maps.OFF_NOTE)
 
 

@@ -33,9 +33,10 @@ def jump_to_switched_off(off: Iterable[Head], key: str) -> None:
     st.session_state[f"{key}_head"] = head
 
 
-def map_titles(off: Iterable[Head], family: str, layer: int, head: int | None) -> tuple[str, str]:
-    """The titles of the trained model's and the changed model's maps: which head they show, and whether it is one
-    of those switched off."""
+def map_titles(off: Iterable[Head], family: str, layer: int, head: int | None) -> tuple[str, str, str]:
+    """The titles of the trained model's and the changed model's maps (which head they show) and the changed map's
+    subtitle: whether the head is one of those switched off ("" when not), on a line of its own in a half-width
+    column."""
     where = f"layer {layer}, " + ("mean of heads" if head is None else f"head {head}")  # the family: the radio above
     is_off = head is not None and (family, layer, head) in set(map(tuple, off))
-    return f"trained model · {where}", f"heads off · {where}" + (" (this head is off)" if is_off else "")
+    return f"trained model · {where}", f"heads off · {where}", "(this head is off)" if is_off else ""

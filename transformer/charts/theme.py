@@ -67,8 +67,10 @@ def config(sizes: Sizes = NORMAL) -> dict:
         "header": {"labelFontSize": sizes.label, "titleFontSize": sizes.label, "labelColor": TEXT},
         "legend": {"labelFontSize": sizes.label, "titleFontSize": sizes.label, "titleFontWeight": "normal",
                    "gradientThickness": 12, "labelColor": TEXT, "titleColor": TEXT},
-        "title": {"fontSize": sizes.title, "subtitleFontSize": sizes.label, "anchor": "start", "color": TEXT,
-                  "subtitleColor": TEXT, "fontWeight": 600, "offset": 8},
+        # frame "bounds": a title starts at the chart's left edge and may run as wide as the whole chart (axis labels
+        # and legend included), not only its plot: a map in a third of the page keeps its title whole
+        "title": {"fontSize": sizes.title, "subtitleFontSize": sizes.label, "anchor": "start", "frame": "bounds",
+                  "color": TEXT, "subtitleColor": TEXT, "fontWeight": 600, "offset": 8},
         "text": {"fontSize": sizes.cell, "color": TEXT},
         "range": {"category": list(CATEGORIES)},
         "scale": {"bandPaddingInner": 0.08},

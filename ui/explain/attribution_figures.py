@@ -72,7 +72,7 @@ def _bars(words: Sequence[str], values: Sequence[float], *, method: str, title: 
     x = alt.X("index:O", title=x_title, scale=alt.Scale(domain=list(range(len(shown)))), axis=alt.Axis(
         labelExpr=label_array(shown), labelAngle=angle, labelAlign="right" if angle else "center",
         labelBaseline="middle" if angle else "top"))
-    y = alt.Y("value:Q", title=y_title, axis=alt.Axis(format="~g") if y_title is not None else None)
+    y = alt.Y("value:Q", title=y_title, axis=alt.Axis() if y_title is not None else None)
     colour = alt.condition("datum.value >= 0", alt.value(theme.POSITIVE), alt.value(theme.NEGATIVE))
     return alt.Chart(data, title=alt.Title(list(title) if not isinstance(title, str) else title,
                                            fontSize=sizes.label)).mark_bar().encode(
@@ -91,7 +91,7 @@ def attribution_bars(attribution: TokenAttribution, *, title: str = "", sizes: S
         return message("No attribution method ran.", title=title, sizes=sizes)
     n_src = max(len(attribution.source_words), 1)
     n_tgt = max(len(attribution.prefix_words), 0.4 * n_src, 3)  # room for the title above a short prefix
-    room = sizes.page - 10 * sizes.label - 40  # beside the y axis's numbers and title, and the gap
+    room = sizes.page - 6 * sizes.label - 30  # beside the y axis's numbers and title, and the gap
     widths = room * n_src / (n_src + n_tgt), room * n_tgt / (n_src + n_tgt)
     prefix_title = "target prefix" if attribution.prefix_words else EMPTY_PREFIX
     rows = []

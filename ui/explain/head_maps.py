@@ -96,12 +96,13 @@ def heads_map(values: np.ndarray, *, title: str, hover: Sequence[Sequence[Mappin
     dark = 0.6 * max(abs(d) for d in scale.domain)
     ink = alt.condition(f"abs(datum.value) > {dark:g}", alt.value("white"), alt.value(theme.TEXT))
     px = sizes.cell
+    number = base.mark_text(fontSize=px).encode(text="text:N", color=ink, opacity=_fits("text", px))
     layers = [base.mark_rect(color=theme.NO_VALUE).transform_filter("!isValid(datum.value)"), rect,
-              base.mark_text(fontSize=px, dy=-0.6 * px if labels is not None else 0).encode(
-                  text="text:N", color=ink, opacity=_fits("text", px))]
-    if labels is not None:
-        layers.append(base.mark_text(fontSize=px, fontWeight="bold", dy=0.7 * px).encode(
-            text="role:N", color=ink, opacity=_fits("role", px)))
+              number.transform_filter("datum.role == ''")]
+    if labels is not None:  # a cell with a role: the number above it
+        layers += [number.mark_text(fontSize=px, dy=-0.6 * px).transform_filter("datum.role != ''"),
+                   base.mark_text(fontSize=px, fontWeight="bold", dy=0.7 * px).encode(
+                       text="role:N", color=ink, opacity=_fits("role", px)).transform_filter("datum.role != ''")]
     row = max(2 * sizes.row, round(3.4 * px)) if labels is not None else sizes.row + 10
     chart = alt.layer(*layers, title=title).properties(width="container", height={"step": row})
     return theme.sized(chart, sizes)

@@ -187,7 +187,7 @@ def test_head_statistics_map_and_roles(at):
     at.session_state["ex_stats_name"] = "diagonal"
     at.run()
     (drawn,) = charts(at)
-    assert "weight near the diagonal" in drawn.title
+    assert "cross-attention" in drawn.title and "weight near the diagonal" in drawn.subtitle
     assert ((values(drawn, "layer", "head") >= 0) & (values(drawn, "layer", "head") <= 1)).all()
 
 

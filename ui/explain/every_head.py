@@ -113,7 +113,7 @@ def statistics_view(translator: Translator) -> None:
     labels = head_labels(stats, family)
     values = stats.get(family, statistic).numpy()
     bounded = statistic not in ("entropy", "distance")
-    drawn = head_maps.heads_map(values, title=f"{FAMILIES[family]}: {STATISTICS[statistic]}",
+    drawn = head_maps.heads_map(values, title=FAMILIES[family], subtitle=STATISTICS[statistic],
                                 hover=statistic_lines(labels), labels=[[lab.role for lab in row] for row in labels],
                                 zmax=1.0 if bounded else None, scale_title=STATISTICS[statistic], select=None,
                                 sizes=class_mode.sizes())

@@ -53,14 +53,14 @@ def clickable_heatmap(weights: np.ndarray, query_labels: Sequence[str], key_labe
                    outlines={"picked": [picked] if picked is not None else []}, sizes=sizes)
 
 
-def heads_map(values: np.ndarray, *, title: str, hover: Sequence[Sequence[Mapping[str, str]]] | None = None,
-              labels: Sequence[Sequence[str]] | None = None, diverging_scale: bool = False, fmt: str = ".2f",
-              zmax: float | None = None, scale_title: str = "value", select: str | None = HEAD,
-              sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+def heads_map(values: np.ndarray, *, title: str, subtitle: str = "",
+              hover: Sequence[Sequence[Mapping[str, str]]] | None = None, labels: Sequence[Sequence[str]] | None = None,
+              diverging_scale: bool = False, fmt: str = ".2f", zmax: float | None = None, scale_title: str = "value",
+              select: str | None = HEAD, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """values (L, H): one number per head, layers as rows, written in its cell; labels (L, H): a role written in
-    bold under the number (where it fits); hover (L, H): more lines of each cell's tooltip ({name: text}).
-    diverging_scale: red positive, blue negative around 0, to ±zmax. select: a click selection over layer and
-    head (None: no clicks)."""
+    bold under the number where it fits the cell at the page width `sizes` lays the chart out for (else in the
+    tooltip only); hover (L, H): more lines of each cell's tooltip ({name: text}). diverging_scale: red positive,
+    blue negative around 0, to ±zmax. select: a click selection over layer and head (None: no clicks)."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 2 or values.size == 0:
         return message("Nothing to show: no heads.", title=title, sizes=sizes)
@@ -74,9 +74,12 @@ def heads_map(values: np.ndarray, *, title: str, hover: Sequence[Sequence[Mappin
     names = list(dict.fromkeys(name for cell in extra for name in cell))
     text = [f"{v:{fmt}}" if math.isfinite(v) else "—" for v in values.ravel()]
     roles = [labels[a][b] or "" for a, b in zip(layer, head)] if labels is not None else [""] * values.size
+    px = sizes.cell
+    column = (sizes.page - 100) / n_heads  # a cell's width beside the layer labels
+    shown = [r if CHAR_WIDTH * px * len(r) + 4 <= column else "" for r in roles]  # the roles written in their cell
     data = pd.DataFrame({
         "layer": layer, "head": head, "value": np.where(np.isfinite(values.ravel()), values.ravel(), np.nan),
-        "name": [f"layer {a}, head {b}" for a, b in zip(layer, head)], "text": text, "role": roles,
+        "name": [f"layer {a}, head {b}" for a, b in zip(layer, head)], "text": text, "role": roles, "shown": shown,
         # the cell in one line: a static SVG's hover (the HTML report), a screen reader's
         "summary": [f"layer {a}, head {b}: {scale_title} {t}" + (f", {r}" if r else "") +
                     "".join(f"; {name}: {value}" for name, value in cell.items())
@@ -89,22 +92,24 @@ def heads_map(values: np.ndarray, *, title: str, hover: Sequence[Sequence[Mappin
         tooltip.append(alt.Tooltip("role:N", title="role"))
     tooltip += [alt.Tooltip(f"extra_{i}:N", title=name) for i, name in enumerate(names)]
     base = alt.Chart(data).encode(x=x, y=y)
-    rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=scale.encoding(), legend=alt.Legend(
-        title=scale_title)), tooltip=tooltip, description="summary:N")
+    legend = alt.Legend(title=scale_title, orient="bottom", direction="horizontal",  # under the grid: a map in a
+                        gradientLength=max(80, min(200, sizes.page - 120)))  # third of the page keeps its width
+    rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=scale.encoding(), legend=legend),
+                                   tooltip=tooltip, description="summary:N")
     if select is not None:
         rect = rect.add_params(alt.selection_point(name=select, fields=["layer", "head"], on="click", toggle=False))
     dark = 0.6 * max(abs(d) for d in scale.domain)
     ink = alt.condition(f"abs(datum.value) > {dark:g}", alt.value("white"), alt.value(theme.TEXT))
-    px = sizes.cell
     number = base.mark_text(fontSize=px).encode(text="text:N", color=ink, opacity=_fits("text", px))
     layers = [base.mark_rect(color=theme.NO_VALUE).transform_filter("!isValid(datum.value)"), rect,
-              number.transform_filter("datum.role == ''")]
-    if labels is not None:  # a cell with a role: the number above it
-        layers += [number.mark_text(fontSize=px, dy=-0.6 * px).transform_filter("datum.role != ''"),
+              number.transform_filter("datum.shown == ''")]
+    if any(shown):  # a cell with its role written: the number above it
+        layers += [number.mark_text(fontSize=px, dy=-0.6 * px).transform_filter("datum.shown != ''"),
                    base.mark_text(fontSize=px, fontWeight="bold", dy=0.7 * px).encode(
-                       text="role:N", color=ink, opacity=_fits("role", px)).transform_filter("datum.role != ''")]
-    row = max(2 * sizes.row, round(3.4 * px)) if labels is not None else sizes.row + 10
-    chart = alt.layer(*layers, title=title).properties(width="container", height={"step": row})
+                       text="shown:N", color=ink, opacity=_fits("shown", px)).transform_filter("datum.shown != ''")]
+    row = max(2 * sizes.row, round(3.4 * px)) if any(shown) else sizes.row + 10
+    chart = alt.layer(*layers, title=alt.Title(title, subtitle=subtitle or alt.Undefined)).properties(
+        width="container", height={"step": row})
     return theme.sized(chart, sizes)
 
 

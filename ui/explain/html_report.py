@@ -68,7 +68,7 @@ def sentence_report(translation: Translation, *, model: str, stats: HeadStatisti
             labels = head_labels(stats, family)
             name = "spread" if family != "cross" else "diagonal"
             charts.append((head_maps.heads_map(
-                stats.get(family, name).numpy(), title=f"{families.FAMILIES[family]}: {STATISTICS[name]}",
+                stats.get(family, name).numpy(), title=families.FAMILIES[family], subtitle=STATISTICS[name],
                 hover=_statistic_lines(labels), labels=[[lab.role for lab in row] for row in labels], zmax=1.0,
                 scale_title=STATISTICS[name], select=None), None))
         parts += report_svg.figures(charts)

@@ -28,7 +28,7 @@ def number(text: str) -> float:
     return float(text.replace("−", "-"))  # Vega writes a minus sign
 
 
-def matrix(marks: list[dict[str, str]], rows: str = "query", cols: str = "key") -> np.ndarray:
+def matrix(marks: list[dict[str, str]], rows: str = "target query", cols: str = "source key") -> np.ndarray:
     """A heatmap's cells (their hovers) back as a matrix of the value each one says."""
     shape = 1 + max(int(m[rows]) for m in marks), 1 + max(int(m[cols]) for m in marks)
     out = np.full(shape, np.nan)

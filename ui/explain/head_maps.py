@@ -120,15 +120,16 @@ def _fits(field: str, px: int) -> alt.ValueDefWithCondition:
 
 
 def difference_heatmap(a: np.ndarray, b: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str], *,
-                       title: str, names: tuple[str, str], divergence: int | None = None,
-                       sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+                       title: str, names: tuple[str, str], divergence: int | None = None, query_name: str = "query",
+                       key_name: str = "key", sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """a - b over the rows and columns both maps have (the first min(rows) and min(columns)), red where a has more
     weight, blue where b has; a dashed line marks the first row after a shared prefix (divergence)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     rows, cols = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
     diff = a[:rows, :cols] - b[:rows, :cols]
-    return heatmap(diff, list(query_labels[:rows]), list(key_labels[:cols]), title=title,
-                   scale=diverging(1.0, f"{names[0]} − {names[1]}"), fmt="+.3f", divider=divergence, sizes=sizes)
+    return heatmap(diff, list(query_labels[:rows]), list(key_labels[:cols]), title=title, row_title=query_name,
+                   col_title=key_name, scale=diverging(1.0, f"{names[0]} − {names[1]}"), fmt="+.3f",
+                   divider=divergence, sizes=sizes)
 
 
 def _slider(steps: Sequence[int]) -> tuple[alt.Parameter, str]:

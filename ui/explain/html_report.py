@@ -144,7 +144,8 @@ def forced_sections(both: ForcedComparison) -> list[str]:
         parts += report_svg.figures([(head_maps.difference_heatmap(
             both.own.cross_map(layer)[:rows].numpy(), both.forced.cross_map(layer)[:rows].numpy(), labels,
             list(both.source_pieces), title=f"own − forced, layer {layer} (mean of heads)", names=("own", "forced"),
-            divergence=min(both.shared + 1, rows), sizes=report_svg.SMALL), report_svg.MAP_WIDTH)
+            divergence=min(both.shared + 1, rows), query_name=NAMES["cross"][0], key_name=NAMES["cross"][1],
+            sizes=report_svg.SMALL), report_svg.MAP_WIDTH)
             for layer in range(both.difference.shape[0])])
     return parts
 

@@ -313,6 +313,7 @@ def search_view(translator: Translator, text: str, reference: str) -> None:
         return
     title = f"cross-attention{'' if lens == 'raw' else ' (' + LENS_LABELS[lens] + ')'}: {a} − {b}"
     drawn = head_maps.difference_heatmap(map_a, map_b, rows_a, cols, title=title, names=(a, b), divergence=prefix,
+                                         query_name=NAMES["cross"][0], key_name=NAMES["cross"][1],
                                          sizes=class_mode.sizes())
     chart(st, drawn, key="ex_search_diff", filename=f"cross-attention-{a}-minus-{b}")
     st.caption(caption)
@@ -377,7 +378,8 @@ def compare_view(translator: Translator, text: str, translation: Translation, se
     map_a, rows, cols = families.matrix(translation.attention, family, layer, head)
     map_b, _, _ = families.matrix(att_b, family, layer, head)
     chart(st, head_maps.difference_heatmap(map_a, map_b, rows, cols, title="this model − the other",
-                                           names=("this model", "the other"), sizes=class_mode.sizes()),
+                                           names=("this model", "the other"), query_name=NAMES[family][0],
+                                           key_name=NAMES[family][1], sizes=class_mode.sizes()),
           key="ex_cmp_diff", filename="model-difference")
     st.caption("Both models cut the sentence into the same pieces and wrote the same output, so each row is the same "
                "query in both: red is more weight in this model, blue more in the other.")

@@ -36,7 +36,7 @@ def _opened(browser, link: str):
     page = context.new_page()
     page.goto(link)
     page.locator(PLOT).first.wait_for(timeout=180_000)
-    page.wait_for_timeout(3000)  # plotly's layout pass
+    page.wait_for_timeout(3000)  # the charts' layout pass
     assert page.locator(EXCEPTION).count() == 0
     return context, page
 
@@ -48,7 +48,7 @@ def test_a_linked_typed_foil_is_said_in_every_chart_with_readable_labels(server,
     context, page = _opened(browser, f"{server}/Explain_heads?view={view}&{LINKS[name]}"
                             + ("&class=1" if mode == "class" else ""))
     try:
-        titles = page.locator(f"{PLOT} :is(.gtitle, .gtitle-subtitle, text.title, text.subtitle)").evaluate_all(
+        titles = page.locator(f"{PLOT} :is(.role-title-text, .role-title-subtitle) text").evaluate_all(
             "els => els.map(e => e.textContent)")  # SVG text: no innerText
         contrasts = [t for t in titles if re.search(r"log p\(.+\) ?− log p\(.+\)", t)]  # lines joined
         assert len(contrasts) == (1 if view == "attribution" else 4), titles  # the bars; the four patching maps
@@ -67,7 +67,7 @@ def test_a_word_typed_as_the_foil_is_drawn_and_kept_in_the_address_bar(server, b
         box.fill("femmes")
         box.press("Enter")
         page.wait_for_function("() => location.search.includes('foil_word=femmes')", timeout=60_000)
-        page.locator(f"{PLOT} :is(.gtitle, text.title)", has_text="− log p(▁femmes)").wait_for(timeout=60_000)
+        page.locator(f"{PLOT} .role-title-text text", has_text="− log p(▁femmes)").wait_for(timeout=60_000)
         assert parse_qs(urlparse(page.url).query)["foil_word"] == ["femmes"]
         assert page.get_by_text("Explained:").count() == 1 and page.locator(EXCEPTION).count() == 0
     finally:

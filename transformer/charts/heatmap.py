@@ -76,6 +76,17 @@ def column_angle(n_columns: int, longest: int, sizes: Sizes, width: float) -> in
     return -60 if length * math.cos(turned) + 1.2 * sizes.label * math.sin(turned) <= column else -90
 
 
+def colour_legend(title: str, plot_height: float, sizes: Sizes) -> alt.Legend:
+    """The colour legend beside a plot of plot_height px, its gradient no taller than the plot (Streamlit fits a
+    chart to its plot's height: a taller legend would run past the chart's foot), or under a plot too short for
+    one (a map of a row or two). Its title stands half a line above the first label, which the browser draws
+    taller than Vega measures."""
+    room = plot_height - 2.7 * sizes.label  # the legend's title above the gradient, half its last label below
+    if room < 60:
+        return alt.Legend(title=title, orient="bottom", direction="horizontal", gradientLength=160)
+    return alt.Legend(title=title, gradientLength=min(200, room), titlePadding=sizes.label // 2)
+
+
 def message(text: str, *, title: str = "", sizes: Sizes = NORMAL) -> alt.Chart:
     """A chart that says why it shows nothing (empty or too large data)."""
     chart = alt.Chart(pd.DataFrame({"text": [text]}), title=title or alt.Undefined).mark_text(
@@ -133,7 +144,7 @@ def heatmap(values, rows: Sequence[str], cols: Sequence[str], *, title: str = ""
     if notes is not None:
         tooltip.append(alt.Tooltip("note:N", title=note_title or "note"))
     base = alt.Chart(data).encode(x=x, y=y)
-    legend = alt.Legend(title=scale.title) if scale.legend else None
+    legend = colour_legend(scale.title, len(rows) * sizes.row, sizes) if scale.legend else None
     rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=scale.encoding(), legend=legend), tooltip=tooltip)
     layers = [base.mark_rect(color=theme.NO_VALUE).encode(tooltip=tooltip[:2]).transform_filter(
         "!isValid(datum.value) || !isFinite(datum.value)"), rect]

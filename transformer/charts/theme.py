@@ -51,6 +51,9 @@ class Sizes:
     page: int  # the page's width beside the open sidebar at 1280 px: what a full-width chart is laid out for
 
 
+# px around every chart: the browser's glyph boxes run a third of a font size past the text heights Vega lays out
+# with (a rotated axis title, the last label of a legend), and Streamlit pads only the bottom of a chart it draws
+PADDING = {"left": 8, "top": 6, "right": 8, "bottom": 8}
 NORMAL = Sizes(label=12, title=15, cell=11, row=22, view=11, body=13, page=820)
 CLASS = Sizes(label=18, title=22, cell=18, row=34, view=18, body=21, page=770)  # class mode: 18 px at the least
 
@@ -89,4 +92,4 @@ alt.data_transformers.disable_max_rows()
 
 @alt.theme.register(NAME, enable=True)
 def _theme() -> alt.theme.ThemeConfig:
-    return {"config": config(NORMAL)}
+    return {"config": config(NORMAL), "padding": PADDING}

@@ -15,7 +15,16 @@ import pandas as pd
 
 from transformer.bidi import isolate, piece_labels
 from transformer.charts import theme
-from transformer.charts.heatmap import CHAR_WIDTH, WEIGHTS, column_angle, diverging, heatmap, label_array, message
+from transformer.charts.heatmap import (
+    CHAR_WIDTH,
+    WEIGHTS,
+    colour_legend,
+    column_angle,
+    diverging,
+    heatmap,
+    label_array,
+    message,
+)
 from transformer.charts.theme import NORMAL, Sizes
 from transformer.explain.attribution import METHODS, TokenAttribution
 from transformer.explain.logit_lens import LogitLens
@@ -144,9 +153,9 @@ def lens_table(lens: LogitLens, output_pieces: Sequence[str], piece_of: Callable
                *[alt.Tooltip(f"top_{i}:N", title=f"top {i + 1}") for i in range(k)],
                alt.Tooltip("output_line:N", title="the emitted token")]
     base = alt.Chart(data).encode(x=x, y=y)
-    rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=WEIGHTS.encoding(),
-                                                   legend=alt.Legend(title="p(top)")), tooltip=tooltip,
-                                     description="summary:N")
+    legend = colour_legend("p(top)", n_rows * (sizes.row + 2), sizes)
+    rect = base.mark_rect().encode(color=alt.Color("value:Q", scale=WEIGHTS.encoding(), legend=legend),
+                                   tooltip=tooltip, description="summary:N")
     px = sizes.cell
     fits = alt.condition(f"bandwidth('x') >= {CHAR_WIDTH * px:.2f} * length(datum.text) + 4", alt.value(1),
                          alt.value(0))

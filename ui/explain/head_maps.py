@@ -17,7 +17,16 @@ import pandas as pd
 
 from transformer.bidi import piece_labels
 from transformer.charts import theme
-from transformer.charts.heatmap import CHAR_WIDTH, MAX_CELLS, WEIGHTS, Scale, diverging, heatmap, message
+from transformer.charts.heatmap import (
+    CHAR_WIDTH,
+    MAX_CELLS,
+    WEIGHTS,
+    Scale,
+    colour_legend,
+    diverging,
+    heatmap,
+    message,
+)
 from transformer.charts.theme import NORMAL, Sizes
 from transformer.labels import HOVER_CHARS, shorten
 
@@ -188,7 +197,8 @@ def training_animation(frames: Sequence[tuple[int, np.ndarray, Sequence[str], Se
                 "drag the slider under the map through the snapshots")
     chart = alt.Chart(data, title=alt.Title(alt.expr(f"{json.dumps(title + ': step ')} + {json.dumps(steps)}"
                                                      f"[{index}]"), subtitle=subtitle)).mark_rect().encode(
-        x=x, y=y, color=alt.Color("value:Q", scale=WEIGHTS.encoding(), legend=alt.Legend(title=WEIGHTS.title)),
+        x=x, y=y, color=alt.Color("value:Q", scale=WEIGHTS.encoding(), legend=colour_legend(
+            WEIGHTS.title, min(len(f[2]) for f in shown) * sizes.row, sizes)),
         tooltip=[alt.Tooltip("step:Q", title="step"), alt.Tooltip("row_label:N", title=query_name),
                  alt.Tooltip("col_label:N", title=key_name), alt.Tooltip("value:Q", title="weight", format=".3f")],
     ).add_params(param).transform_filter(f"datum.snapshot == {index}").properties(

@@ -4,7 +4,7 @@ then made compact for a file of dozens of maps. No streamlit.
 Vega writes an accessibility description on every mark (`aria-label`, built from the chart's encodings: a cell's
 row, column and value) and ARIA roles on every group. The report keeps each mark's description as an SVG `<title>`,
 which any browser shows on hover with no script, and drops the rest; coordinates keep one decimal (a tenth of a
-pixel), and the theme's font is written once in the report's style instead of on every text.
+pixel), and the font is written once in the report's style instead of on every text.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 import altair as alt
 
 from transformer.charts.render import to_svg
-from transformer.charts.theme import FONT, NORMAL
+from transformer.charts.theme import NORMAL
 
-MAP_WIDTH = 400  # px of a small map's grid: two side by side in the report's 1100 px
+MAP_WIDTH = 330  # px of a small map's grid: two side by side (with their labels and legends) in the report's 1100 px
 SMALL = dataclasses.replace(NORMAL, page=MAP_WIDTH + 120)  # what a small map's labels are laid out for
+# The font the charts are laid out with (vl-convert measures every label with it) and read with: Arial's metrics,
+# which Liberation Sans shares, so that a label measured on a Linux server fits the same room in a reader's browser
+# (the app's Source Sans Pro is a web font the report does not carry).
+FONT = "Arial, 'Liberation Sans', Helvetica, 'Noto Sans Arabic', sans-serif"
 STYLE = (".map{display:inline-block;vertical-align:top}.map svg{max-width:100%;height:auto}"
          f".map text{{font-family:{FONT}}}")
 WORKERS = 4  # charts drawn at once (vl-convert runs each in its own JavaScript worker)
@@ -40,7 +44,7 @@ def _round(value: re.Match) -> str:
 
 def compact(svg: str) -> str:
     """svg with each mark's aria-label as its hover title, the other ARIA attributes dropped, coordinates to a tenth
-    of a pixel, colours in hex and the theme's font left to the report's style."""
+    of a pixel, colours in hex and the font left to the report's style."""
     svg = _MARK.sub(lambda m: f"<{m[1]}{m[2]}{m[4]}><title>{m[3]}</title></{m[1]}>", svg)
     svg = _ARIA.sub("", svg)
     svg = _GEOMETRY.sub(lambda m: f' {m[1]}="{_NUMBER.sub(_round, m[2])}"', svg)
@@ -54,7 +58,7 @@ def figures(charts: Sequence[tuple[alt.TopLevelMixin, int | None]]) -> list[str]
     def one(item: tuple[alt.TopLevelMixin, int | None]) -> str:
         chart, width = item
         spec = chart.to_dict()
-        spec["config"] = {**spec.get("config", {}), "tooltipFormat": {"numberFormat": HOVER_NUMBERS}}
+        spec["config"] = {**spec.get("config", {}), "font": FONT, "tooltipFormat": {"numberFormat": HOVER_NUMBERS}}
         return f'<div class="map">{compact(to_svg(spec) if width is None else to_svg(spec, width))}</div>'
 
     with ThreadPoolExecutor(WORKERS) as pool:

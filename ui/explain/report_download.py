@@ -22,13 +22,13 @@ from ui.shared.text.plain import plain
 
 
 def report_view(translator: Translator, translation: Translation, settings: SearchSettings = DEFAULT_SETTINGS) -> None:
-    st.markdown("One file with this sentence's translation, its hypotheses, every attention map (hover for the "
-                "tokens and weights) and the statistics of every head on this sentence, then the Attribution, Logit "
+    st.markdown("One file with this sentence's translation, its hypotheses, every attention map (hover a cell for "
+                "its weight) and the statistics of every head on this sentence, then the Attribution, Logit "
                 "lens and Patching views with their current picks, and the cross-attention through the lenses chosen "
                 "below, and the output token the model was least sure of followed through the whole model; with the "
                 "fields below, the model's own translation beside one forced to start with your words, and why an "
-                "output token rather than a word you type. It opens in any browser, without the app: for a course "
-                "page or a paper's supplement.")
+                "output token rather than a word you type. It opens in any browser, without the app or a network (its "
+                "charts are drawn into the file): for a course page or a paper's supplement.")
     picks = attribution.report_picks(translation)
     att = translation.attention
     accumulator = StatisticsAccumulator()

@@ -12,7 +12,7 @@ from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
 from tests.chart_reading import Drawn, chart, charts
 from tests.conftest import SPECIALS
 from tests.test_app import APP, altair_views, curve_panels, curve_points
-from transformer.charts import theme
+from transformer.charts import theme, training_curves
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
@@ -22,7 +22,6 @@ from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes
 from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
 from ui.shared.attention.families import FAMILIES as PAGE_FAMILIES
-from ui.shared.charts import training_curves
 
 PAGE = "pages/6_Explain_heads.py"
 SENTENCE = PAIRS[3][0]

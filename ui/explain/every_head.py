@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.charts.heatmap import heatmap
+from transformer.charts.training_curves import training_curves
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.data.spec import LOCAL_KINDS
@@ -38,7 +39,6 @@ from transformer.runs import probe_steps, read_metrics, read_probe_maps, read_pr
 from ui.explain import head_maps, importance_ties
 from ui.explain.one_sentence import NAMES, SHORT, head_name
 from ui.shared.attention.families import FAMILIES
-from ui.shared.charts import training_curves
 from ui.shared.charts.show import chart, selected
 from ui.shared.models.catalog import checkpoint_stamp, no_corpus, runs_dir
 from ui.shared.models.corpus_access import corpus_readable
@@ -327,8 +327,8 @@ def training_view() -> None:
     chart(st, heatmap(frame.weights.numpy(), rows, cols, title=title, row_title=NAMES[family][0],
                       col_title=NAMES[family][1], sizes=class_mode.sizes()), key="ex_tr_map",
           filename=f"{title}-step-{step}")
-    st.altair_chart(training_curves.training_curves(read_metrics(run.root), cursor=step), width="content",
-                    key="ex_tr_curves")
+    chart(st, training_curves(read_metrics(run.root), cursor=step, sizes=class_mode.sizes()), key="ex_tr_curves",
+          filename=f"{run.name}-training-curves")
     st.caption("The red rule is the snapshot above; hover a panel to read every curve at a step.")
     player = st.expander("Scrub through every snapshot in the browser", key="ex_tr_animation_open",
                          on_change="rerun")

@@ -291,3 +291,35 @@ def test_the_report_draws_each_chosen_lens_layer_by_layer(checkpoints):
     kept, skipped = report_maps(translator.model, long, ["value_zeroing"], SPECIALS)
     assert kept == {} and "value zeroing" in skipped[0] and str(MAX_ZEROED) in skipped[0]
     assert lens_sections(translation, {}) == []
+
+
+def test_the_snapshots_slider_moves_by_training_steps_and_thins_what_would_not_fit():
+    frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (100, 200, 300, 350)]
+    drawn = Drawn.of(head_maps.training_animation(frames, title="t", query_name="q", key_name="k"))
+    (slider,) = [p for p in drawn.params() if "bind" in p]
+    assert (slider["bind"]["min"], slider["bind"]["max"], slider["bind"]["step"]) == (100, 350, 50)  # their gcd
+    shown = drawn.view("rect")["transform"][0]["filter"]  # the snapshot at or before the slider's step
+    assert shown == "datum.snapshot == [0, 0, 1, 1, 2, 3][round((snapshot_step - 100) / 50)]"
+    odd = [(s, np.eye(2), ["▁a", "▁b"], ["▁x", "▁y"]) for s in (1, 1000, 2001)]  # 2,001 positions of 1 step
+    (slider,) = [p for p in Drawn.of(head_maps.training_animation(odd, title="t", query_name="q",
+                                                                  key_name="k")).params() if "bind" in p]
+    assert slider["bind"] == {"input": "range", "min": 0, "max": 2, "step": 1, "name": "snapshot "}  # by snapshot
+    big = np.full((100, 100), 1e-4)  # 10,000 cells a snapshot: 4 fit under MAX_CELLS
+    many = [(s, big, [f"q{i}" for i in range(100)], [f"k{i}" for i in range(100)]) for s in range(10, 90, 10)]
+    drawn = Drawn.of(head_maps.training_animation(many, title="t", query_name="q", key_name="k"))
+    steps = sorted(set(drawn.data("rect")["step"]))
+    assert steps == [20, 40, 60, 80] and "4 of 8 snapshots" in drawn.subtitle  # the newest kept, said
+    assert head_maps.training_animation([], title="t", query_name="q", key_name="k").to_dict()["mark"]["type"] == \
+        "text"  # no snapshot: a chart that says so
+
+
+def test_the_reports_svg_keeps_each_marks_description_as_its_hover_and_little_else():
+    from ui.explain.report_svg import FONT, compact
+
+    svg = (f'<g class="mark-rect role-mark" role="graphics-object" aria-roledescription="rect mark container">'
+           f'<path aria-label="key: 1; weight: 0.250" role="graphics-symbol" aria-roledescription="rect mark" '
+           f'd="M6.079999999999984,0.8800000000000026h-139.84Z" fill="rgb(143, 193, 222)"/></g>'
+           f'<text font-family="{FONT}" transform="translate(-0.04,12.26)">▁a</text>')
+    assert compact(svg) == ('<g class="mark-rect role-mark"><path d="M6.1,0.9h-139.8Z" fill="#8fc1de">'
+                            '<title>key: 1; weight: 0.250</title></path></g><text transform="translate(0,12.3)">▁a'
+                            '</text>')

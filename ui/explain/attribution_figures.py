@@ -206,10 +206,10 @@ def patching_figures(result: PatchingMap, clean_pieces: Sequence[str], other_pie
     lines = measure.split(" − ")  # the heads' maps share a row: two short lines
     lines = [lines[0], *(f"− {line}" for line in lines[1:])]
     for family, rows in result.heads.items():
-        charts.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],
-                                   [f"h{h}" for h in range(len(rows[0]))], title=f"{FAMILY_NAMES[family]} heads",
-                                   scale=scale, measure=lines if measure else "", unit=unit,
-                                   sizes=head_sizes or sizes))
+        charts.append(patching_map(rows, [f"layer {i}" for i in range(len(rows))],  # the title short: a third of
+                                   [f"h{h}" for h in range(len(rows[0]))], title=FAMILY_NAMES[family],  # the page
+                                   scale=scale, measure=lines if measure else "", unit=unit, row_title="layer",
+                                   col_title="head", sizes=head_sizes or sizes))
     return charts
 
 

@@ -38,10 +38,12 @@ from transformer.training.run import TrainingError, create_run
 
 
 def start_cli(*args: str, log: Path) -> subprocess.Popen:
-    """The training CLI in its own process group, its output appended to log (a pipe nobody reads can block it)."""
+    """The training CLI in its own process group, its output appended to log (a pipe nobody reads can block it).
+    --threads 1, as tiny_spec records, so that it never starts itself again for a wait policy on a busy machine
+    (a second torch import; tests/test_cores.py checks that restart)."""
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "transformer.train", *args], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True,
+        return subprocess.Popen([sys.executable, "-m", "transformer.train", *args, "--threads", "1"], cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 

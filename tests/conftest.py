@@ -1,8 +1,14 @@
+import io
+import logging
+import subprocess
+import sys
+
 import pytest
 import torch
 
 from transformer import ModelConfig, Transformer
 from transformer.data.tokenizer import SpecialIds
+from transformer.decoding import translate
 
 # our vocabularies' special ids, as every trained `Tokenizer.specials` gives them (tests/test_tokenizer.py checks)
 SPECIALS = SpecialIds(pad=0, start=1, eos=2, unk=3, never=(0, 1))
@@ -56,3 +62,26 @@ def scan_component_packages_once():
                   functools.cache(manifest_scanner.scan_component_manifests))
     yield
     patch.undo()
+
+
+@pytest.fixture
+def translate_cli(capsys, monkeypatch):
+    """`python -m transformer.translate`'s main in this process, run as its own process runs it: stdin as bytes (the
+    command reads sys.stdin.buffer), its log lines on stderr in basicConfig's format; a CompletedProcess back, as
+    tests/test_translate.py's run_cli gives. It saves the torch import a process of its own pays (about 2 s of CPU)
+    where the process itself is not what a test checks."""
+    def run(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
+        data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        capsys.readouterr()
+        handler = logging.StreamHandler(sys.stderr)  # sys.stderr is capsys's now
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        logging.getLogger().addHandler(handler)
+        try:
+            code = translate.main(list(args))
+        finally:
+            logging.getLogger().removeHandler(handler)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out, err)
+
+    return run

@@ -10,7 +10,7 @@ import torch
 
 from tests.conftest import SPECIALS, tiny_config
 from tests.test_special_ids import MARIAN, MarianLikeTokenizer, marian_model
-from tests.test_translate import run_cli, translate_cli  # noqa: F401  (a pytest fixture)
+from tests.test_translate import run_cli
 from transformer import Transformer
 from transformer.data.corpora.base import normalize_text
 from transformer.data.tokenizer import train_tokenizer
@@ -137,7 +137,7 @@ def test_a_marian_prefix_is_refused_by_its_own_special_ids(marian):
 
 
 def test_the_command_prints_the_forced_translation_and_refuses_a_bad_prefix(checkpoint, translator,
-                                                                            translate_cli):  # noqa: F811
+                                                                            translate_cli):
     # the first in a process of its own, the rest through main in this one (no torch import each)
     for cli, flags in ((run_cli, []), (translate_cli, ["--beam", "3"]), (translate_cli, ["--sample", "--seed", "2"])):
         done = cli("--checkpoint", str(checkpoint), "--prefix", "le chat", *flags, "the house is big")

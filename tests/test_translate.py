@@ -1,6 +1,4 @@
-import io
 import json
-import logging
 import math
 import os
 import subprocess
@@ -119,31 +117,11 @@ def test_default_checkpoint_is_the_first_one_found_or_a_clear_error(tmp_path, ch
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     """`python -m transformer.translate` in a process of its own (each start imports torch: about 2 s of CPU, so the
-    tests keep a few for what only a process shows, its exit status, argv and stdin, and use `translate_cli`)."""
+    tests keep a few for what only a process shows, its exit status, argv and stdin, and use conftest's
+    `translate_cli` for the rest)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, "-m", "transformer.translate", *args], input=stdin, capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=60)
-
-
-@pytest.fixture
-def translate_cli(capsys, monkeypatch):
-    """The command's main in this process, run as its own process runs it: stdin as bytes (the command reads
-    sys.stdin.buffer), its log lines on stderr in basicConfig's format; a CompletedProcess back, as run_cli's."""
-    def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")),
-                                                           encoding="utf-8"))
-        capsys.readouterr()
-        handler = logging.StreamHandler(sys.stderr)  # sys.stderr is capsys's now
-        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
-        logging.getLogger().addHandler(handler)
-        try:
-            code = translate.main(list(args))
-        finally:
-            logging.getLogger().removeHandler(handler)
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), code, out, err)
-
-    return run
 
 
 def test_cli_plain_text_matches_the_translator(checkpoint, translator):

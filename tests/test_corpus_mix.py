@@ -284,8 +284,7 @@ def train_page(tmp_path, monkeypatch):
 
     monkeypatch.setattr(jobs, "_launch", launch)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
-    at.run()
-    at.switch_page("pages/3_Train.py").run()
+    at.switch_page("pages/3_Train.py").run()  # the page itself, without a Home run first
     assert not at.exception, at.exception
     at.launched = launched
     return at

@@ -45,10 +45,9 @@ def random_batch(config: ModelConfig, B=3, S=7, T=6, seed=0):
 # even out the two workers, not one long file that keeps one worker busy while the other idles (a file of one slow
 # test, such as test_marian_browser.py, used to come last: xdist's own order puts files with fewer tests later).
 # A name missing here, or one that no longer exists, only costs time.
-LONGEST_FIRST = ["test_class_views_e2e.py", "test_teaching_corpus.py", "test_fuzz.py", "test_faults.py",
-                 "test_marian_browser.py", "test_typed_foil_e2e.py", "test_e2e.py", "test_training.py",
-                 "test_teaching_app.py", "test_forced_step_e2e.py", "test_class_pass3_e2e.py", "test_cores.py",
-                 "test_docs_commands.py", "test_page_imports.py", "test_shipped_model.py"]
+LONGEST_FIRST = ["test_class_views_e2e.py", "test_marian_browser.py", "test_fuzz.py", "test_teaching_corpus.py",
+                 "test_typed_foil_e2e.py", "test_e2e.py", "test_faults.py", "test_training.py", "test_teaching_app.py",
+                 "test_forced_step_e2e.py", "test_class_pass3_e2e.py", "test_docs_commands.py", "test_cores.py"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -201,7 +201,8 @@ def test_debian_kind_reads_through_the_debian_module(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "transformer.data.corpora.debian",
                         types.SimpleNamespace(read_debian_corpus=read_debian_corpus))
     debian = CorpusSpec(kind="debian", path=str(tmp_path / "pairs.tsv"))
-    mixed = load_corpus(CorpusSpec.mix([MixPart(debian, 2), MixPart(CorpusSpec(kind="teaching"))]))
+    teaching = CorpusSpec(kind="teaching", train_pairs=300)  # the part beside it; its 40k train pairs take 7 s
+    mixed = load_corpus(CorpusSpec.mix([MixPart(debian, 2), MixPart(teaching)]))
     assert calls == [(tmp_path / "pairs.tsv", "en", "fr")]
     assert mixed.parts[0].description == "Debian (stand-in)" and ("Quit", "Quitter") in mixed.test
     with pytest.raises(CorpusError, match="a debian corpus needs `path`"):
@@ -213,7 +214,7 @@ def test_debian_file_in_a_mix(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text(DEBIAN_ROWS, encoding="utf-8")
     assert tsv_kind(path) == "debian" and tsv_kind(write_pairs(tmp_path / "plain.tsv", "a", 3)) == "tsv"
-    spec = corpus_of("--mix", f"debian:{path}=2", "--mix", "teaching")
+    spec = corpus_of("--mix", f"debian:{path}=2", "--mix", "teaching", "--train-pairs", "300")
     corpus = load_corpus(spec)
     assert corpus.parts[0].test == [("Open file 13", "Ouvrir le fichier 13")]
     assert tag_counts(corpus.train)["Open"] == round(len(corpus.train) * 2 / 3)
@@ -283,8 +284,7 @@ def train_page(tmp_path, monkeypatch):
 
     monkeypatch.setattr(jobs, "_launch", launch)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
-    at.run()
-    at.switch_page("pages/3_Train.py").run()
+    at.switch_page("pages/3_Train.py").run()  # the page itself, without a Home run first
     assert not at.exception, at.exception
     at.launched = launched
     return at

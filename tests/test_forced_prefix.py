@@ -136,15 +136,17 @@ def test_a_marian_prefix_is_refused_by_its_own_special_ids(marian):
                 marian.translate("w5 w9", prefix=prefix)
 
 
-def test_the_command_prints_the_forced_translation_and_refuses_a_bad_prefix(checkpoint, translator):
-    for flags in ([], ["--beam", "3"], ["--sample", "--seed", "2"]):
-        done = run_cli("--checkpoint", str(checkpoint), "--prefix", "le chat", *flags, "the house is big")
+def test_the_command_prints_the_forced_translation_and_refuses_a_bad_prefix(checkpoint, translator,
+                                                                            translate_cli):
+    # the first in a process of its own, the rest through main in this one (no torch import each)
+    for cli, flags in ((run_cli, []), (translate_cli, ["--beam", "3"]), (translate_cli, ["--sample", "--seed", "2"])):
+        done = cli("--checkpoint", str(checkpoint), "--prefix", "le chat", *flags, "the house is big")
         assert done.returncode == 0, done.stderr
         settings = SearchSettings(beam_size=3) if "--beam" in flags else \
             SearchSettings(do_sample=True, seed=2) if flags else SearchSettings()
         expected = translator.translate("the house is big", settings, prefix="le chat")
         assert done.stdout == expected.text + "\n" and done.stdout.startswith("le chat")
-    done = run_cli("--checkpoint", str(checkpoint), "--prefix", "le chat", "--json", stdin="a cat\nthe house\n")
+    done = translate_cli("--checkpoint", str(checkpoint), "--prefix", "le chat", "--json", stdin="a cat\nthe house\n")
     assert [json.loads(line)["forced"] for line in done.stdout.splitlines()] == [2, 2]
-    done = run_cli("--checkpoint", str(checkpoint), "--prefix", "zèbre", "a cat")
+    done = translate_cli("--checkpoint", str(checkpoint), "--prefix", "zèbre", "a cat")
     assert done.returncode == 2 and done.stdout == "" and "prefix: 'zèbre' has pieces" in done.stderr

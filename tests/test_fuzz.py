@@ -6,12 +6,12 @@ hostile checkpoint beside a good one (uploads: tests/test_uploads.py)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -58,22 +58,18 @@ def test_the_fuzz_set_is_large_and_covers_every_category():
 
 
 def test_translator_gives_a_translation_or_a_translation_error(translator):
+    """Each answer's kind; how long the slowest input takes is bench/app_limits.py's (no timed assertion here)."""
     beam = SearchSettings(beam_size=3, nbest=2)
-    slowest = 0.0
     for i, (category, text) in enumerate(INPUTS):
         for settings in (SearchSettings(), beam) if i % 4 == 0 else (SearchSettings(),):
-            start = time.perf_counter()
             try:
                 result = translator.translate(text, settings, attention=True)
             except TranslationError as e:
                 assert str(e) and len(str(e)) < 300 and "\n" not in str(e), (category, text[:40], e)
                 continue
-            finally:
-                slowest = max(slowest, time.perf_counter() - start)
             assert isinstance(result, Translation) and result.text.encode("utf-8")
             assert len(result.token_ids) <= translator.model.config.max_len
             assert all(0.0 <= p <= 1.0 for p in result.token_probs)
-    assert slowest < 5.0
 
 
 def test_a_lone_surrogate_is_a_translation_error_not_a_type_error(translator):
@@ -88,6 +84,10 @@ def test_a_lone_surrogate_is_a_translation_error_not_a_type_error(translator):
 
 
 def test_cli_answers_every_input_with_output_or_one_error_line(checkpoints, capsys, monkeypatch):
+    # one load of the checkpoint for the 290 commands (loading it each time took 40% of this test): the Translator
+    # holds no state between translations, and tests/test_translate.py loads it through the command
+    loaded = functools.cache(translate.Translator)
+    monkeypatch.setattr(translate, "Translator", lambda *args, **kwargs: loaded(*args, **kwargs))
     for i, (category, text) in enumerate(INPUTS):
         for argv in ([text], []) if i % 4 == 0 else ([text],):
             if not argv:  # the same text on stdin, as bytes: lone surrogates become invalid UTF-8
@@ -102,17 +102,25 @@ def test_cli_answers_every_input_with_output_or_one_error_line(checkpoints, caps
                 assert err.startswith("error: ") and len(err.strip().splitlines()) == 1, (category, text[:40], err)
 
 
-def test_cli_process_refuses_undecodable_bytes_with_one_line(checkpoints):
+def test_cli_process_refuses_undecodable_bytes_with_one_line(checkpoints, translate_cli):
+    """Undecodable argv in a process of its own (the interpreter decodes argv); the same bytes on stdin through the
+    command's main in this one (it reads sys.stdin.buffer as a process does: no torch import each)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "transformer.translate", "--checkpoint", str(checkpoints / "tiny")]
-    for args, stdin in [([], b"the cat\n\xff\xfe sleeps\n"), ([os.fsdecode(b"the \xff cat")], b""),
-                        ([], b"the \x00 cat\n")]:
-        done = subprocess.run(cmd + args, input=stdin, capture_output=True, cwd=ROOT, env=env, timeout=120)
-        err = done.stderr.decode()
+    try:
+        done = subprocess.run(cmd + [os.fsdecode(b"the \xff cat")], capture_output=True, cwd=ROOT, env=env,
+                              timeout=120)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the translate command gave no answer to undecodable argv in 120 s: {e.stderr!r}")
+    err = done.stderr.decode()
+    assert done.returncode == 2 and "not valid Unicode" in err and len(err.strip().splitlines()) == 1, err
+    for stdin in (b"the cat\n\xff\xfe sleeps\n", b"the \x00 cat\n"):
+        done = translate_cli("--checkpoint", str(checkpoints / "tiny"), stdin=stdin)
         if b"\x00" in stdin:
-            assert done.returncode == 0 and done.stdout, err
+            assert done.returncode == 0 and done.stdout, done.stderr
             continue
-        assert done.returncode == 2 and "not valid Unicode" in err and len(err.strip().splitlines()) == 1, err
+        assert done.returncode == 2 and "not valid Unicode" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 # ----------------------------------------------------------------------------- the app
@@ -165,7 +173,7 @@ def app(checkpoints, tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     monkeypatch.setenv("EXPLORER_DATA", str(tmp_path / "data"))
-    return AppTest.from_file(APP, default_timeout=60)
+    return AppTest.from_file(APP, default_timeout=60)  # each test opens its page straight away: no Home run first
 
 
 def _typed(at, key: str, text: str):
@@ -183,7 +191,6 @@ FULL = pytest.mark.slow  # every input in every box: minutes on 2 cores; CI take
     ("pages/4_Learn.py", "learn_sentence", 6), pytest.param("pages/2_Step_by_step.py", "step_text", 1, marks=FULL),
     pytest.param("pages/4_Learn.py", "learn_sentence", 1, marks=FULL)])
 def test_every_input_in_each_sentence_box_translates_or_says_why(app, page, key, stride):
-    app.run()
     app.switch_page(page).run()
     for category, text in INPUTS[::stride]:
         _typed(app, key, text)
@@ -199,7 +206,6 @@ def test_every_input_in_each_sentence_box_translates_or_says_why(app, page, key,
 @pytest.mark.parametrize("stride", [6, pytest.param(1, marks=FULL)])
 def test_every_input_in_the_train_forms_text_boxes_is_refused_or_taken_quietly(app, monkeypatch, stride):
     monkeypatch.setenv("EXPLORER_ANY_TSV_PATH", "1")
-    app.run()
     app.switch_page("pages/3_Train.py").run()
     app.radio(key="train_corpus").set_value("Hugging Face dataset").run()
     for key in ("train_name", "train_src", "train_tgt", "train_hf_name", "train_hf_config"):
@@ -246,7 +252,6 @@ def test_run_names_are_checked_before_anything_is_written(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize("stride", [12, pytest.param(1, marks=[FULL, pytest.mark.timeout(1800)])])
 def test_every_input_in_the_reference_translation_box_is_scored_or_refused_with_a_message(app, stride):
-    app.run()
     app.switch_page("pages/6_Explain_heads.py").run()
     app.radio(key="ex_view").set_value("search").run()
     _typed(app, "ex_text", "the cat sleeps .")

@@ -151,15 +151,16 @@ def test_config_json_round_trip_and_strictness():
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_learns_to_reverse_sequences(norm_first):
-    """A tiny model learns to output its input reversed (ids 4..13, BOS=1, EOS=2) in a few seconds."""
+    """A tiny model learns to output its input reversed (ids 4..13, BOS=1, EOS=2) in 200 steps (about 3 s of one
+    core; seeds 0-5 all reach >= 0.997 in either norm order, so the floor leaves room for another CPU's rounding)."""
     torch.manual_seed(0)
     config = tiny_config(src_vocab_size=14, tgt_vocab_size=14, n_heads=4, d_ff=128, norm_first=norm_first)
     model = Transformer(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
-    steps = 400
+    steps = 200
     # warm up, then decay to 0, so that the last steps polish rather than bounce
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / 50) * max(0.0, 1 - step / steps) ** 0.5)
+        optimizer, lambda step: min(1.0, (step + 1) / 25) * max(0.0, 1 - step / steps) ** 0.5)
 
     def batch(n: int, g: torch.Generator):
         src = torch.randint(4, 14, (n, 8), generator=g)

@@ -2,6 +2,9 @@
 the Teacher's guide or the home page's text does not wait for torch's import (8 s of 14 s under load).
 
 Each check runs a page's own top-level imports in a fresh interpreter, as Streamlit's first run of the page does.
+The pages that must not load torch share one interpreter, which runs each page's imports in turn and says after each
+whether torch is loaded yet (their common imports are paid once): while it is not, no page so far loaded it; the
+first page after which it is loaded is the one that did, and the pages after it go unchecked, which fails them too.
 """
 
 import ast
@@ -27,20 +30,42 @@ def page_imports(page: str) -> list[str]:
     return [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
+PACKAGE_NAMES = ["import transformer", "import transformer.runs", "import transformer.model.checkpoint_files",
+                 "import transformer.training.presets"]
+
+
+@pytest.fixture(scope="module")
+def torch_after() -> dict[str, bool]:
+    """{page: torch loaded once its imports (and those of the pages before it) ran}, the package's names first."""
+    groups = {"the package's names": PACKAGE_NAMES, **{page: page_imports(page) for page in NO_MODEL_PAGES}}
+    code = ["import sys"]
+    for name, statements in groups.items():
+        code += [*statements, f"print({name!r}, 'torch' in sys.modules, sep='\t')"]
+    out = subprocess.run([sys.executable, "-c", "\n".join(code)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return {name: loaded == "True" for name, loaded in (line.split("\t") for line in out.stdout.splitlines())}
+
+
+def assert_no_torch(torch_after: dict[str, bool], name: str) -> None:
+    names = list(torch_after)
+    earlier = [n for n in names[: names.index(name)] if torch_after[n]]
+    assert not earlier, f"torch came with the imports of {earlier[0]}, so those of {name} went unchecked"
+    assert not torch_after[name], f"the imports of {name} load torch"
+
+
 @pytest.mark.parametrize("page", NO_MODEL_PAGES)
-def test_a_page_without_a_model_imports_no_torch(page):
-    statements = page_imports(page)
-    assert any("ui.shared.page" in s for s in statements)  # the page setup every page imports
-    assert not loads_torch(statements)
+def test_a_page_without_a_model_imports_no_torch(page, torch_after):
+    assert any("ui.shared.page" in s for s in page_imports(page))  # the page setup every page imports
+    assert_no_torch(torch_after, page)
 
 
 def test_the_check_sees_torch_where_a_page_needs_it():
     assert loads_torch(page_imports("pages/1_Translate.py"))
 
 
-def test_the_packages_names_still_import_from_the_top():
-    assert not loads_torch(["import transformer", "import transformer.runs",
-                            "import transformer.model.checkpoint_files", "import transformer.training.presets"])
+def test_the_packages_names_still_import_from_the_top(torch_after):
+    assert_no_torch(torch_after, "the package's names")
     import transformer
     from transformer import AttentionMaps, ModelConfig, Transformer
     from transformer.model.config import ModelConfig as config_home

@@ -6,10 +6,12 @@ import fcntl
 import io
 import os
 import pty
+import select
 import struct
 import subprocess
 import sys
 import termios
+import time
 
 from tests.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec  # noqa: F401 - corpus_file is a fixture
 from transformer import progress
@@ -32,8 +34,13 @@ def test_training_on_a_terminal_draws_a_bar_and_keeps_every_line_in_train_log(tm
                              "--eval-every", "4"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL, stderr=follower)
     os.close(follower)
-    chunks = []
+    chunks, deadline = [], time.monotonic() + 120
     while True:
+        if not select.select([leader], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"waited 120 s for the 4-step run to close its terminal; it drew:\n"
+                                 f"{b''.join(chunks).decode('utf-8', 'replace')[-2000:]}")
         try:
             chunk = os.read(leader, 65536)
         except OSError:  # EIO: the child closed the terminal
@@ -42,7 +49,7 @@ def test_training_on_a_terminal_draws_a_bar_and_keeps_every_line_in_train_log(tm
             break
         chunks.append(chunk)
     os.close(leader)
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=60) == 0
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert "training:" in screen and "4/4" in screen and "loss=" in screen and "tok_s=" in screen
     assert "\r" in screen  # the bar redraws in place

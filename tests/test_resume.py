@@ -15,12 +15,19 @@ from transformer.training.recipe import load_training_state, make_optimizer
 from transformer.training.run import TrainingError, create_run
 
 
-@pytest.fixture
-def trained(tmp_path, corpus_file):  # noqa: F811
+@pytest.fixture(scope="module")
+def trained_once(tmp_path_factory, corpus_file):  # noqa: F811
     """A finished run of 6 steps: latest and step-0000004, step-0000006 (keep_last 2), best from the evaluations."""
-    root = create_run(tmp_path / "run", tiny_spec(corpus_file, max_steps=6, save_every=2, eval_every=3, keep_last=2))
+    root = create_run(tmp_path_factory.mktemp("trained") / "run",
+                      tiny_spec(corpus_file, max_steps=6, save_every=2, eval_every=3, keep_last=2))
     list(Trainer(root).fit())
     return root
+
+
+@pytest.fixture
+def trained(trained_once, tmp_path):
+    """A copy of that run for each test to damage (training it once is what took this file's time)."""
+    return shutil.copytree(trained_once, tmp_path / "run", symlinks=True)
 
 
 def train_steps(root) -> list[int]:

@@ -130,8 +130,9 @@ def race(starters: list) -> list[object]:
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(starters))]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    for i, t in enumerate(threads):
+        t.join(timeout=60)
+        assert not t.is_alive(), f"waited 60 s for racer {i} of {len(threads)} to return from its start"
     return results
 
 

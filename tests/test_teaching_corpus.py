@@ -219,8 +219,14 @@ def test_deterministic_across_processes_and_seeded(corpus):
             "print(hashlib.sha256(repr((c.train, c.dev, c.test, sorted(c.held_out))).encode()).hexdigest())")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     with subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) as process:
-        other = build_teaching_corpus(1)  # meanwhile
-        stdout, _ = process.communicate(timeout=120)
+        # meanwhile seed 1, its held-out set and the start of its train split, which a 300-pair train split holds
+        # as the full one does (test_a_larger_train_split_keeps_dev_and_test_and_begins_with_the_smaller_one)
+        other = build_teaching_corpus(1, GRAMMAR, train_pairs=300)
+        try:
+            stdout, _ = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("the other process did not build the teaching corpus in 120 s")
     assert process.returncode == 0 and stdout.strip() == _digest(corpus)
     assert other.train[:100] != corpus.train[:100] and other.held_out != corpus.held_out
 

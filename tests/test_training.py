@@ -200,7 +200,9 @@ def test_cli_end_to_end_and_sigterm_saves_a_checkpoint(tmp_path, corpus_file):
 
 
 def test_cli_reports_bad_input_in_one_line(tmp_path):
-    proc = run_cli("--out", str(tmp_path / "bad"), "--corpus", "tsv", "--path", str(tmp_path / "missing.tsv"))
+    # --threads 1: no restart for a wait policy on a busy machine (a second torch import; test_cores checks it)
+    proc = run_cli("--out", str(tmp_path / "bad"), "--corpus", "tsv", "--path", str(tmp_path / "missing.tsv"),
+                   "--threads", "1")
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "missing.tsv" in output and "Traceback" not in output
 

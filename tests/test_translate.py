@@ -116,6 +116,9 @@ def test_default_checkpoint_is_the_first_one_found_or_a_clear_error(tmp_path, ch
 
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """`python -m transformer.translate` in a process of its own (each start imports torch: about 2 s of CPU, so the
+    tests keep a few for what only a process shows, its exit status, argv and stdin, and use conftest's
+    `translate_cli` for the rest)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, "-m", "transformer.translate", *args], input=stdin, capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=60)
@@ -127,8 +130,9 @@ def test_cli_plain_text_matches_the_translator(checkpoint, translator):
     assert done.stdout == translator.translate("the house is big").text + "\n"
 
 
-def test_cli_json_lines_from_stdin_with_beam_and_nbest(checkpoint, translator):
-    done = run_cli("--checkpoint", str(checkpoint), "--beam", "3", "--nbest", "2", "--json", stdin="a cat\nthe house\n")
+def test_cli_json_lines_from_stdin_with_beam_and_nbest(checkpoint, translator, translate_cli):
+    done = translate_cli("--checkpoint", str(checkpoint), "--beam", "3", "--nbest", "2", "--json",
+                         stdin="a cat\nthe house\n")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     expected = translator.translate_batch(["a cat", "the house"], SearchSettings(beam_size=3, nbest=2))
@@ -137,13 +141,14 @@ def test_cli_json_lines_from_stdin_with_beam_and_nbest(checkpoint, translator):
     assert all(len(r["alternatives"]) == 1 and "attention" not in r for r in records)
 
 
-def test_cli_errors_are_one_line_and_exit_2(checkpoint, tmp_path):
+def test_cli_errors_are_one_line_and_exit_2(checkpoint, tmp_path, translate_cli):
+    """main's status (a process exits with it: the stdin test and tests/test_forced_prefix.py run processes)."""
     for args, stdin, message in [
         (["--checkpoint", str(checkpoint), "--alpha", "1e308"], "a cat\n", "alpha must be a number from 0 to 10"),
         (["--checkpoint", str(checkpoint), "--beam", "100000"], "a cat\n", "beam_size must be a whole number from 1"),
         (["--checkpoint", str(tmp_path / "missing"), "a cat"], "", "no checkpoint directory"),
     ]:
-        done = run_cli(*args, stdin=stdin)
+        done = translate_cli(*args, stdin=stdin)
         assert done.returncode == 2 and done.stdout == ""
         assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
@@ -161,7 +166,8 @@ def test_the_default_model_comes_first_whatever_ships_beside_it(tmp_path):
     assert find_checkpoint(tmp_path / "missing") is None
 
 
-def test_stdin_is_translated_line_by_line_on_newlines_only_with_empty_lines_echoed(checkpoint, translator):
+def test_stdin_is_translated_line_by_line_on_newlines_only_with_empty_lines_echoed(checkpoint, translator,
+                                                                                   translate_cli):
     stdin = "\ufeff" + "\n".join(STDIN_LINES) + "\n"
     done = run_cli("--checkpoint", str(checkpoint), stdin=stdin)
     assert done.returncode == 0, done.stderr
@@ -171,14 +177,14 @@ def test_stdin_is_translated_line_by_line_on_newlines_only_with_empty_lines_echo
         text = line.removesuffix("\r")
         assert got == ("" if not normalize_text(text).strip() else translator.translate(text).text), repr(line)
     assert out[0] == translator.translate("the cat").text  # the byte-order mark is not part of the first line
-    done = run_cli("--checkpoint", str(checkpoint), "--json", stdin=stdin)
+    done = translate_cli("--checkpoint", str(checkpoint), "--json", stdin=stdin)  # the same bytes, the same reader
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(records) == len(STDIN_LINES) and records[1]["text"] == "" and records[1]["warnings"]
     assert "<unk>" not in records[0]["source_pieces"]
 
 
-def test_only_empty_lines_give_only_empty_lines(checkpoint):
-    done = run_cli("--checkpoint", str(checkpoint), stdin="\n  \n\t\n")
+def test_only_empty_lines_give_only_empty_lines(checkpoint, translate_cli):
+    done = translate_cli("--checkpoint", str(checkpoint), stdin="\n  \n\t\n")
     assert done.returncode == 0 and done.stdout == "\n\n\n", done
 
 

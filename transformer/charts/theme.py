@@ -78,6 +78,11 @@ def sized(chart: alt.TopLevelMixin, sizes: Sizes) -> alt.TopLevelMixin:
     return chart if sizes == NORMAL else chart.configure(**config(sizes))
 
 
+# Altair refuses data of more than 5,000 rows by default; the builders bound their own data (a heatmap's MAX_CELLS,
+# the model view's pooled maps, the projector's points) and say so on the chart.
+alt.data_transformers.disable_max_rows()
+
+
 @alt.theme.register(NAME, enable=True)
 def _theme() -> alt.theme.ThemeConfig:
     return {"config": config(NORMAL)}

@@ -30,7 +30,7 @@ from transformer.data.spec import CorpusSpec  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.session import DecodingSession  # noqa: E402
 from transformer.decoding.translate import TranslationError, Translator  # noqa: E402
-from ui.shared.models.catalog import translation_gate  # noqa: E402
+from ui.shared.models import translation_gate  # noqa: E402
 from ui.shared.models.translation_gate import DECODE_THREADS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, bounded  # noqa: E402
 
 

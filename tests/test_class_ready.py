@@ -21,7 +21,7 @@ from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
 from ui.shared import heatmaps
 from ui.shared.charts import training_curves
-from ui.shared.models.catalog import catalog
+from ui.shared.models import catalog
 from ui.shared.state import class_mode
 from ui.teaching import guide_documents
 from ui.train import metric_curves

@@ -65,7 +65,7 @@ def refused(call, name: str, *range_words: str) -> str:
 
 def test_the_api_limits_are_the_apps():
     from ui.shared.attention import lens_switch
-    from ui.shared.models.catalog import translation_gate
+    from ui.shared.models import translation_gate
 
     assert checks.MAX_SOURCE_TOKENS == translation_gate.MAX_SOURCE_TOKENS
     assert checks.MAX_OUTPUT_TOKENS == translation_gate.OUTPUT_LIMIT

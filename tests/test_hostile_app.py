@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.test_app import APP
 from ui.explain import one_sentence
-from ui.shared.models.catalog import catalog
+from ui.shared.models import catalog
 from ui.shared.models.corpus_access import corpus_readable, readable_parts
 from ui.shared.models.translation_gate import MAX_CHARS, OUTPUT_LIMIT
 

@@ -15,7 +15,7 @@ from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError, Translator
 from ui.shared.attention import families
-from ui.shared.models.catalog import catalog, translation_gate
+from ui.shared.models import catalog, translation_gate
 from ui.shared.models.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, DecodeLimiter, ServerBusy
 from ui.shared.training import jobs
 

@@ -14,7 +14,7 @@ import pytest
 from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
-from ui.shared.models.catalog import translation_gate
+from ui.shared.models import translation_gate
 from ui.shared.models.recent import Recent
 
 

@@ -1,5 +1,5 @@
-"""Every label a page draws, as the browser lays it out: the text of each chart (plotly's, or an SVG chart of
-ui.shared.svg_chart) and of each SVG view (in its iframe), with its four corners on screen and its font size in
+"""Every label a page draws, as the browser lays it out: the text of each chart (Vega-Lite's SVG, drawn by
+st.altair_chart) and of each SVG view (in its iframe), with its four corners on screen and its font size in
 screen pixels, and the pairs of labels that overlap. Rotated labels are compared as rotated boxes (separating axes),
 so that turned column labels do not count as overlapping their neighbours' upright bounding boxes. Used by the
 browser tests of class mode."""
@@ -21,12 +21,12 @@ const label = t => { const b = t.getBBox(), m = t.getScreenCTM(); if (!m || b.wi
   return {text: t.textContent, font: parseFloat(getComputedStyle(t).fontSize) * scale * (scale > 1.001 ? 1 : zoom),
           pts}; };
 const roots = [root, ...[...root.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];
-const charts = roots.flatMap(r => [...r.querySelectorAll('[data-testid="stPlotlyChart"], div.lc, div.tv')]);
+const charts = roots.flatMap(r => [...r.querySelectorAll('[data-testid="stVegaLiteChart"], div.tv')]);
 const seen = new Set();
 for (const c of charts) { const texts = [...c.querySelectorAll('svg text')].filter(t => !seen.has(t));
   texts.forEach(t => seen.add(t)); const labels = texts.filter(visible).map(label).filter(Boolean);
   const box = c.getBoundingClientRect();
-  if (labels.length) groups.push({plot: c.dataset.testid === 'stPlotlyChart' || c.classList.contains('lc'), labels,
+  if (labels.length) groups.push({plot: c.dataset.testid === 'stVegaLiteChart', labels,
     box: [box.left, box.top, box.right, box.bottom]}); }
 return groups; }"""
 
@@ -53,7 +53,7 @@ def groups_of(found: list[dict]) -> list[Group]:
 
 
 def clipped(group: Group, slack: float = 2.0) -> list[str]:
-    """Labels of a chart that run past its edges (plotly cuts them there)."""
+    """Labels of a chart that run past its edges (the chart's box cuts them there)."""
     if group.box is None:
         return []
     left, top, right, bottom = group.box

@@ -2,11 +2,11 @@
 
     python bench/views.py --checkpoint checkpoints/en-fr-bible [--tokens 40] [--repeats 7] [--browser]
 
-Server: the median time to build each view (head view, model view, SVG heatmaps, Eq. 1 picture, beam tree of
-a beam of 5) for a sentence of about --tokens source pieces, and its size, against the reference built in the
-same process: the app's plotly heatmap of one map with its JSON (what the explorer sends for one head).
-Browser (--browser, Debian's chromium): the time to load and lay out each view's page, against a page of the
-same size of plain text (lines of 100 characters).
+Server: the median time to build each view (head view, model view, Eq. 1 picture, beam tree of a beam of 5) and
+the heatmaps of every head (an Altair chart, with its JSON spec) for a sentence of about --tokens source pieces, and
+its size, against the reference built in the same process: the app's heatmap of one map with its JSON (what the
+explorer sends for one head). Browser (--browser, Debian's chromium): the time to load and lay out each HTML view's
+page, against a page of the same size of plain text (lines of 100 characters).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
+from transformer.charts.heatmap import heatmap  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.explain import cell_arithmetic, views  # noqa: E402
-from ui.shared import heatmaps
 from ui.shared.attention import families  # noqa: E402
 
 VERSE = ("And God said, Let there be light: and there was light, and God saw the light, that it was good: and "
@@ -68,12 +68,12 @@ def main() -> None:
     decoder_input = [translator.specials.start, *t.token_ids[:-1]]
     cell = cell_arithmetic(translator.model, t.source_ids, decoder_input, "cross", 1, 0, query)
     matrix, rows, cols = families.matrix(att, "cross", 1, 0)
-    reference, _ = median_s(lambda: heatmaps.attention_heatmap(matrix, rows, cols, title="x").to_json(), args.repeats)
+    reference, _ = median_s(lambda: heatmap(matrix, rows, cols, title="x").to_json(), args.repeats)
     builds = {
         "head view (cross, every layer)": lambda: views.head_view(att, "cross"),
         "head view (enc_self)": lambda: views.head_view(att, "enc_self"),
         "model view (cross)": lambda: views.model_view(att, "cross"),
-        "SVG heatmaps (cross, every head)": lambda: views.heatmaps(att, "cross"),
+        "heatmaps chart + JSON (cross, every head)": lambda: views.heatmaps(att, "cross").to_json(),
         "Eq. 1 picture (one cell)": lambda: views.cell_flow(cell, t.target_pieces[query], t.source_pieces),
         "Eq. 1: cell_arithmetic + picture": lambda: views.cell_flow(
             cell_arithmetic(translator.model, t.source_ids, decoder_input, "cross", 1, 0, query),
@@ -82,13 +82,14 @@ def main() -> None:
             session.history, translator.tokenizer.target_pieces, session.finished[0].tokens),
     }
     print(f"{args.checkpoint}: {len(t.source_ids)} source pieces, {len(t.token_ids)} output pieces; reference: "
-          f"plotly heatmap of one head + JSON {reference * 1e3:.1f} ms")
+          f"Altair heatmap of one head + JSON {reference * 1e3:.1f} ms")
     print(f"{'view':40} {'server ms':>10} {'x ref':>7} {'KB':>7}")
     built = {}
     for name, build in builds.items():
         seconds, view = median_s(build, args.repeats)
         built[name] = view
-        print(f"{name:40} {seconds * 1e3:10.1f} {seconds / reference:7.2f} {len(view.html) / 1024:7.0f}")
+        size = len(view.html) if isinstance(view, views.View) else len(view)  # a view's HTML, a chart's JSON
+        print(f"{name:40} {seconds * 1e3:10.1f} {seconds / reference:7.2f} {size / 1024:7.0f}")
     if args.browser:
         browser(built, args.repeats)
 
@@ -112,6 +113,8 @@ def browser(built: dict, repeats: int) -> None:
 
         print(f"{'view':40} {'browser ms':>10} {'x text':>7}")
         for name, view in built.items():
+            if not isinstance(view, views.View):  # a chart's spec: Vega draws it in the page, as the app does
+                continue
             document = view.document()
             line = "x" * 99 + "\n"
             text = f"<html><body><pre>{line * (len(document) // 100)}</pre></body></html>"  # as many bytes, as text

@@ -133,3 +133,24 @@ def chart(at, key: str) -> Drawn:
     assert found, f"no chart with key {key!r}; drawn: {[c.key for c in charts(at)]}"
     return found[0]
 
+
+def calculated(drawn: Drawn) -> dict[str, object]:
+    """The fields a chart computes for its marks (its `calculate` transforms, at any depth): {name: (labels, the
+    field holding the position they are looked up by)} for a lookup into a label array (`["a","b"][datum.row]`),
+    else {name: the expression}."""
+    found: dict[str, object] = {}
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for step in node.get("transform", []) or []:
+                if "calculate" in step:
+                    table = re.fullmatch(r"(\[.*\])\[datum\.(\w+)\]", step["calculate"], flags=re.S)
+                    found[step["as"]] = (json.loads(table.group(1)), table.group(2)) if table else step["calculate"]
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(drawn.spec)
+    return found

@@ -14,11 +14,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, home_facts, make_checkpoint, markdown_table, write_tsv
+from tests.chart_reading import Drawn, charts
 from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps, read_metrics
 from ui.shared import svg_chart
-from ui.shared.heatmaps import escape
 from ui.shared.models.offline_examples import offline_examples
 from ui.shared.text.plain import plain, table
 from ui.shared.training import jobs
@@ -48,6 +48,48 @@ def figures_of(at):
     """Each chart's plotly figure (an SVG chart carries the figure it was drawn from)."""
     return [json.loads(el.proto.json)["figure"] if is_svg_chart(el) else json.loads(el.proto.spec)
             for el in charts_of(at)]
+
+
+def chart_titled(at, start: str) -> Drawn:
+    """The first chart the page drew whose title starts with `start` (a chart without a selection carries no key)."""
+    found = [c for c in charts(at) if c.title.startswith(start)]
+    assert found, f"no chart titled {start!r}...; drawn: {[c.title for c in charts(at)]}"
+    return found[0]
+
+
+def map_values(drawn: Drawn) -> np.ndarray:
+    """A heatmap's (`transformer.charts.heatmap`) values as its matrix, rows top-down (NaN where a cell has none)."""
+    cells = drawn.data("rect")
+    encoding = drawn.view("rect")["encoding"]
+    out = np.full((len(encoding["y"]["scale"]["domain"]), len(encoding["x"]["scale"]["domain"])), np.nan)
+    out[cells["row"].to_numpy(int), cells["col"].to_numpy(int)] = cells["value"].to_numpy(float)
+    return out
+
+
+def outlined_cells(drawn: Drawn, name: str) -> list[tuple[int, int]]:
+    """The (row, col) cells a heatmap outlines as `name` ("gold link", "best", "picked": heatmap.OUTLINES), sorted."""
+    from transformer.charts.heatmap import OUTLINES
+
+    found = []
+    for n, view in enumerate(v for v in drawn.views() if v["mark"] == "rect" or v["mark"]["type"] == "rect"):
+        mark = view["mark"] if isinstance(view["mark"], dict) else {}
+        if mark.get("filled") is False and mark.get("stroke") == OUTLINES[name]:
+            cells = drawn.data("rect", n)
+            assert set(cells["outline"]) == {name}  # the tooltip says what the outline marks
+            found += zip(cells["row"].astype(int), cells["col"].astype(int))
+    return sorted(found)
+
+
+def curves_of(at) -> tuple[dict, dict]:
+    """The training-curves view (`transformer.charts.training_curves`: panels stacked on one step axis)."""
+    return next(view for view in altair_views(at) if "vconcat" in view[0])
+
+
+def colour_domain(drawn: Drawn, mark: str = "rect") -> list:
+    """The colour scale's domain of the first `mark` view that encodes colour."""
+    view = next(v for v in drawn.views() if (v["mark"] if isinstance(v["mark"], str) else v["mark"]["type"]) == mark
+                and "field" in v["encoding"].get("color", {}))
+    return view["encoding"]["color"]["scale"]["domain"]
 
 
 def altair_views(at) -> list[tuple[dict, dict]]:
@@ -134,20 +176,20 @@ def test_translate_shows_translation_and_a_stochastic_heatmap(at):
     at.text_input(key="tr_text").input(PAIRS[3][0]).run()
     assert not at.exception
     assert any(m.value.startswith("### ") for m in at.markdown)
-    heat = figures_of(at)[0]["data"][0]
-    z = plotly_array(heat["z"])
-    assert heat["type"] == "heatmap" and (heat["zmin"], heat["zmax"]) == (0, 1)
-    assert z.shape == (len(heat["y"]), len(heat["x"])) and np.allclose(z.sum(1), 1, atol=1e-5)
+    heat = charts(at)[0]
+    z = map_values(heat)
+    assert heat.marks()[:2] == ["rect", "rect"] and colour_domain(heat) == [0, 1]
+    assert z.shape == (len(heat.labels("y")), len(heat.labels("x"))) and np.allclose(z.sum(1), 1, atol=1e-5)
     n_src = len(PAIRS[3][0].split()) + 1  # word-level pieces + </s>
     assert z.shape[1] == n_src  # cross-attention by default: columns are the source
     emitted = at.session_state["tr_result"].target_pieces  # rows: one per emitted token, labelled with it
-    assert z.shape[0] == len(emitted) and heat["customdata"][0][0][0] == escape(emitted[0])
-    assert at.selectbox(key="tr_head").value == -1 and "mean of heads" in figures_of(at)[0]["layout"]["title"]["text"]
+    assert z.shape[0] == len(emitted) and heat.data("rect")["row_label"][0] == emitted[0]
+    assert at.selectbox(key="tr_head").value == -1 and "mean of heads" in charts(at)[0].title
     at.selectbox(key="tr_head").set_value(1).run()
-    assert "head 1" in figures_of(at)[0]["layout"]["title"]["text"]
+    assert "head 1" in charts(at)[0].title
     at.radio(key="tr_family").set_value("enc_self").run()
     at.toggle(key="tr_hide").set_value(True).run()
-    z = plotly_array(figures_of(at)[0]["data"][0]["z"])
+    z = map_values(charts(at)[0])
     assert z.shape == (n_src - 1, n_src - 1)
     assert any("less than 1" in c.value for c in at.caption)  # hidden specials: rows no longer sum to 1
     at.text_input(key="tr_text").input("   ").run()
@@ -157,16 +199,17 @@ def test_translate_shows_translation_and_a_stochastic_heatmap(at):
 def test_model_view_is_built_only_while_its_expander_is_open(at):
     page(at, "pages/1_Translate.py")
     at.text_input(key="tr_text").input(PAIRS[3][0]).run()
-    assert len(figures_of(at)) == 1  # closed: the one heatmap, no grid of every layer and head
+    assert len(charts(at)) == 1  # closed: the one heatmap, no grid of every layer and head
     at.session_state["tr_model_view_open"] = True
     at.run()
     assert not at.exception
-    heatmap, grid = figures_of(at)
+    heatmap, grid = charts(at)
     cross = at.session_state["tr_result"].attention.cross  # n_layers x (H, T, S)
-    assert sum(trace["type"] == "heatmap" for trace in grid["data"]) == len(cross) * cross[0].shape[0]
+    maps = grid.data("rect")[["layer", "head"]].drop_duplicates()  # one small map per layer and head
+    assert len(maps) == len(cross) * cross[0].shape[0]
     at.session_state["tr_model_view_open"] = False
     at.run()
-    assert len(figures_of(at)) == 1
+    assert len(charts(at)) == 1
 
 
 def test_learn_tables_are_built_only_while_their_expander_is_open(at):
@@ -197,7 +240,8 @@ def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):
     at.button(key="step_next").click().run()
     at.button(key="step_next").click().run()
     assert at.session_state["step_session"].n_steps == 2 and not at.exception
-    assert len(figures_of(at)) == 3  # candidates, cross row, self row
+    assert [c.title for c in charts(at)] == ["top 5 next tokens", "cross-attention per head",
+                                             "self-attention per head"]  # candidates, cross row, self row
     at.button(key="step_back").click().run()
     assert at.session_state["step_session"].n_steps == 1
     at.button(key="step_run_to_end").click().run()
@@ -216,7 +260,7 @@ def test_step_page_advances_goes_back_and_reaches_the_one_shot_result(at):
 
 def test_learn_page_rebuilds_attention_by_hand(at):
     page(at, "pages/4_Learn.py")
-    assert len(figures_of(at)) == 4  # PE heatmap, sinusoids, two masks
+    assert len(charts(at)) == 4  # PE heatmap, sinusoids, two masks
     assert not at.dataframe  # the tables' expander is closed: nothing built, no data grid for the browser to load
     at.session_state["learn_tables_open"] = True  # what a click on the expander sends
     at.selectbox(key="learn_layer").set_value(1).run()
@@ -250,9 +294,10 @@ def test_train_page_starts_shows_and_stops_a_run(at, tmp_path, monkeypatch):
         time.sleep(0.3)
     at.run()
     assert jobs.run_info(root).state == "running", jobs.log_tail(root)
-    keys = {el.proto.id for el in charts_of(at)}
-    assert len(figures_of(at)) == 2, keys  # tokens / s + the probe's attention
-    (curves,) = altair_views(at)  # loss, BLEU and learning rate, linked on one step axis
+    drawn = charts(at)
+    titles = [c.title for c in drawn]
+    assert titles == ["", "tokens / s", "cross-attention, last layer, mean of heads"], titles  # + the probe's map
+    curves = curves_of(at)  # loss, BLEU and learning rate, linked on one step axis
     assert curve_panels(curves)[:2] == ["loss", "dev BLEU / chrF"] and "learning rate" in curve_panels(curves)
     assert len(curve_points(curves, "train_loss")) >= 1 and len(curve_points(curves, "dev_bleu")) >= 1
     setup = {c.name: c for c in jobs.run_info(root).setup}  # how the run computes, as the trainer decided
@@ -292,11 +337,6 @@ def test_train_page_shows_a_crashed_run(at, tmp_path):
     assert "out of memory" in at.code[0].value
 
 
-def chart_configs(at):
-    return [json.loads(el.proto.json)["config"] if is_svg_chart(el) else json.loads(el.proto.config)
-            for el in charts_of(at)]
-
-
 def selectbox(at, label):
     (box,) = [b for b in at.selectbox if b.label == label]
     return box
@@ -319,8 +359,7 @@ def test_translate_view_is_in_the_link_and_a_link_opens_it(at):
     assert opened.text_input(key="tr_text").value == PAIRS[0][0]
     assert opened.text_input(key="tr_text").label == "Arabic sentence (press Enter to translate)"
     assert opened.slider(key="tr_beam").value == 3 and opened.radio(key="tr_method").value == "beam"
-    title = figures_of(opened)[0]["layout"]["title"]["text"]
-    assert title == "encoder self-attention, layer 1, head 2"
+    assert charts(opened)[0].title == "encoder self-attention, layer 1, head 2"
     assert selectbox(opened, "Layer").value == 1
 
 
@@ -333,7 +372,7 @@ def test_a_bad_link_says_so_and_falls_back(at, params, message):
     at.switch_page("pages/1_Translate.py").run()
     assert not at.exception
     assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
-    assert at.session_state["model_path"].endswith("tiny") and figures_of(at)  # the default model, translated
+    assert at.session_state["model_path"].endswith("tiny") and charts(at)  # the default model, translated
 
 
 def test_heatmap_downloads_name_the_head_and_offer_svg_and_csv(at):
@@ -341,12 +380,12 @@ def test_heatmap_downloads_name_the_head_and_offer_svg_and_csv(at):
     at.text_input(key="tr_text").input(PAIRS[2][0]).run()
     selectbox(at, "Layer").set_value(1).run()
     at.selectbox(key="tr_head").set_value(1).run()
-    png = chart_configs(at)[0]["toImageButtonOptions"]
-    assert png["filename"] == "cross-layer-1-head-1" and png["format"] == "png"
-    at.radio(key="chart_format").set_value("svg").run()
-    assert all(c["toImageButtonOptions"]["format"] == "svg" for c in chart_configs(at))
+    assert charts(at)[0].title.endswith("layer 1, head 1")  # PNG: the chart's own toolbar, named by Streamlit
     assert [b.proto.label for b in at.get("download_button")] == [
         "Download all maps (.npz)", "Download all maps (.json)", "Download all maps (.csv)"]
+    at.radio(key="chart_format").set_value("svg").run()
+    svg = [b.proto for b in at.get("download_button") if b.proto.label == "SVG"]
+    assert len(svg) == len(charts(at)) and svg[0].id.endswith("tr_heatmap_svg")  # one SVG button per chart
 
 
 def test_captions_speak_of_each_family_and_explain_the_tokens(at):

@@ -1,9 +1,11 @@
 """Right-to-left text: direction, isolates, joined Arabic pieces, and where the app's figures and pages use them."""
 
+import html
 import re
 
+from tests.chart_reading import Drawn
 from transformer.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
-from ui.shared import heatmaps
+from transformer.charts.heatmap import heatmap
 from ui.shared.text.plain import rtl_html
 from ui.step import candidate_bars
 
@@ -46,19 +48,22 @@ def test_latin_special_and_marked_pieces():
     assert piece_labels([]) == []
 
 
-def test_heatmap_ticks_and_hover_show_arabic_pieces_marked_and_joined():
+def test_heatmap_labels_and_tooltip_show_arabic_pieces_marked_and_joined():
     import numpy as np
 
     rows = ["▁ال", "له", "</s>"]
-    fig = heatmaps.attention_heatmap(np.full((3, 2), 0.5), rows, ["▁God", "</s>"])
-    assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال{ZWJ}", f"{RLM}{ZWJ}له", "&lt;/s&gt;"]
-    assert list(fig.layout.xaxis.ticktext) == ["▁God", "&lt;/s&gt;"]
-    assert fig.data[0].customdata[1, 0, 0] == f"{RLM}{ZWJ}له"
+    drawn = Drawn.of(heatmap(np.full((3, 2), 0.5), rows, ["▁God", "</s>"]))
+    assert drawn.labels("y") == [f"{RLM}▁ال{ZWJ}", f"{RLM}{ZWJ}له", "</s>"]  # Vega draws text: no escaping
+    assert drawn.labels("x") == ["▁God", "</s>"]
+    cells = drawn.data("rect")
+    assert cells[(cells["row"] == 1) & (cells["col"] == 0)]["row_label"].tolist() == [f"{RLM}{ZWJ}له"]
 
 
 def test_candidates_are_alternatives_not_a_word():
-    fig = candidate_bars.candidates_figure(candidate_bars.ordered([5, 6], ["▁ال", "له"], [0.6, 0.3], chosen=()))
-    assert list(fig.layout.yaxis.ticktext) == [f"{RLM}▁ال", f"{RLM}له"]
+    drawn = Drawn.of(candidate_bars.candidates_chart(candidate_bars.ordered([5, 6], ["▁ال", "له"], [0.6, 0.3],
+                                                                             chosen=())))
+    assert drawn.labels("y", "bar")[:2] == [f"{RLM}▁ال", f"{RLM}له"]
+    assert drawn.data("bar")["token"].tolist() == [f"{RLM}▁ال", f"{RLM}له"]  # the tooltip's too
 
 
 def test_rtl_html_escapes_and_lays_out_right_to_left():
@@ -73,7 +78,8 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
     from streamlit.testing.v1 import AppTest
 
     from tests.app_fixtures import PAIRS, make_checkpoint
-    from tests.test_app import APP, figures_of
+    from tests.chart_reading import charts
+    from tests.test_app import APP
 
     make_checkpoint(tmp_path / "ckpts" / "en-ar", tgt="ar")
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))
@@ -87,7 +93,7 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
     assert [m.value for m in at.markdown if "rtl-text" in m.value] == [rtl_html(translation.text, "h3")]
     (table,) = [m.value for m in at.markdown if "prob-table" in m.value]  # laid out right to left: first piece right
     assert 'dir="rtl"' in table
-    assert re.findall(r"<th><bdi>(.*?)</bdi></th>", table) == [heatmaps.escape(p)
+    assert re.findall(r"<th><bdi>(.*?)</bdi></th>", table) == [html.escape(p)
                                                                for p in piece_labels(translation.target_pieces)]
-    rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]  # cross-attention rows: the Arabic pieces
+    rows = charts(at)[0].labels("y")  # cross-attention rows: the Arabic pieces
     assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))

@@ -10,7 +10,7 @@ from tests.chart_reading import Drawn
 from transformer.bidi import RLM, piece_labels
 from transformer.charts import theme
 from transformer.charts.grid import head_grid, pooled
-from transformer.charts.heatmap import MAX_CELLS, MASK, WEIGHTS, column_angle, diverging, heatmap, mask_map
+from transformer.charts.heatmap import MASK, MAX_CELLS, WEIGHTS, column_angle, diverging, heatmap, mask_map
 from transformer.charts.lines import line_chart
 from transformer.labels import LABEL_CHARS, shorten
 from ui.shared.charts.show import file_name, selection_names

@@ -10,6 +10,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import home_facts, make_checkpoint
+from tests.chart_reading import charts
 from tests.conftest import SPECIALS
 from tests.test_app import figures_of
 from tests.test_class_ready import app, opened
@@ -161,11 +162,10 @@ def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):
     assert not [s for s in at.selectbox if s.label == "Head"]  # one map per layer: nothing to pick
     assert not [w.value for w in at.warning if "heads 0 to 0" in w.value]  # the link's head is ignored
     assert "head" not in at.query_params
-    figures = figures_of(at)
-    heatmap = figures[0]
-    (aer_sentence,) = [f for f in figures if f["layout"].get("title", {}).get("text") == "AER %, this sentence"]
-    assert heatmap["layout"]["title"]["text"].endswith("layer 0, all heads together")
-    assert not [x for x in aer_sentence["data"][0]["x"] if x.startswith("head ")]
+    drawn = charts(at)
+    (aer_sentence,) = [c for c in drawn if c.title == "AER %, this sentence"]
+    assert drawn[0].title.endswith("layer 0, all heads together")
+    assert aer_sentence.labels("x") == ["all heads"]  # one column, the layer's map: no head
     (lines,) = [html for html in iframes(at) if 'class="hv"' in html]  # the head view
     assert 'class="head"' not in lines and ">head 0<" not in lines
 

@@ -10,8 +10,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
-from tests.test_app import APP, altair_views, figures_of
+from tests.chart_reading import Drawn, charts
+from tests.test_app import APP, curves_of, figures_of
 from transformer.bidi import PDI, RLI, ZWJ, piece_labels
+from transformer.charts import theme, training_curves
+from transformer.charts.heatmap import heatmap
 from transformer.data.corpora.teaching import align
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
@@ -20,7 +23,6 @@ from transformer.runs import RunFiles, append_metrics, write_status
 from ui.explain import head_maps
 from ui.explain.html_report import sentence_report
 from ui.shared import heatmaps
-from ui.shared.charts import training_curves
 from ui.shared.models import catalog
 from ui.shared.state import class_mode
 from ui.teaching import guide_documents
@@ -94,11 +96,10 @@ def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypat
     translation = at.session_state["tr_result"]
     (table,) = [m.value for m in at.markdown if "prob-table" in m.value]
     assert 'dir="rtl"' in table  # the first piece on the right
-    heatmap_rows = figures_of(at)[0]["layout"]["yaxis"]["ticktext"]
+    heatmap_rows = charts(at)[0].labels("y")
     for label in piece_labels(translation.target_pieces):  # the heatmap's labels, joiners and marks included
         assert f"<th><bdi>{label.replace('<', '&lt;').replace('>', '&gt;')}</bdi></th>" in table
-    assert [heatmaps.escape(p) for p in piece_labels(translation.target_pieces)] == [
-        t.replace("\u200b", "") for t in heatmap_rows]
+    assert piece_labels(translation.target_pieces) == heatmap_rows  # Vega draws text: no escaping
     joined = probability_table(["▁ال", "له", "▁لي"], [0.5, 0.5, 0.5], rtl=True)
     assert f"<th><bdi>\u200f▁ال{ZWJ}</bdi></th><th><bdi>\u200f{ZWJ}له</bdi></th>" in joined
 
@@ -173,8 +174,10 @@ def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readabl
     wrapped = rows(pieces, [0.5] * 58)
     assert [len(r) for r in wrapped] == [10] * 5 + [8] and wrapped[-1][-1][:2] == (58, "</s>")
     assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 58)
-    fig = heatmaps.attention_heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)])
-    assert fig.layout.xaxis.tickfont.size >= 10  # never the 7 px it shrank to
+    drawn = Drawn.of(heatmap(np.full((3, 90), 1 / 90), ["a", "b", "c"], [f"▁w{i}" for i in range(90)]))
+    axis = drawn.view("rect")["encoding"]["x"]["axis"]
+    assert axis.get("labelFontSize", drawn.spec["config"]["axis"]["labelFontSize"]) >= 10  # never the 7 px of old
+    assert drawn.spec["config"]["axis"]["labelOverlap"] == "greedy"  # labels that would overlap are left out
     at = app(monkeypatch, tmp_path, tiny)
     opened(at, "pages/1_Translate.py", model="tiny", text=" ".join(s for s, _ in PAIRS[:8]))
     assert not any(df.proto.id.endswith("tr_probs") for df in at.dataframe)  # no horizontally scrolled grid
@@ -219,7 +222,7 @@ def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 1
     one = training_curves.training_curves([{"step": 25, "train_loss": 7.822314}]).to_dict()["vconcat"][0]["layer"][0]
     assert one["encoding"]["x"]["scale"]["domain"] == [24, 26] and one["encoding"]["x"]["axis"]["format"] == "~d"
     lo, hi = one["encoding"]["y"]["scale"]["domain"]
-    assert lo < 7.822314 < hi and hi - lo > 1 and one["encoding"]["y"]["axis"]["format"] == "~g"
+    assert lo < 7.822314 < hi and hi - lo > 1 and one["encoding"]["y"]["axis"]["format"] == ",~f"  # no "1e+2"
     records = [{"step": 25, "train_loss": 7.822314, "lr": 1e-4}, {"step": 25, "dev_loss": 7.9}]
     loss, rate = training_curves.training_curves(records).to_dict()["vconcat"]
     lines = loss["layer"][0]["encoding"]
@@ -228,9 +231,11 @@ def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 1
     assert blue != orange
     assert {blue, orange} == {training_curves.COLORS["train_loss"], training_curves.COLORS["dev_loss"]}
     assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
-    fig = metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"])
-    assert list(fig.layout.xaxis.range) == [24, 26] and list(fig.layout.xaxis.ticktext) == ["25"]
-    assert fig.data[0].name == "tokens / s" and metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
+    curve = Drawn.of(metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"]))
+    x = curve.view("line")["encoding"]["x"]
+    assert x["scale"]["domain"] == [24, 26] and (x["axis"]["format"], x["axis"]["tickMinStep"]) == ("~d", 1)
+    assert curve.data("line")["series"].tolist() == ["tokens / s"]
+    assert metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 
 def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  # item 14
@@ -240,7 +245,7 @@ def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny):  
     append_metrics(RunFiles(root).metrics, {"step": 25, "train_loss": 7.822314, "lr": 1e-4, "tokens_per_s": 900.0})
     write_status(RunFiles(root), "stopped", step=25, max_steps=100)
     opened(at, "pages/3_Train.py")
-    (view,) = altair_views(at)
+    view = curves_of(at)
     names = set(view[1][next(iter(view[1]))]["name"])
     assert names == {"train loss", "learning rate"}
 
@@ -280,25 +285,22 @@ def test_class_mode_is_kept_in_the_link_and_enlarges_the_charts(monkeypatch, tmp
     at = app(monkeypatch, tmp_path, tiny)
     opened(at, "pages/1_Translate.py", text=PAIRS[0][0], search="beam", beam="3", nbest="2", **{"class": "1"})
     assert at.toggle(key=class_mode.TOGGLE).value and at.query_params["class"] == "1"
-    heatmap = figures_of(at)[0]["layout"]
-    assert heatmap["xaxis"]["tickfont"]["size"] >= class_mode.LABEL_PX
-    assert heatmap["yaxis"]["tickfont"]["size"] >= class_mode.LABEL_PX
+    assert charts(at)[0].spec["config"]["axis"]["labelFontSize"] >= class_mode.LABEL_PX  # both axes' labels
     assert not at.dataframe and at.table  # the n-best list drawn whole, not in a scrolling grid
     at.switch_page("pages/4_Learn.py").run()
     assert at.toggle(key=class_mode.TOGGLE).value and at.query_params["class"] == "1"  # across pages
     at.toggle(key=class_mode.TOGGLE).set_value(False).run()
     assert "class" not in at.query_params
-    assert figures_of(at)[0]["layout"].get("font", {}).get("size") != class_mode.LABEL_PX
+    assert charts(at)[0].spec["config"]["axis"]["labelFontSize"] == theme.NORMAL.label != class_mode.LABEL_PX
 
 
-def test_enlarge_thins_column_labels_that_would_overlap_and_sizes_cell_text():  # item 18
-    fig = heatmaps.attention_heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)])
-    big = class_mode.enlarge(fig)
-    ticks = big.layout.xaxis.tickvals
-    assert big.layout.xaxis.tickfont.size == class_mode.LABEL_PX
-    assert heatmaps.PLOT_WIDTH / 60 * (ticks[1] - ticks[0]) >= class_mode.LINE_HEIGHT * class_mode.LABEL_PX
+def test_class_sizes_thin_column_labels_that_would_overlap_and_size_cell_text():  # item 18
+    big = Drawn.of(heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)], sizes=theme.CLASS))
+    assert big.spec["config"]["axis"]["labelFontSize"] == class_mode.LABEL_PX
+    assert big.spec["config"]["axis"]["labelOverlap"] == "greedy"  # Vega leaves out the labels that would overlap
+    assert big.view("rect")["encoding"]["x"]["axis"]["labelAngle"] == -90  # 60 columns: turned upright
     from ui.shared.attention import gold_alignment
 
-    grid = class_mode.enlarge(gold_alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER"))
-    assert all(t.textfont.size == class_mode.CELL_PX for t in grid.data if t.texttemplate)
+    grid = Drawn.of(gold_alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER", sizes=theme.CLASS))
+    assert grid.view("text")["mark"]["fontSize"] == theme.CLASS.cell >= class_mode.LABEL_PX
 

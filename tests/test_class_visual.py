@@ -4,6 +4,7 @@ tests/test_class_views_e2e.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -11,6 +12,8 @@ import numpy as np
 import pytest
 
 from tests.app_fixtures import make_checkpoint
+from tests.chart_reading import Drawn
+from transformer.charts import theme
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import views
@@ -36,7 +39,6 @@ def test_every_view_knows_its_smallest_text_and_class_mode_zooms_it_to_18_px(tin
     session = tiny.session("the woman reads a book .", SearchSettings(beam_size=3))
     session.run_to_end()
     drawn = [views.head_view(translation.attention), views.model_view(translation.attention),
-             views.heatmaps(translation.attention),
              views.beam_tree(session.history, tiny.tokenizer.target_pieces, session.finished[0].tokens)]
     for view in drawn:
         assert view.font_px == _smallest_font(view.html), view.kind  # what the view says is what it draws
@@ -46,6 +48,7 @@ def test_every_view_knows_its_smallest_text_and_class_mode_zooms_it_to_18_px(tin
         exact = class_mode.LABEL_PX / view.font_px
         assert big.height == math.ceil(view.height * exact) and big.width == math.ceil(view.width * exact)
         assert big.zoomed(class_mode.LABEL_PX) is big  # already large enough: unchanged
+    assert {view.font_px for view in drawn} == {theme.NORMAL.label, theme.NORMAL.view}  # the theme's sizes
 
 
 def test_the_beam_tree_has_a_whole_tree_overview(tiny):
@@ -59,9 +62,8 @@ def test_the_beam_tree_has_a_whole_tree_overview(tiny):
 @pytest.mark.parametrize("fig", [
     heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"]),
     heatmaps.mask_heatmap(np.ones((3, 3), dtype=bool), ["a", "b", "c"], ["a", "b", "c"]),
-    gold_alignment.aer_grid([[10.0, 20.0], [30.0, 40.0]], [15.0, 35.0]),
     head_maps.heads_map(np.zeros((2, 4)), title="x"),
-], ids=["attention", "mask", "aer", "heads"])
+], ids=["attention", "mask", "heads"])
 def test_no_heatmap_keeps_plotlys_zero_lines(fig):
     fig = heatmaps.without_zero_lines(fig)
     axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
@@ -91,21 +93,24 @@ def test_cell_numbers_are_written_only_where_they_fit():
 def test_the_sampling_charts_title_stands_above_its_legend():
     bars = candidate_bars.ordered([1, 2], ["▁a", "▁b"], [0.6, 0.4], chosen={1}, tempered=[0.5, 0.5],
                                   sampled=[0.5, 0.5])
-    fig = candidate_bars.candidates_figure(bars, title="next token: model → temperature → drawn from", kept=2)
-    title, legend = fig.layout.title, fig.layout.legend
-    assert (title.y, title.yref, title.yanchor) == (1, "container", "top")  # not centred in the margin
-    assert (legend.y, legend.yanchor) == (1, "bottom")  # on the plot, under the title's line
-    assert fig.layout.margin.t >= title.pad.t + 22 + 40  # room for the title's line and two lines of legend
+    drawn = Drawn.of(candidate_bars.candidates_chart(bars, title="next token",
+                                                     subtitle="model → temperature → drawn from", kept=2))
+    assert (drawn.title, drawn.subtitle) == ("next token", "model → temperature → drawn from")  # over everything
+    assert drawn.spec["config"]["title"]["anchor"] == "start"  # at the left, where the legend starts: not centred
+    legend = drawn.view("bar")["encoding"]["color"]["legend"]
+    assert (legend["orient"], legend["direction"]) == ("top", "horizontal")  # Vega lays it under the title
 
 
 def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hover():
-    fig = gold_alignment.aer_grid([[10.0, 20.0, 30.0, 40.0], [30.0, 40.0, 50.0, 60.0]], [25.0, 45.0])
-    axis = fig.layout.xaxis
-    assert list(axis.ticktext) == ["h0", "h1", "h2", "h3", "mean"] and axis.tickangle == 0
-    assert list(axis.tickvals) == list(fig.data[0].x) and fig.data[0].x[-1] == "mean of heads"  # the hover's name
-    spacing = (class_mode.PAGE_PX * 0.5 - 70 - class_mode.COLOUR_BAR_PX) / len(axis.ticktext)  # class mode, half page
-    widths = [0.6 * class_mode.LABEL_PX * len(t) for t in axis.ticktext]
-    assert all((a + b) / 2 < spacing for a, b in zip(widths, widths[1:]))  # upright neighbours never meet
+    heads = [[10.0, 20.0, 30.0, 40.0], [30.0, 40.0, 50.0, 60.0]]
+    half = dataclasses.replace(theme.CLASS, page=theme.CLASS.page // 2)  # class mode, one of two columns
+    class_half = Drawn.of(gold_alignment.aer_grid(heads, [25.0, 45.0], sizes=half))
+    assert class_half.labels("x") == ["0", "1", "2", "3", "mean"]  # under the axis title "head"
+    x = class_half.view("rect")["encoding"]["x"]
+    assert x["title"] == "head" and x["axis"]["labelAngle"] == 0  # upright in class mode's half page
+    tooltip = {t["field"]: t["title"] for t in class_half.view("rect", 1)["encoding"]["tooltip"]}
+    assert (tooltip["row_label"], tooltip["col_label"]) == ("layer", "head")  # the hover reads "head: mean"
+    assert class_half.data("rect")["col_label"].tolist()[:5] == ["0", "1", "2", "3", "mean"]
 
 
 def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
@@ -141,11 +146,11 @@ def test_the_report_of_a_short_sentence_carries_plotly_packed_and_stays_small(ti
 def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
     from ui.train.metric_curves import metric_curves
 
-    fig = metric_curves([{"step": 250, "tokens_per_s": 1234.0}], ["tokens_per_s"])
-    axis = fig.layout.xaxis
-    assert list(axis.tickvals) == [250] and list(axis.ticktext) == ["250"] and list(axis.range) == [249, 251]
+    x = Drawn.of(metric_curves([{"step": 250, "tokens_per_s": 1234.0}], ["tokens_per_s"])).view("line")["encoding"]["x"]
+    assert x["scale"]["domain"] == [249, 251]  # a range around the one step
+    assert (x["axis"]["format"], x["axis"]["tickMinStep"]) == ("~d", 1)  # whole steps: never "250 250" at halves
     two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
-    assert two.layout.xaxis.tickvals is None  # more than one step: plotly's own ticks
+    assert "domain" not in Drawn.of(two).view("line")["encoding"]["x"]["scale"]  # more than one step: Vega's own
 
 
 def test_every_chart_in_a_column_says_its_share_of_the_page():

@@ -1,7 +1,16 @@
 """A split as a table (transformer.explain.dataset, issue 40): columns and numbers on the teaching test split, the
-corpus scores equal transformer-evaluate's, slices, the cache (read back, corrupt, resumed), TSVs, the projector."""
+corpus scores equal transformer-evaluate's, slices, the cache (read back, corrupt, resumed, its writer killed
+mid-write), a stop between sentences, TSVs, the projector."""
 
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,11 +18,14 @@ import sacrebleu
 import torch
 
 import transformer.explain.dataset as dataset
+import transformer.explain.dataset_rows as dataset_rows
 from transformer.decoding.evaluate import corpus_scores, evaluate_checkpoint
+from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator, find_checkpoint
 from transformer.explain import cross_attention_aer, head_statistics
-from transformer.explain.dataset import DatasetError, dataset_table, model_split, read_tsv, tsv_split
-from transformer.explain.dataset_cache import cache_path
+from transformer.explain.dataset import DatasetError, checkpoint_key, dataset_table, model_split, read_tsv, tsv_split
+from transformer.explain.dataset_cache import STALE_TEMP_SECONDS, DatasetCacheError, cache_path, read_cache
+from transformer.explain.dataset_rows import chunk_rows
 from transformer.explain.dataset_slices import (
     best_lens,
     pca_2d,
@@ -125,7 +137,7 @@ def test_the_second_call_reads_the_cache_and_a_corrupt_one_is_recomputed_with_a_
         raise AssertionError("computed again")
 
     with monkeypatch.context() as patch:
-        patch.setattr(dataset, "_chunk", no_compute)
+        patch.setattr(dataset, "chunk_rows", no_compute)
         again = dataset_table(translator, few, cache_dir=tmp_path)
     assert again.table.equals(first.table) and again.notes == ()
     assert torch.equal(again.arrays["tokens.encoder.states"], first.arrays["tokens.encoder.states"])
@@ -205,3 +217,116 @@ def test_a_bible_test_split_scores_as_transformer_evaluate_and_has_no_teaching_c
     with pytest.raises(DatasetError, match="only the teaching corpus has constructions"):
         slices(result, "construction")
     assert sum(m.sum() for m in slices(result, "length").values()) == 5
+
+
+def test_a_stop_ends_the_table_with_the_rows_done_and_the_next_call_goes_on_from_them(translator, split, tmp_path,
+                                                                                     monkeypatch):
+    few = small(split, 5)
+    monkeypatch.setattr(dataset, "CHUNK", 2)
+    stop = threading.Event()
+
+    def stop_after_the_first_chunk(done: int, total: int) -> None:
+        if done >= 2:
+            stop.set()
+
+    partial = dataset_table(translator, few, cache_dir=tmp_path, progress=stop_after_the_first_chunk, stop=stop)
+    assert not partial.complete and len(partial.table) == 2
+    assert partial.notes[-1] == ("Stopped on request after 2 of 5 sentences; run it again to go on from there. "
+                                 "(The rows so far are cached.)")
+    seen = []
+    whole = dataset_table(translator, few, cache_dir=tmp_path, progress=lambda done, total: seen.append(done))
+    assert seen == [2, 4, 5]  # read back the 2 rows done, then computed the rest
+    assert whole.complete and whole.notes == ()
+    assert list(whole.table["translation"]) == list(dataset_table(translator, few).table["translation"])
+
+
+def test_a_chunk_asked_to_stop_returns_the_sentences_it_finished(translator, split, monkeypatch):
+    pairs, gold, settings = split.pairs[:6], split.gold[:6], SearchSettings(beam_size=1)
+    rows, arrays = chunk_rows(translator, pairs, gold, 10, ("raw",), settings)
+    stop, scored = threading.Event(), []
+    real = sacrebleu.sentence_bleu
+
+    def bleu_then_stop_after_three(*args, **kwargs):  # called once per sentence, at the start of its scoring
+        scored.append(1)
+        if len(scored) == 3:
+            stop.set()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dataset_rows.sacrebleu, "sentence_bleu", bleu_then_stop_after_three)
+    some_rows, some_arrays = chunk_rows(translator, pairs, gold, 10, ("raw",), settings, stop)
+    assert some_rows == rows[:3]  # the sentence being scored when stop was set is finished, no other begins
+    assert some_arrays.keys() == arrays.keys()
+    for name, array in some_arrays.items():
+        if name.startswith("sentence."):
+            assert torch.equal(array, arrays[name][:3]), name
+    tokens = arrays["tokens.encoder.sentence"]
+    assert torch.equal(some_arrays["tokens.encoder.states"], arrays["tokens.encoder.states"][tokens < 13])
+    assert set(some_arrays["tokens.decoder.sentence"].tolist()) == {10, 11, 12}
+    assert chunk_rows(translator, pairs, gold, 10, ("raw",), settings, stop) == ([], {})  # set before: no work
+
+
+# A fresh process tabulates the first 5 test sentences 2 at a time; its second cache write stops after half of the
+# file's bytes are on disk (then says so and sleeps), and the test kills it there with SIGKILL.
+KILLED_WRITER = textwrap.dedent("""
+    import os, sys, time, types
+    import transformer.explain.dataset as dataset
+    import transformer.explain.dataset_cache as dataset_cache
+    from transformer.decoding.translate import Translator
+
+    class HalfThenHang:
+        def __init__(self, f):
+            self.f = f
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            return self.f.__exit__(*exc)
+        def write(self, data):
+            self.f.write(data[: len(data) // 2])
+            self.f.flush()
+            print("half written", flush=True)
+            time.sleep(600)
+
+    writes = []
+    def fdopen(fd, mode):
+        writes.append(fd)
+        f = os.fdopen(fd, mode)
+        return HalfThenHang(f) if len(writes) == 2 else f
+
+    dataset_cache.os = types.SimpleNamespace(**{**vars(os), "fdopen": fdopen})
+    dataset.CHUNK = 2
+    translator = Translator(sys.argv[1], batch_size=64)
+    split = dataset.model_split(translator.checkpoint.metadata, "test", limit=5)
+    dataset.dataset_table(translator, split, cache_dir=sys.argv[2])
+""")
+
+
+def test_a_writer_killed_mid_write_leaves_the_last_whole_cache_and_the_next_run_resumes(translator, tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(root / TEACHING), str(tmp_path)], cwd=root,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        killer = threading.Timer(120, child.kill)  # a child that never writes its line ends, and the assert says so
+        killer.start()
+        line = child.stdout.readline()
+        killer.cancel()
+        assert line == "half written\n", f"the writer never reached its second write: {child.stderr.read()[-2000:]}"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    split = model_split(translator.checkpoint.metadata, "test", limit=5)
+    key = {**checkpoint_key(translator), "split": split.key, "sentences": 5, "lenses": ["raw"]}
+    path = cache_path(tmp_path, key)
+    (temp,) = tmp_path.glob(f".{path.name}.*.tmp")  # the half-written file, never renamed over the cache
+    with pytest.raises(DatasetCacheError, match="is not a dataset cache"):
+        read_cache(temp, key)  # truly half of a file
+    cached = read_cache(path, key)
+    assert len(cached.rows) == 2 and cached.arrays["sentence.aer.raw"].shape[0] == 2  # the first write, whole
+    old = time.time() - STALE_TEMP_SECONDS - 60
+    os.utime(temp, (old, old))  # as if the kill was an hour ago: the next write removes it
+    seen = []
+    resumed = dataset_table(translator, split, cache_dir=tmp_path, progress=lambda done, total: seen.append(done))
+    assert seen[0] == 2 and resumed.complete and resumed.notes == ("the first 5 of 500 sentences",)
+    assert list(resumed.table["translation"]) == list(dataset_table(translator, split).table["translation"])
+    assert not temp.exists() and list(tmp_path.iterdir()) == [path]

@@ -1,7 +1,6 @@
 """The Dataset page (issue 40): the teaching test split as a table with links to one sentence, slices and the
 projector; its pure pieces (links, filters, figures) and where its cache lives."""
 
-import json
 import time
 import urllib.parse
 from pathlib import Path
@@ -11,12 +10,14 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import plotly_array
+from tests.chart_reading import Drawn, charts
+from tests.test_app import map_values
 from transformer.bidi import RLI
+from transformer.charts.render import spec
 from transformer.decoding.translate import find_checkpoint
 from ui.dataset.background import cache_dir
 from ui.dataset.per_slice_figures import slice_bars, slice_heads
-from ui.dataset.projector_figures import projector_scatter
+from ui.dataset.projector_figures import CONTEXT_CHARS, around, projector_scatter
 from ui.dataset.sentence_table import filtered, sentence_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,13 +70,16 @@ def test_the_page_lists_the_teaching_test_split_with_links_to_each_sentence(at, 
     at.text_input(key="ds_contains").set_value(first.split()[1]).run()
     assert first in list(at.dataframe[1].value["source"])
     assert at.query_params["split"] == "test" and at.query_params["limit"] == "10"
-    # the projector is computed and drawn (by plotly.js, WebGL) only once its expander is opened
-    assert not [el for el in at.main if el.type == "plotly_chart"]
+    # the projector is computed and drawn only once its expander is opened
+    assert len(charts(at)) == 2 and not [c for c in charts(at) if "PCA" in c.title]  # the slices' two charts
     at.session_state["ds_projector_open"] = True
     at.run()
-    (projector,) = [json.loads(el.proto.spec) for el in at.main if el.type == "plotly_chart"]
-    assert projector["layout"]["title"]["text"].endswith("tokens of 10 sentences, final encoder states (PCA)")
-    assert {trace["type"] for trace in projector["data"]} == {"scattergl"}
+    (projector,) = [c for c in charts(at) if "PCA" in c.title]
+    assert projector.title.endswith("tokens of 10 sentences, final encoder states (PCA)")
+    n_tokens = int(projector.title.split(" tokens")[0].replace(",", ""))
+    assert projector.marks() == ["circle"] and len(projector.data("circle")) == n_tokens  # a point per token
+    assert {"token", "sentence", "position", "context"} <= {
+        t["field"] for t in projector.view("circle")["encoding"]["tooltip"]}
 
 
 @pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
@@ -113,21 +117,31 @@ def test_the_filters_keep_only_the_rows_asked_for_sorted_worst_first():
 
 def test_the_figures_draw_one_bar_per_slice_one_row_per_slice_and_the_token_in_its_sentence():
     metrics = pd.DataFrame({"slice": ["plain", "negation"], "sentences": [7, 3], "chrf": [99.0, 80.5]})
-    bars = json.loads(slice_bars(metrics, "chrf", "chrF").to_json())["data"][0]
-    assert bars["x"] == ["plain", "negation"] and plotly_array(bars["y"]).tolist() == [99.0, 80.5]
-    assert plotly_array(bars["customdata"]).tolist() == [7, 3]
-    heads = json.loads(slice_heads(np.array([[0.1, 0.2], [0.3, 0.4]]), ["a", "b"], ["0.0", "0.1"], "s").to_json())
-    assert plotly_array(heads["data"][0]["z"]).tolist() == [[0.1, 0.2], [0.3, 0.4]]
-    assert heads["data"][0]["y"] == ["a", "b"] and heads["layout"]["xaxis"]["type"] == "category"
+    bars = Drawn.of(slice_bars(metrics, "chrf", "chrF"))
+    data = bars.data("bar")
+    assert data["slice"].tolist() == ["plain", "negation"] and data["value"].tolist() == [99.0, 80.5]
+    assert data["sentences"].tolist() == [7, 3] and bars.view("bar")["encoding"]["x"]["sort"] == ["plain", "negation"]
+    assert "sentences" in [t["field"] for t in bars.view("bar")["encoding"]["tooltip"]]
+    heads = Drawn.of(slice_heads(np.array([[0.1, 0.2], [0.3, 0.4]]), ["a", "b"], ["0.0", "0.1"], "s"))
+    assert map_values(heads).tolist() == [[0.1, 0.2], [0.3, 0.4]]
+    assert heads.labels("y") == ["a", "b"] and heads.labels("x") == ["0.0", "0.1"]  # heads as categories
     points = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 0.5], "sentence": [0, 0, 1], "position": [0, 1, 0],
                            "token": ["▁The", "▁cat", "▁الكلب"], "context": ["[▁The] ▁cat", "▁The [▁cat]", "[▁الكلب]"],
                            "slice": ["plain", "plain", "negation"]})
-    by_slice = json.loads(projector_scatter(points, "slice", "t").to_json())["data"]
-    assert [t["name"] for t in by_slice] == ["plain", "negation"]
-    assert by_slice[0]["customdata"][1] == ["▁cat", "0", "1", "▁The [▁cat]"]
-    assert by_slice[1]["customdata"][0][0].startswith(RLI)  # Arabic reads right to left in the hover
-    by_position = json.loads(projector_scatter(points, "position", "t").to_json())["data"]
-    assert len(by_position) == 1 and plotly_array(by_position[0]["marker"]["color"]).tolist() == [0, 1, 0]
+    by_slice = Drawn.of(projector_scatter(points, "slice", "t"))
+    assert by_slice.view("circle")["encoding"]["color"]["scale"]["domain"] == ["plain", "negation"]
+    shown = by_slice.data("circle")
+    assert shown.iloc[1][["token", "sentence", "position", "context"]].tolist() == ["▁cat", 0, 1, "▁The [▁cat]"]
+    assert shown["token"][2].startswith(RLI) and shown["context"][2].startswith(RLI)  # right to left in the tooltip
+    long = " ".join(["▁a"] * 100 + ["[▁x]"] + ["▁b"] * 100)  # a long sentence: the part around its token
+    cut = around(long, "▁x")
+    assert "[▁x]" in cut and len(cut) <= CONTEXT_CHARS + 2 and cut.startswith("…") and cut.endswith("…")
+    by_position = Drawn.of(projector_scatter(points, "position", "t"))
+    colour = by_position.view("circle")["encoding"]["color"]
+    assert (colour["field"], colour["type"]) == ("position", "quantitative")  # a sequential scale
+    assert by_position.data("circle")["position"].tolist() == [0, 1, 0]
+    many = pd.concat([points] * 2_000, ignore_index=True)  # 6,000 points: over Altair's 5,000 rows
+    assert len(spec(projector_scatter(many, "slice", "t"))["datasets"].popitem()[1]) == 6_000  # its SVG download
 
 
 def test_the_cache_lives_outside_the_repository(monkeypatch, tmp_path):
@@ -186,3 +200,51 @@ def test_an_uploaded_tsv_is_tabulated_and_a_bad_one_is_said_line_by_line(at):
     assert list(result.table["source"]) == ["The man sees the dog.", "I see you."]
     assert result.split.description == "mine.tsv (uploaded)"
     assert len(at.dataframe[1].value) == 2  # slices by length first, then the sentences
+
+
+@pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+def test_stop_keeps_the_rows_done_and_go_on_finishes_the_split(at):
+    at.query_params.update(model="en-fr-teaching", split="test", limit="200")
+    at.switch_page("pages/7_Dataset.py").run()
+    assert not at.exception, at.exception
+    job = at.session_state["ds_job"]
+    assert job.running, "200 sentences take seconds: the table is still being computed"
+    for _ in range(600):  # the first chunk's rows, so that the page has a table to show
+        if job.done or not job.running:
+            break
+        time.sleep(0.1)
+    at.button(key="ds_stop").click().run()
+    job.thread.join(timeout=60)
+    assert not job.running, "the table did not stop within 60 s"
+    at.run()
+    assert not at.exception, at.exception
+    done = len(job.result.table)
+    assert not job.result.complete and done < 200
+    assert f"Stopped on request after {done:,} of 200 sentences" in " ".join(i.value for i in at.info)
+    assert at.metric[0].value == f"{done:,}"
+    at.button(key="ds_more").click().run()  # "Go on from there": from the cached rows
+    job = at.session_state["ds_job"]
+    job.thread.join(timeout=120)
+    assert job.result is not None and job.result.complete, job.error
+
+
+@pytest.mark.skipif(find_checkpoint() is None, reason="no shipped checkpoint")
+def test_a_table_stopped_before_its_first_rows_says_so_and_offers_to_go_on(at, monkeypatch):
+    import ui.dataset.background as background
+
+    real = background.dataset_table
+
+    def stopped_at_once(*args, stop, **kwargs):
+        stop.set()
+        return real(*args, stop=stop, **kwargs)
+
+    monkeypatch.setattr(background, "dataset_table", stopped_at_once)
+    at.query_params.update(model="en-fr-teaching", split="test", limit="20")  # a job no other test has finished
+    at.switch_page("pages/7_Dataset.py").run()
+    job = at.session_state["ds_job"]
+    job.thread.join(timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert [i.value.replace("\\", "") for i in at.info] == [  # shown as plain text: Markdown escaped
+        "Stopped on request after 0 of 20 sentences; run it again to go on from there. (The rows so far are cached.)"]
+    assert not at.metric and at.button(key="ds_more").label == "Go on from there"

@@ -25,12 +25,14 @@ def test_the_dataset_page_shows_the_table_and_the_projector_and_opens_a_sentence
     expect(page.get_by_role("heading", name="Projector")).to_be_visible(timeout=180_000)  # after the computation
     expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(2, timeout=60_000)  # slices, sentences
     expect(page.get_by_text("The first 10 of 500 sentences")).to_be_visible()
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0  # the projector waits to be opened
+    charts = page.locator(PLOT)
+    expect(charts).to_have_count(2, timeout=60_000)  # the slices' bars and heads; the projector waits to be opened
     page.get_by_text("Every token's final state in 2-D (PCA)").click()
-    projector = page.locator(PLOT).last
+    expect(charts).to_have_count(3, timeout=60_000)
+    projector = charts.last
     projector.scroll_into_view_if_needed()
-    expect(projector.locator(".gl-canvas, canvas").first).to_be_attached(timeout=60_000)  # WebGL scatter
-    expect(projector.locator(".gtitle")).to_contain_text("tokens of 10 sentences, final encoder states (PCA)")
+    expect(projector.locator(".mark-symbol path, canvas").first).to_be_attached(timeout=60_000)  # its points
+    expect(projector.locator(".role-title-text")).to_contain_text("tokens of 10 sentences, final encoder states (PCA)")
     assert page.locator(EXCEPTION).count() == 0
     link = page.get_by_role("link", name="Translate", exact=True).last  # under "Open one sentence"
     href = link.get_attribute("href")

@@ -112,7 +112,7 @@ class ScriptedModel:
     def start_cache(self, memory, src):
         return DecoderCache(src.new_zeros(src.size(0), 0), (), (), padding_mask(src, 0))
 
-    def decode_step(self, token, cache, return_attention=False):
+    def decode_step(self, token, cache, return_attention=False, project=True):
         logits = torch.full((token.size(0), 5), -math.inf)
         for row, last in enumerate(token.tolist()):
             for next_token, p in self.table.get(last, {SPECIALS.eos: 1.0}).items():  # empty beam slots feed </s>

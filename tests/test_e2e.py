@@ -29,7 +29,9 @@ SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
 BIBLE = "model=en-fr-bible&"  # SENTENCE's tests (a verse): the app opens on the teaching model (models.catalog)
 PLOT = '[data-testid="stVegaLiteChart"]'  # a chart (st.altair_chart)
-HEATMAP = ".mark-rect path"  # a chart's heatmap cells, drawn (Vega's SVG renderer)
+# a chart's heatmap cells, drawn (Vega draws a chart of over 2,000 data rows on a canvas)
+HEATMAP = ".mark-rect path, canvas.marks"
+VEGA_SVG = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart drawn as SVG
 TOOLTIP = "#vg-tooltip-element"  # Vega's tooltip, one per page
 EXCEPTION = '[data-testid="stException"]'
 
@@ -312,8 +314,11 @@ def test_tour_of_the_other_pages(server, page, tmp_path):
         page.wait_for_timeout(700)
     expect(page.get_by_text("Step 4.")).to_be_visible(timeout=30_000)
     page.get_by_role("heading", name="Beam tree").wait_for(timeout=30_000)
-    page.locator(PLOT).last.locator("svg, canvas").first.wait_for(timeout=30_000)
-    page.wait_for_timeout(1500)  # the charts' layout pass, for the picture only
+    bars = page.locator(PLOT).first  # the candidate bars: one per candidate, the chosen one outlined
+    bars.locator(".mark-rect path, .mark-bar path, .role-mark path").first.wait_for(timeout=30_000)
+    expect(bars.locator(".role-axis-label text", has_text="▶").first).to_be_visible()
+    expect(page.locator(VEGA_SVG)).to_have_count(3)  # candidates, cross-attention and self-attention rows
+    page.wait_for_timeout(1500)  # the views' layout, for the picture only
     _screenshot(page, "tour-step", tmp_path)
     page.goto(server + "/Teaching_guide")
     expect(page.get_by_role("heading", name="Teaching with the Attention Explorer")).to_be_visible(timeout=60_000)

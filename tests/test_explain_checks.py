@@ -230,7 +230,8 @@ def test_views_refuse_weights_that_are_not_finite():
     labels_q, labels_k = list("abcd"), list("vwxyz")
     for draw in (views.head_view_from, views.model_view_from, views.heatmaps_from):
         refused(lambda draw=draw: draw(maps, labels_q, labels_k), "weights", "layer 1, head 2")
-    refused(lambda: views.heatmap_svg(maps[1, 2], labels_q, labels_k), "weights", "finite")
+    refused(lambda: views.heatmaps_from(maps[1:, 2:], labels_q, labels_k), "weights", "finite")
+    refused(lambda: views.heatmaps_from(maps, labels_q[:3], labels_k), "4 queries", "3 query")
 
 def test_eq1_picture_refuses_a_key_that_is_not_an_integer_position(translator, translation):
     cell = cell_arithmetic(translator.model, translation.source_ids, None, "enc_self", 0, 0, 0)

@@ -32,8 +32,14 @@ def translator(checkpoint):
 
 
 def test_metric_curves_without_values_say_so():
-    fig = metric_curves.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"])
-    assert not fig.data and fig.layout.annotations[0].text == "no values yet"
+    drawn = Drawn.of(metric_curves.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"]))
+    assert drawn.marks() == ["text"] and drawn.data("text")["text"].tolist() == ["no values yet"]
+    one = Drawn.of(metric_curves.metric_curves([{"step": 250, "dev_exact": 3.0}], ["dev_exact"]))
+    assert one.data("line")[["x", "y"]].values.tolist() == [[250, 3.0]]  # one logged step: a point on an axis
+    assert one.view("line")["encoding"]["x"]["scale"]["domain"] == [249, 251]  # around it, not a zero-width scale
+    assert one.view("line")["encoding"]["y"]["scale"]["domain"] == pytest.approx([2.7, 3.3])  # one value: around it
+    zeros = Drawn.of(metric_curves.metric_curves([{"step": s, "dev_exact": 0.0} for s in (1, 2)], ["dev_exact"]))
+    assert zeros.view("line")["encoding"]["y"]["scale"]["domain"] == [-1.0, 1.0]
 
 
 def test_positional_heatmap_is_a_cell_per_position_and_dimension_with_sparse_ticks():

@@ -4,10 +4,13 @@ prefix as text, and a prefix the page cannot force is a message that loses nothi
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.app_fixtures import PAIRS
-from tests.test_app import at, checkpoints, figures_of, page  # noqa: F401 (fixtures)
+from tests.chart_reading import charts
+from tests.test_app import at, chart_titled, checkpoints, page  # noqa: F401 (fixtures)
 from ui.step.candidate_bars import FORCED, FORCED_MARK, MARK
 
 STEP = "pages/2_Step_by_step.py"
@@ -20,7 +23,7 @@ def session(app):
 
 def ticks(app) -> list[str]:
     """The candidate bars' labels (the first chart of the page)."""
-    return figures_of(app)[0]["layout"]["yaxis"]["ticktext"]
+    return charts(app)[0].labels("y", "bar")
 
 
 def started(app, **params):
@@ -35,9 +38,10 @@ def started(app, **params):
 
 
 def forced_ticks(app) -> list[str]:
-    """The candidate bars' forced labels, unwrapped from their violet span (every forced label is in one)."""
-    span = f"<span style='color:{FORCED}'>"
-    out = [t.removeprefix(span).removesuffix("</span>") for t in ticks(app) if t.startswith(span)]
+    """The candidate bars' labels drawn violet (every forced label is)."""
+    colour = charts(app)[0].view("bar")["encoding"]["y"]["axis"]["labelColor"]
+    slots = [int(n) for n in re.findall(r"datum\.value == (\d+)", colour["condition"]["test"])]
+    out = [ticks(app)[i] for i in slots] if colour["condition"]["value"] == FORCED else []
     assert len(out) == sum(FORCED_MARK in t for t in ticks(app))
     return out
 
@@ -312,8 +316,7 @@ def test_the_step_line_the_head_views_and_the_n_best_mark_the_forced_pieces(at):
         return next(m.value for m in at.markdown if m.value.startswith("At step "))
 
     def self_keys():
-        fig = next(f for f in figures_of(at) if f["layout"]["title"]["text"] == "self-attention per head")
-        return list(fig["layout"]["xaxis"]["ticktext"])
+        return chart_titled(at, "self-attention per head").labels("x")
 
     # step 2 read <s> la: the forced "la" is both the read prefix's forced part and the query
     assert step_line().count(":violet-background[" + FORCED_MARK) == 2 and "▁la" in step_line()

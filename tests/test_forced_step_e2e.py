@@ -43,8 +43,8 @@ def _forced_in_page(page) -> None:
     assert [t.strip() for t in forced.locator("text.label").all_text_contents()] == ["▁La", "▁femme"]
     assert page.locator("svg.bt g.node:not(.forced)").count() >= 1  # the root <s> at least
     expect(page.get_by_text("✎ marks the forced token")).to_be_visible()
-    tick = page.locator(":is(.ytick text, text.yt)", has_text="✎").first  # the candidate bars' forced label, violet
-    assert tick.locator("tspan").first.evaluate("e => getComputedStyle(e).fill") == "rgb(123, 63, 160)"
+    tick = page.locator(".role-axis-label text", has_text="✎").first  # the candidate bars' forced label, violet
+    assert tick.evaluate("e => getComputedStyle(e).fill") == "rgb(123, 63, 160)"
     read = page.locator("p", has_text=re.compile(r"^At step 2 the decoder read")).first
     assert "La" in read.locator("span", has_text="✎").first.inner_text()  # the forced piece it read, marked
 

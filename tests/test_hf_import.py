@@ -26,8 +26,9 @@ from transformer.data.sentencepiece import SentencePieceTokenizer  # noqa: E402
 from transformer.data.tokenizer import load_tokenizer  # noqa: E402
 from transformer.decoding.search import SearchSettings  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
-from transformer.model import hf, hf_card  # noqa: E402
+from transformer.model import hf  # noqa: E402
 from transformer.model.checkpoint import load_checkpoint  # noqa: E402
+from transformer.model.hf import card as hf_card  # noqa: E402
 
 SENTENCES = EN[:5] + ["The dog sat in the garden.", "Where is the cat?", "  Open   the  window ,please!  "]
 MAX_NEW = 24  # transformers' max_new_tokens; ours: max_len_a 0, max_len_b MAX_NEW
@@ -208,13 +209,15 @@ def copy_of(folder: Path, tmp_path: Path, edit: dict | None = None, drop: str | 
     ({"add_bias_logits": True}, "add_bias_logits = true"),
     ({"normalize_embedding": True}, "normalize_embedding = true"),
     ({"static_position_embeddings": False}, "learned position embeddings"),
-    ({"model_type": "bart", "architectures": ["BartForConditionalGeneration"]}, "only Marian translation models"),
+    ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}, "we import MarianMTModel (opus-mt), "
+                                                                             "M2M100ForConditionalGeneration"),
+    ({"architectures": ["MarianForCausalLM"]}, "only Marian translation models"),
     ({"decoder_attention_heads": 2}, "encoder_attention_heads 4 and decoder_attention_heads 2 differ"),
     ({"vocab_size": 90, "decoder_vocab_size": 90}, "vocabularies of 87 (source) and 87 (target) pieces, but"),
     ({"encoder_ffn_dim": 128, "decoder_ffn_dim": 128}, "fc1.weight has shape (64, 32), but config.json makes"),
     ({"eos_token_id": 3}, "eos_token_id is 3, but the vocabulary's eos token is 0"),
-], ids=["activation", "pre-LN", "bias-logits", "embedding-norm", "learned-positions", "architecture", "heads",
-        "vocab-size", "shape", "eos"])
+], ids=["activation", "pre-LN", "bias-logits", "embedding-norm", "learned-positions", "architecture", "marian-lm",
+        "heads", "vocab-size", "shape", "eos"])
 def test_what_we_do_not_implement_or_what_disagrees_is_refused_by_name(folder, tmp_path, edit, message):
     with pytest.raises(hf.ImportFailed, match=message.replace("(", r"\(").replace(")", r"\)")):
         hf.import_marian(str(copy_of(folder, tmp_path, edit)), tmp_path / "out")
@@ -353,3 +356,48 @@ def test_a_hub_name_is_downloaded_and_recorded_with_opus_mt_licence(folder, tmp_
                         lambda name, allow_patterns: str(copy_of(folder, tmp_path / "it", drop="model.safetensors")))
     with pytest.raises(hf.ImportFailed, match="has no model.safetensors on the Hub"):
         hf.import_marian("Helsinki-NLP/opus-mt-en-it", tmp_path / "it-ours")
+
+
+# ----------------------------------------------------------------------------- the language pair (issue 49, item 1)
+
+
+def anonymous_copy(folder: Path, tmp_path: Path) -> Path:
+    """folder as save_pretrained writes a MarianMTModel anywhere: a name that is not opus-mt-SRC-TGT and a
+    tokenizer_config.json without source_lang and target_lang."""
+    copy = shutil.copytree(folder, tmp_path / "my-model", ignore=shutil.ignore_patterns("spm"))
+    config = json.loads((copy / "tokenizer_config.json").read_text())
+    (copy / "tokenizer_config.json").write_text(json.dumps({k: v for k, v in config.items()
+                                                            if k not in ("source_lang", "target_lang")}))
+    return copy
+
+
+def test_a_folder_that_names_no_languages_is_refused_until_src_and_tgt_are_given(folder, tmp_path, capsys):
+    copy = anonymous_copy(folder, tmp_path)
+    assert hf.main([str(copy), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "which language is the source?" in err and "pass --src CODE" in err and err.count("\n") == 1, err
+    with pytest.raises(hf.ImportFailed, match="which language is the target.*pass --tgt CODE"):
+        hf.import_marian(str(copy), tmp_path / "out", src_lang="en")
+    with pytest.raises(hf.ImportFailed, match=r"--src 'e n' is not a language code"):
+        hf.import_marian(str(copy), tmp_path / "out", src_lang="e n", tgt_lang="fr")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-model"]  # nothing written, no temporary left
+    assert hf.main([str(copy), "--out", str(tmp_path / "out"), "--src", "en", "--tgt", "fr"]) == 0
+    assert load_checkpoint(tmp_path / "out").metadata["languages"] == {"src": "en", "tgt": "fr"}
+    # given codes win over the folder's own
+    out = hf.import_marian(str(folder), tmp_path / "given", src_lang="eng", tgt_lang="fra")
+    assert load_checkpoint(out).metadata["languages"] == {"src": "eng", "tgt": "fra"}
+
+
+@pytest.mark.parametrize("variant", ["opus-mt name", "anonymous with --src --tgt", "separate vocabularies", "half"])
+def test_every_import_loads_back_and_translates(folder, tmp_path, variant):
+    """The round trip for each kind of folder: what the import writes, the loader accepts."""
+    source, options = folder, {}
+    if variant == "anonymous with --src --tgt":
+        source, options = anonymous_copy(folder, tmp_path), {"src_lang": "en", "tgt_lang": "fr"}
+    elif variant == "separate vocabularies":
+        source = write_marian_folder(tmp_path / "separate", separate=True)
+    elif variant == "half":
+        options = {"dtype": torch.float16}
+    out = hf.import_marian(str(source), tmp_path / "ours", **options)
+    translation = Translator(load_checkpoint(out)).translate(EN[0], GREEDY)
+    assert translation.token_ids and translation.text == Translator(out).translate(EN[0], GREEDY).text

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from tests.app_fixtures import make_checkpoint
+from tests.chart_reading import Drawn, calculated
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import svg, tree
+from transformer.labels import shorten
 from transformer.model.checkpoint import load_checkpoint
 
 HOSTILE = "<!--<script>"
@@ -42,7 +44,6 @@ def hostile_views(translator: Translator, piece: str) -> dict[str, views.View]:
     session.run_to_end()
     return {"cell_flow": views.cell_flow(cell, piece, [piece] * len(t.source_ids)),
             "head_view": views.head_view(crafted), "model_view": views.model_view(crafted),
-            "heatmaps": views.heatmaps(crafted),
             "beam_tree": views.beam_tree(session.history, lambda ids: [piece] * len(ids), session.finished[0].tokens)}
 
 
@@ -105,7 +106,9 @@ def _timed(work) -> float:
 
 
 def test_a_5000_character_piece_is_shortened_everywhere_it_is_drawn(translator):
-    from ui.shared import heatmaps
+    from tests.chart_reading import Drawn
+    from transformer.charts.heatmap import heatmap
+    from transformer.labels import HOVER_CHARS
     from ui.step import candidate_bars
     from ui.translate.probability_table import probability_table
 
@@ -114,18 +117,36 @@ def test_a_5000_character_piece_is_shortened_everywhere_it_is_drawn(translator):
     assert heads == [("", "▁a"), (LONG, "W" * 23 + "…"), ("", "&lt;/s&gt;")]  # a long one whole in its title
     assert len(table) < len(LONG) + 1000
 
-    fig = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["▁a", LONG], ["<s>", LONG, "b"]).to_dict()["layout"]
-    assert max(map(len, fig["xaxis"]["ticktext"] + fig["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
-    assert fig["margin"]["l"] <= 220 and fig["margin"]["t"] < 300 and fig["height"] < 500
-    bars = candidate_bars.candidates_figure(candidate_bars.ordered([4, 5], [LONG, "b"], [0.6, 0.3], chosen=()))
-    assert max(map(len, bars.to_dict()["layout"]["yaxis"]["ticktext"])) <= svg.LABEL_CHARS
-    assert LONG in bars.to_dict()["data"][0]["customdata"]  # whole in the hover
+    drawn = Drawn.of(heatmap(np.full((2, 3), 1 / 3), ["▁a", LONG], ["<s>", LONG, "b"]))
+    assert max(map(len, drawn.labels("x") + drawn.labels("y"))) <= svg.LABEL_CHARS
+    cells = drawn.data("rect")  # the tooltip's, repeated once per cell: shortened too
+    assert max(map(len, list(cells["row_label"]) + list(cells["col_label"]))) <= HOVER_CHARS
+    bars = Drawn.of(candidate_bars.candidates_chart(candidate_bars.ordered([4, 5], [LONG, "b"], [0.6, 0.3],
+                                                                            chosen=())))
+    assert max(map(len, bars.labels("y", "bar"))) <= svg.LABEL_CHARS
+    assert LONG in list(bars.data("bar")["token"])  # whole in the tooltip
 
     views_ = hostile_views(translator, LONG)
     for name, view in views_.items():  # no label drawn longer than LABEL_CHARS; sizes bounded
         shown = re.findall(r"<text[^>]*>(?:<title>[^<]*</title>)?([^<]*)</text>", view.html)
         assert shown and max(map(len, shown)) <= svg.LABEL_CHARS, name
         assert view.width < 3000 and view.height < 3000, name
+
+
+def test_the_heatmaps_of_every_head_shorten_a_long_piece_and_keep_markup_as_text(translator):
+    """views.heatmaps is an Altair chart: Vega draws its labels as text, so a piece of markup stays those characters
+    (no escaping to get wrong); a long one is shortened on the axes and to HOVER_CHARS in the tooltips."""
+    att = translator.translate("the woman reads a book .", attention=True).attention
+    for piece in (LONG, HOSTILE):
+        crafted = type(att)(**{**att.__dict__, "source_pieces": [piece] * len(att.source_pieces),
+                               "target_pieces": [piece] * len(att.target_pieces)})
+        drawn = Drawn.of(views.heatmaps(crafted))
+        shown = drawn.labels("x", "rect", 1) + drawn.labels("y", "rect", 1)
+        assert set(shown) == {shorten(piece)} and max(map(len, shown)) <= svg.LABEL_CHARS
+        words = calculated(drawn)  # the tooltip's: a label per position, not per cell
+        assert words["row_label"][0] == [shorten(piece, svg.HOVER_CHARS)] * len(crafted.target_pieces)
+        assert words["col_label"][0] == [shorten(piece, svg.HOVER_CHARS)] * len(crafted.source_pieces)
+        assert len(json.dumps(drawn.spec)) < 100 * len(drawn.data("rect", 1)) + 50_000  # bounded, not 5,000 a cell
 
 
 def test_the_logit_lens_table_shortens_a_long_piece(translator):

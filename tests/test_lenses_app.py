@@ -9,8 +9,19 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS
+from tests.chart_reading import charts
 from tests.conftest import SPECIALS
-from tests.test_app import APP, at, checkpoints, figures_of, page, plotly_array  # noqa: F401 (fixtures)
+from tests.test_app import (  # noqa: F401 (fixtures)
+    APP,
+    at,
+    chart_titled,
+    checkpoints,
+    figures_of,
+    map_values,
+    outlined_cells,
+    page,
+    plotly_array,
+)
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
 from transformer.explain.lenses import lens_maps
@@ -35,8 +46,7 @@ def test_translate_draws_the_chosen_lens_and_keeps_it_in_the_link(at):  # noqa: 
     translation = at.session_state["tr_result"]
     expected = lens_maps(_model(at), translation.source_ids, translation.token_ids, "alti",
                          specials=SPECIALS).cross[0][0]
-    heat = figures_of(at)[0]["data"][0]
-    z = plotly_array(heat["z"])  # cross-attention, layer 0, the one map of the layer
+    z = map_values(charts(at)[0])  # cross-attention, layer 0, the one map of the layer
     assert np.allclose(z, expected.numpy(), atol=1e-5)
     assert (z.sum(1) < 1 + 1e-5).all() and (z.sum(1) < 1 - 1e-3).any()  # ALTI+: the prefix takes the rest
     assert not [s for s in at.selectbox if s.key == "tr_head"]  # one map per layer: no head to pick (issue 37)
@@ -74,14 +84,14 @@ def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
     session = at.session_state["step_session"]
     prefix = session.current.live[0].prefix  # <s> and the first token: the query reads the latter
     expected = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "alti", specials=SPECIALS)
-    cross_row = plotly_array(figures_of(at)[1]["data"][0]["z"])  # (H' = 1, S) of decoder layer 0
+    cross_row = map_values(chart_titled(at, "cross-attention per head"))  # (H' = 1, S) of decoder layer 0
     assert np.allclose(cross_row, expected.cross[0][:, -1].numpy(), atol=1e-5)
     at.selectbox(key="step_lens").set_value("shift").run()
     assert any("reads the step after a token is chosen" in c.value for c in at.caption)
     at.selectbox(key="step_lens").set_value("value_zeroing").run()
     at.button(key="step_run_to_end").click().run()
     assert not at.exception and at.query_params["lens"] == "value_zeroing"
-    z = plotly_array(figures_of(at)[-1]["data"][0]["z"])  # the finished hypothesis, through the same lens
+    z = map_values(charts(at)[-1])  # the finished hypothesis, through the same lens
     hyp = at.session_state["step_session"].finished[0]
     vz = lens_maps(session.model, session.src_ids, hyp.tokens, "value_zeroing", specials=SPECIALS).cross[0][0]
     assert np.allclose(z, vz.numpy(), atol=1e-5) and np.allclose(z.sum(1), 1, atol=1e-5)
@@ -107,10 +117,10 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
     result = app.session_state["tr_result"]
     gold = align(sentence)
     assert result.text == gold.tgt
-    heatmap, markers = figures_of(app)[0]["data"][:2]
-    assert markers["name"] == "gold link"
+    heatmap = charts(app)[0]
+    assert outlined_cells(heatmap, "gold link")  # the gold links outlined over the lens's map
     maps = lens_maps(_model(app), result.source_ids, result.token_ids, "value_zeroing", specials=SPECIALS)
-    assert np.allclose(plotly_array(heatmap["z"]), maps.cross[1][0].numpy(), atol=1e-5)
+    assert np.allclose(map_values(heatmap), maps.cross[1][0].numpy(), atol=1e-5)
     expected = sentence_aer(maps.cross, result.source_pieces, result.target_pieces, gold.links)
     text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))
     assert f"**{100 * expected.layer_mean[1]:.0f}%**" in text  # the sentence's AER is the lens's
@@ -133,40 +143,40 @@ def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_pa
     maps = lens_maps(_model(app), result.source_ids, result.token_ids, "norm", specials=SPECIALS)
     layer_map, heads_mean = maps.layer_maps.cross[0][0].numpy(), maps.cross[0].mean(0).numpy()
     assert np.abs(layer_map - heads_mean).max() > 1e-3  # the two differ on this sentence: the test tells them apart
-    z = plotly_array(figures_of(app)[0]["data"][0]["z"])
+    z = map_values(charts(app)[0])
     assert np.allclose(z, layer_map, atol=1e-5)
     gold = align(sentence)
     expected = sentence_aer(list(maps.layer_maps.cross), result.source_pieces, result.target_pieces, gold.links)
     text = next(m.value for m in app.markdown if m.value.startswith("**Alignment error rate**"))
     assert f"**{100 * expected.heads[0][0]:.0f}%**" in text
-    grid = next(f for f in figures_of(app) if f["layout"].get("title", {}).get("text") == "AER %, this sentence")
-    assert np.allclose(plotly_array(grid["data"][0]["z"])[:, -1], [100 * r[0] for r in expected.heads], atol=1e-6)
+    grid = map_values(chart_titled(app, "AER %, this sentence"))
+    assert np.allclose(grid[:, -1], [100 * r[0] for r in expected.heads], atol=1e-6)
     assert any("layer-level" in c.value and "Σ_h" in c.value for c in app.caption)
     app.selectbox(key="tr_head").set_value(1).run()
-    assert np.allclose(plotly_array(figures_of(app)[0]["data"][0]["z"]), maps.cross[0][1].numpy(), atol=1e-5)
+    assert np.allclose(map_values(charts(app)[0]), maps.cross[0][1].numpy(), atol=1e-5)
 
 
 def test_the_step_pages_norm_lens_adds_the_layers_own_row_under_the_heads(at):  # noqa: F811
     """Issue 37 item 26 on Decode step by step: under the norm-weighted lens the per-head rows get the layer's own
     row, Kobayashi et al.'s ||Σ_h alpha^h_ij f^h(x_j)|| (the package's layer map at this step), named and said."""
     from ui.shared.attention.lens_switch import LAYER_ROW_NOTE
-    from ui.shared.heatmaps import LAYER_ROW
+    from ui.shared.attention.query_rows import LAYER_ROW
 
     page(at, "pages/2_Step_by_step.py")
     at.text_input(key="step_text").input(PAIRS[5][0]).run()
     at.button(key="step_next").click().run()
     at.button(key="step_next").click().run()
     heads = _model(at).config.n_heads
-    assert plotly_array(figures_of(at)[1]["data"][0]["z"]).shape[0] == heads  # raw weights: the heads alone
+    assert map_values(chart_titled(at, "cross-attention per head")).shape[0] == heads  # raw weights: the heads
     at.selectbox(key="step_lens").set_value("norm").run()
     at.selectbox(key="step_layer").set_value(1).run()
     assert not at.exception
     session = at.session_state["step_session"]
     prefix = session.current.live[0].prefix
     maps = lens_maps(session.model, session.src_ids, [*prefix[1:], 2], "norm", specials=SPECIALS)
-    for figure, family in zip(figures_of(at)[1:3], ("cross", "dec_self")):
-        z = plotly_array(figure["data"][0]["z"])  # (H + 1, Lk) of decoder layer 1
-        assert z.shape[0] == heads + 1 and figure["layout"]["yaxis"]["ticktext"][-1] == LAYER_ROW
+    for figure, family in zip(charts(at)[1:3], ("cross", "dec_self")):
+        z = map_values(figure)  # (H + 1, Lk) of decoder layer 1
+        assert z.shape[0] == heads + 1 and figure.labels("y")[-1] == LAYER_ROW
         assert np.allclose(z[:heads], getattr(maps, family)[1][:, -1].numpy(), atol=1e-5)  # each head's own
         layer_row = getattr(maps.layer_maps, family)[1][0, -1].numpy()
         assert np.allclose(z[-1], layer_row, atol=1e-5) and np.isclose(z[-1].sum(), 1, atol=1e-5)

@@ -27,6 +27,15 @@ OPTIONS = {
     "pre-LN, no final norm, unscaled, gelu": dict(final_norm=False, scale_embedding=False, activation="gelu",
                                                   layer_norm_eps=0.5),
     "post-LN, relu, interleaved, bias": dict(norm_first=False, final_logits_bias=True),
+    # the layouts of the other Hugging Face encoder-decoders (transformer.model.hf)
+    "bart-like": dict(norm_first=False, embedding_norm=True, learned_positions=True, position_offset=2,
+                      activation="gelu", scale_embedding=False, share_embeddings=True, tie_output=True,
+                      src_vocab_size=29, tgt_vocab_size=29, pad_id=1, final_logits_bias=True),
+    "mbart-like": dict(embedding_norm=True, learned_positions=True, position_offset=2, activation="gelu",
+                       share_embeddings=True, tie_output=True, src_vocab_size=29, tgt_vocab_size=29, pad_id=1),
+    "m2m100-like": dict(positional_layout="fairseq", position_offset=2, share_embeddings=True, tie_output=True,
+                        src_vocab_size=29, tgt_vocab_size=29, pad_id=1),
+    "separate learned tables, odd offset": dict(learned_positions=True, position_offset=3, embedding_norm=True),
 }
 
 
@@ -35,7 +44,13 @@ OPTIONS = {
 
 def sinusoids(n_pos: int, dim: int, layout: str) -> torch.Tensor:
     """Section 3.5 one entry at a time; "halves" as transformers' MarianSinusoidalPositionalEmbedding writes it:
-    angle(pos, j) = pos / 10000^(2 * (j // 2) / dim), sin of the even j first, then cos of the odd j."""
+    angle(pos, j) = pos / 10000^(2 * (j // 2) / dim), sin of the even j first, then cos of the odd j; "fairseq" as
+    M2M100's: the sines of pos * 10000^(-i / (dim/2 - 1)), then their cosines, then a zero for an odd dim."""
+    if layout == "fairseq":
+        half = dim // 2
+        freqs = [math.exp(-i * math.log(10000) / max(half - 1, 1)) for i in range(half)]
+        return torch.tensor([[math.sin(pos * f) for f in freqs] + [math.cos(pos * f) for f in freqs] + [0.0] * (dim % 2)
+                             for pos in range(n_pos)], dtype=torch.float64)
     angle = [[pos / math.pow(10000, 2 * (j // 2) / dim) for j in range(dim)] for pos in range(n_pos)]
     if layout == "halves":
         rows = [[math.sin(a) for a in row[0::2]] + [math.cos(a) for a in row[1::2]] for row in angle]
@@ -75,7 +90,12 @@ def hand_logits(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> tor
     def ffn(name):
         return lambda x: linear(act(linear(x, f"{name}.w_1")), f"{name}.w_2")
 
-    pe = sinusoids(c.max_len, c.d_model, c.positional_layout)
+    def embed(table, ids, side):  # token * scale + position (row offset + p), then the embeddings' norm if any
+        pe = w[f"{side}.pe"] if c.learned_positions else sinusoids(c.max_len + c.position_offset, c.d_model,
+                                                                      c.positional_layout)
+        x = table[ids] * scale + pe[c.position_offset: c.position_offset + len(ids)]
+        return norm(x, f"{side}.norm") if c.embedding_norm else x
+
     scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
     src_table = w["src_embed.tokens.weight"]
     tgt_table = src_table if c.share_embeddings else w["tgt_embed.tokens.weight"]
@@ -83,13 +103,13 @@ def hand_logits(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> tor
     tgt_keys = (tgt != c.pad_id) | (torch.arange(len(tgt)) == 0)  # the start token may be pad (Marian)
     causal = torch.ones(len(tgt), len(tgt), dtype=torch.bool).tril() & tgt_keys[None, :]
 
-    x = src_table[src] * scale + pe[: len(src)]
+    x = embed(src_table, src, "src_embed")
     for i in range(c.n_encoder_layers):
         p = f"encoder_layers.{i}"
         x = residual(x, lambda h, p=p: attend(h, h, f"{p}.self_attn", src_keys), f"{p}.sublayers.0.norm")
         x = residual(x, ffn(f"{p}.feed_forward"), f"{p}.sublayers.1.norm")
     memory = norm(x, "encoder_norm") if c.norm_first and c.final_norm else x
-    y = tgt_table[tgt] * scale + pe[: len(tgt)]
+    y = embed(tgt_table, tgt, "tgt_embed")
     for i in range(c.n_decoder_layers):
         p = f"decoder_layers.{i}"
         y = residual(y, lambda h, p=p: attend(h, h, f"{p}.self_attn", causal), f"{p}.sublayers.0.norm")
@@ -106,9 +126,7 @@ def randomized(config: ModelConfig, seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
     model = Transformer(config).eval()
     with torch.no_grad():
-        for name, tensor in model.state_dict().items():
-            if name.endswith(".pe"):
-                continue
+        for name, tensor in model.state_dict().items():  # learned positions too (the sinusoids are not in it)
             tensor.copy_(torch.randn_like(tensor) * (0.3 if tensor.dim() > 1 else 0.5) + ("norm" in name))
     return model
 
@@ -122,7 +140,7 @@ def test_logits_equal_the_computation_written_out(options):
     model = randomized(config)
     pad = config.pad_id
     src = torch.tensor([5, 9, 3, 7, 2, pad, pad])
-    start = pad if config.pad_id == 28 else 1  # Marian starts the decoder with pad
+    start = pad if config.pad_id == 28 else 2 if config.pad_id == 1 else 1  # Marian: pad; fairseq's: </s>
     tgt = torch.tensor([start, 4, 8, 6, pad])
     with torch.inference_mode():
         ours = model(src[None], tgt[None]).logits[0]
@@ -132,7 +150,7 @@ def test_logits_equal_the_computation_written_out(options):
     torch.testing.assert_close(ours[real].double(), expected[real], atol=2e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+@pytest.mark.parametrize("layout", ["interleaved", "halves", "fairseq"])
 @pytest.mark.parametrize("dim", [8, 7, 512])
 def test_positional_table_matches_its_formula(layout, dim):
     table = sinusoidal_encoding(64, dim, layout)
@@ -140,6 +158,8 @@ def test_positional_table_matches_its_formula(layout, dim):
     assert table.dtype == torch.float32 and table.shape == (64, dim)
     if layout == "halves":  # computed in float64 and rounded once, as transformers does
         assert torch.equal(table, expected.float())
+    elif layout == "fairseq":  # in float32, as fairseq and transformers' M2M100 compute it
+        torch.testing.assert_close(table.double(), expected, atol=5e-5, rtol=0)
     else:  # computed in float32, as it always was
         torch.testing.assert_close(table.double(), expected, atol=5e-5, rtol=0)
 
@@ -261,3 +281,42 @@ def test_a_missing_key_of_before_is_still_refused(tmp_path):
 def test_bad_option_values_are_refused_by_name(key, value, message):
     with pytest.raises(ValueError, match=message):
         tiny_config(**{key: value})
+
+
+@pytest.mark.parametrize("name", ["bart-like", "mbart-like", "m2m100-like"])
+def test_the_fairseq_layouts_round_trip_with_one_token_table_and_a_position_table_per_side(tmp_path, name):
+    model = randomized(tiny_config(**OPTIONS[name]), seed=5)
+    path = save_checkpoint(tmp_path / "m", model)
+    saved = load_file(str(path / "model.safetensors"))
+    assert [k for k in saved if "tokens" in k or "generator" in k] == ["src_embed.tokens.weight"]
+    c = model.config
+    assert ({"src_embed.pe", "tgt_embed.pe"} <= set(saved)) == c.learned_positions
+    assert ({"src_embed.norm.weight", "tgt_embed.norm.weight"} <= set(saved)) == c.embedding_norm
+    loaded = load_checkpoint(path).model
+    assert loaded.generator.weight is loaded.tgt_embed.tokens.weight is loaded.src_embed.tokens.weight
+    if c.learned_positions:
+        assert not torch.equal(loaded.src_embed.pe, loaded.tgt_embed.pe)  # each side its own
+        assert loaded.src_embed.pe.shape == (c.max_len + c.position_offset, c.d_model)
+    assert all(p.requires_grad for p in loaded.parameters())  # fine-tuning starts from a loaded model
+    src, tgt = torch.tensor([[5, 9, 3, 7, 2]]), torch.tensor([[2, 4, 8, 6]])
+    with torch.inference_mode():
+        assert torch.equal(loaded(src, tgt).logits, model(src, tgt).logits)
+
+
+def test_from_weights_holds_the_given_tensors_and_names_what_is_missing():
+    """load_checkpoint builds on the meta device and keeps the file's tensors: the weights are held once."""
+    from transformer.model.checkpoint import unique_state_dict
+
+    for options in ({}, OPTIONS["bart-like"], OPTIONS["m2m100-like"]):
+        model = randomized(tiny_config(**options), seed=6)
+        weights = {k: v.clone() for k, v in unique_state_dict(model).items()}
+        built = Transformer.from_weights(model.config, weights)
+        held = {t.data_ptr() for t in weights.values()}
+        assert all(p.data_ptr() in held for p in built.parameters())
+        assert built.generator.weight is built.tgt_embed.tokens.weight or not model.config.tie_output
+        src, tgt = torch.tensor([[5, 9, 3, 7, 2]]), torch.tensor([[2, 4, 8, 6]])
+        with torch.inference_mode():
+            assert torch.equal(built.eval()(src, tgt).logits, model(src, tgt).logits)
+    del weights["encoder_layers.0.feed_forward.w_1.weight"]
+    with pytest.raises(ValueError, match="no weights for encoder_layers.0.feed_forward.w_1.weight"):
+        Transformer.from_weights(model.config, weights)

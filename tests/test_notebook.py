@@ -42,6 +42,18 @@ def html_of(cell) -> list[str]:
             if out.output_type in ("display_data", "execute_result") and "text/html" in out.data]
 
 
+def svg_texts(cell) -> list[list[str]]:
+    """The texts of each chart a cell displayed through Altair's svg renderer (an image/svg+xml output, no HTML)."""
+    drawn = [out.data["image/svg+xml"] for out in cell.outputs
+             if out.output_type in ("display_data", "execute_result") and "image/svg+xml" in out.data]
+    return [re.findall(r"<text[^>]*>([^<]*)</text>", svg) for svg in drawn]
+
+
+def headers(texts: list[str], name: str) -> set[int]:
+    """The numbers of a grid's "layer N" or "head N" headers."""
+    return {int(t.split()[1]) for t in texts if re.fullmatch(rf"{name} \d+", t)}
+
+
 def test_committed_without_outputs():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
@@ -95,13 +107,12 @@ def test_translation_is_french(executed):
 
 @pytest.mark.slow
 def test_attention_views_are_displayed(executed):
-    """The views of transformer.explain.views display as HTML (their _repr_html_): heatmaps of every head of the
-    shipped model's 3 layers x 4 heads, its token lines, a beam step's lines, the beam tree, one token through the
-    whole model, the probe's maps."""
+    """The views of transformer.explain.views display as HTML (their _repr_html_): the shipped model's token lines,
+    a beam step's lines, the beam tree, one token through the whole model; the heatmaps of every head (of its 3
+    layers x 4 heads, of the probe) are Altair charts, drawn offline as SVG (no HTML that would fetch Vega)."""
     nb, _ = executed
-    expected = {"cross-attention": ('<svg class="heatmap"', 12), "head-view": ('<svg class="hv"', 1),
-                "beam-attention": ('<svg class="hv"', 1), "beam-tree": ('<svg class="bt"', 1),
-                "token-flow": ('<div class="tf"', 1)}
+    expected = {"head-view": ('<svg class="hv"', 1), "beam-attention": ('<svg class="hv"', 1),
+                "beam-tree": ('<svg class="bt"', 1), "token-flow": ('<div class="tf"', 1)}
     for tag, (marker, count) in expected.items():
         shown = html_of(tagged(nb, tag))
         assert len(shown) == 1, f"cell {tag!r} displayed {len(shown)} views"
@@ -110,8 +121,14 @@ def test_attention_views_are_displayed(executed):
     assert lines.count("<line ") > 100 and "stroke-opacity" in lines  # one line per visible weight
     tree = html_of(tagged(nb, "beam-tree"))[0]
     assert tree.count('class="node') > 3 * 4 and 'class="node finished win"' in tree  # the winner ended with </s>
-    probe = html_of(tagged(nb, "probe"))[0]
-    assert probe.count('<svg class="heatmap"') >= 2 and "fill-opacity" in probe
+    for tag in ("cross-attention", "probe"):
+        cell = tagged(nb, tag)
+        assert html_of(cell) == [] and len(svg_texts(cell)) == 1, f"cell {tag!r} displayed no chart, or HTML"
+    cross = svg_texts(tagged(nb, "cross-attention"))[0]
+    assert headers(cross, "layer") == {0, 1, 2} and headers(cross, "head") == {0, 1, 2, 3}
+    assert {"target queries", "source keys"} <= set(cross) and any("Dieu" in t for t in cross)  # token labels
+    probe = svg_texts(tagged(nb, "probe"))[0]
+    assert len(headers(probe, "layer")) * len(headers(probe, "head")) >= 2
 
 
 @pytest.mark.slow
@@ -148,7 +165,8 @@ def test_forced_decoding_and_the_typed_foil_in_one_call_each(executed):
     assert len(totals) == 2 and totals[1] < totals[0]  # the model's own choice was more probable
     assert re.findall(r"^\s+(forced|chosen) ", forced, flags=re.M)[:3] == ["forced", "forced", "chosen"]
     assert "row" in forced.splitlines()[-1]  # the note: which rows the difference covers, or why there is none
-    assert html_of(tagged(nb, "forced"))[0].count('<svg class="heatmap"') == 4  # layer 2's four heads
+    maps = svg_texts(tagged(nb, "forced"))[0]
+    assert headers(maps, "layer") == {2} and headers(maps, "head") == {0, 1, 2, 3}  # layer 2's four heads
     foil = text_of(tagged(nb, "foil"))
     assert "pieces" in foil.splitlines()[0] and "the foil is its first" in foil.splitlines()[0]  # début: ▁déb ut
     f = float(re.search(r"= (-?\d+\.\d+); the source words", foil).group(1))

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import altair_views, curve_panels, curve_points, figures_of, plotly_array
+from tests.chart_reading import charts
+from tests.test_app import chart_titled, curve_panels, curve_points, curves_of, map_values, outlined_cells
 from transformer.data.corpora.teaching import align, build_teaching_corpus, vocabulary
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
@@ -59,39 +60,43 @@ def test_gold_links_mark_the_cells_of_the_heatmap_and_the_aer_matches_the_packag
     result = at.session_state["tr_result"]
     gold = align(SENTENCE)
     assert result.text == gold.tgt  # the model translates this sentence of the grammar exactly
-    heatmap, markers = figures_of(at)[0]["data"][:2]
-    assert heatmap["type"] == "heatmap" and markers["name"] == "gold link"
+    heatmap = charts(at)[0]
     att = result.attention
     cells = link_cells(gold.links, piece_words(att.source_pieces), piece_words(att.target_pieces))
-    assert sorted(zip(plotly_array(markers["y"]).tolist(), plotly_array(markers["x"]).tolist())) == sorted(cells)
+    assert outlined_cells(heatmap, "gold link") == sorted(cells)
     # every target word has a gold link, so every word's rows carry a marker
     assert {r for r, _ in cells} == {i for i, w in enumerate(piece_words(att.target_pieces)) if w is not None}
     expected = sentence_aer(att.cross, att.source_pieces, att.target_pieces, gold.links)
     text = next(m.value for m in at.markdown if m.value.startswith("**Alignment error rate**"))
     assert f"**{100 * expected.heads[1][0]:.0f}%**" in text
-    grids = {f["layout"]["title"]["text"]: f for f in figures_of(at)[1:] if "text" in f["layout"].get("title", {})}
-    assert "AER %, test split" not in grids  # closed: the test split is not scored on the page's first run
+    assert "AER %, test split" not in [c.title for c in charts(at)]  # closed: not scored on the page's first run
     at.session_state["tr_aer_split_open"] = True  # what a click on the expander sends
     at.run()
-    grids = {f["layout"]["title"]["text"]: f for f in figures_of(at)[1:] if "text" in f["layout"].get("title", {})}
-    sentence_grid = plotly_array(grids["AER %, this sentence"]["data"][0]["z"])
+    sentence_chart = chart_titled(at, "AER %, this sentence")
+    sentence_grid = map_values(sentence_chart)
     assert np.allclose(sentence_grid[:, :-1], 100 * np.array(expected.heads))
     assert np.allclose(sentence_grid[:, -1], 100 * np.array(expected.layer_mean))
-    split_grid = plotly_array(grids["AER %, test split"]["data"][0]["z"])
+    assert sentence_chart.labels("x")[-1] == "mean" and sentence_chart.labels("y") == ["0", "1"]
+    best_head = np.unravel_index(np.argmin(sentence_grid[:, :-1]), sentence_grid[:, :-1].shape)
+    assert outlined_cells(sentence_chart, "best") == [tuple(int(i) for i in best_head)]  # the best head outlined
+    split_chart = chart_titled(at, "AER %, test split")
+    split_grid = map_values(split_chart)
     translator = Translator(ROOT / "checkpoints" / "en-fr-teaching")
     examples = [AlignedExample(p.src, p.tgt, p.links, p.possible) for p in build_teaching_corpus(0, GRAMMAR).test]
     split = cross_attention_aer(translator.model, translator.tokenizer, examples)
     assert np.allclose(split_grid, 100 * np.column_stack([split.heads, split.layer_mean]))
+    assert outlined_cells(split_chart, "best") == [split.best[:2]]
     best = next(m.value for m in at.markdown if m.value.startswith("Best head on the test split"))
     assert f"layer {split.best[0]}, head {split.best[1]}, AER {100 * split.best[2]:.1f}% over 500 sentences" in best
     at.radio(key="tr_family").set_value("enc_self").run()
-    assert len(figures_of(at)[0]["data"]) == 1  # gold links belong to cross-attention only
+    assert charts(at)[0].title.startswith("encoder self-attention")
+    assert outlined_cells(charts(at)[0], "gold link") == []  # gold links belong to cross-attention only
 
 
 def test_sentences_outside_the_grammar_or_translated_differently_say_why_there_are_no_links(at):
     translate_page(at, text="Colourless green ideas sleep furiously.")
     assert any("outside the teaching grammar" in i.value for i in at.info)
-    assert all(f["data"][-1].get("name") != "gold link" for f in figures_of(at))
+    assert charts(at) and all(outlined_cells(c, "gold link") == [] for c in charts(at) if "rect" in c.marks())
 
 
 def test_random_sentence_comes_from_the_test_split_and_the_lexicon_is_listed(at):
@@ -146,13 +151,15 @@ def test_train_page_plots_alignment_error_rates_of_a_teaching_run(at, tmp_path):
     at.run()
     at.switch_page("pages/3_Train.py").run()
     assert not at.exception, at.exception
-    figures = {f["layout"]["title"]["text"]: f for f in figures_of(at) if f["layout"].get("title")}
-    aer = figures["dev alignment error rate % (lower is better)"]["data"]
-    assert [t["name"] for t in aer] == ["best head", "layer 0 (mean of heads)", "layer 1 (mean of heads)"]
-    assert plotly_array(aer[0]["y"]).tolist() == [44.6, 24.5] and plotly_array(aer[0]["x"]).tolist() == [250, 500]
-    exact = figures["dev exact-match sentences %"]["data"][0]
-    assert plotly_array(exact["y"]).tolist() == [1.0, 69.0]
-    (curves,) = altair_views(at)
+    aer_chart = chart_titled(at, "dev alignment error rate %")
+    assert aer_chart.view("line")["encoding"]["y"]["title"] == "AER % (lower is better)"
+    aer = aer_chart.data("line")
+    assert list(dict.fromkeys(aer["series"])) == ["best head", "layer 0 (mean of heads)", "layer 1 (mean of heads)"]
+    best = aer[aer["series"] == "best head"]
+    assert best["y"].tolist() == [44.6, 24.5] and best["x"].tolist() == [250, 500]
+    exact = chart_titled(at, "dev exact-match sentences %").data("line")
+    assert exact["y"].tolist() == [1.0, 69.0]
+    curves = curves_of(at)
     assert curve_panels(curves) == ["loss", "dev BLEU / chrF", "learning rate"]
     assert curve_points(curves, "dev_bleu") == [(250, 15.0), (500, 87.0)]
     assert curve_points(curves, "train_loss") == [(250, 2.0)] and curve_points(curves, "lr") == [(250, 1e-3)]

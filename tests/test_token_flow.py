@@ -198,8 +198,9 @@ def test_the_view_draws_every_stage_and_sampling_s_numbers():
     import re
     import zlib
 
+    from transformer.charts import theme
     from transformer.explain.views import stage_label, token_flow_view
-    from transformer.explain.views.token_flow import strip_png
+    from transformer.explain.views.token_flow import rgb, strip_png
 
     torch.manual_seed(4)
     model = Transformer(tiny_config()).eval()
@@ -230,8 +231,9 @@ def test_the_view_draws_every_stage_and_sampling_s_numbers():
         token_flow_view(flow, label, label, stage="dec.9.ffn")
     with pytest.raises(ValueError, match="font_px must be from 12 to 40"):
         token_flow_view(flow, label, label, font_px=8)
-    png = base64.b64decode(strip_png([1.0, -2.0, 0.0]).split(",")[1])  # 3 x 1 pixels: blue, full red, white
+    png = base64.b64decode(strip_png([1.0, -2.0, 0.0]).split(",")[1])  # 3 x 1 pixels: half red, full blue, white
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     idat = png[png.index(b"IDAT") + 4: png.index(b"IEND") - 8]
     assert (width, height) == (3, 1)
-    assert zlib.decompress(idat)[1:] == bytes([157, 186, 215, 208, 100, 76, 255, 255, 255])
+    red, blue = rgb(theme.POSITIVE), rgb(theme.NEGATIVE)  # the theme's positive and negative, at their full
+    assert zlib.decompress(idat)[1:] == bytes([*(round(255 + (c - 255) / 2) for c in red), *blue, 255, 255, 255])

@@ -1,5 +1,6 @@
 """transformer.explain.views: the HTML/SVG each view writes, read back (weights as opacities, token order, which
-way a column reads, the numbers of Eq. 1, the beam tree's paths). The browser's side: tests/test_views_browser.py."""
+way a column reads, the numbers of Eq. 1, the beam tree's paths, the theme's colours), and the heatmaps of every head
+(an Altair chart) read from its spec. The browser's side: tests/test_views_browser.py."""
 
 from __future__ import annotations
 
@@ -7,17 +8,23 @@ import math
 import re
 import xml.etree.ElementTree as ET
 
+import altair as alt
 import numpy as np
 import pytest
 import torch
 
 from tests.app_fixtures import make_checkpoint
+from tests.chart_reading import Drawn, calculated
 from tests.conftest import SPECIALS
+from transformer.bidi import piece_labels
+from transformer.charts import theme
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
 from transformer.explain import cell_arithmetic, views
 from transformer.explain.views import lines, tree
-from transformer.explain.views.svg import text_width
+from transformer.explain.views.flow import BOLD_PX
+from transformer.explain.views.svg import NOTE_PX, text_width
+from transformer.labels import HOVER_CHARS, shorten
 from transformer.model.checkpoint import load_checkpoint
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -65,8 +72,7 @@ def test_head_view_draws_one_line_per_visible_weight_with_the_weight_as_opacity(
             expected = {(q, k): w for (q, k), w in np.ndenumerate(maps[layer, head]) if w >= lines.MIN_WEIGHT}
             assert drawn.keys() == expected.keys()
             assert all(abs(drawn[c] - expected[c]) <= 5e-4 for c in drawn)
-            colours = {head_group.get("stroke")}
-            assert len(colours) == 1
+            assert head_group.get("stroke") == theme.CATEGORIES[head]  # the theme's colour of that head
     assert len({g.get("stroke") for g in find(root, "g", **{"class": "hd"})}) == 3  # a colour per head
 
 
@@ -155,19 +161,47 @@ def test_model_view_has_a_drawing_per_layer_and_head_and_the_head_view_to_open_t
     assert view.html.count('<svg class="hv"') == 1
 
 
-def test_heatmaps_are_one_rect_per_visible_weight_with_the_weight_as_fill_opacity(translator):
+def test_heatmaps_are_every_layer_and_head_labelled_with_its_tokens_and_each_weight_a_cell(translator):
     att = translator.translate("the cat sleeps .", attention=True).attention
-    view = views.heatmaps(att, "cross")
-    maps = torch.stack(att.cross).numpy()
-    svgs = re.findall(r'<svg class="heatmap".*?</svg>', view.html, flags=re.S)
-    assert len(svgs) == maps.shape[0] * maps.shape[1]
-    for index, markup in enumerate(svgs):
-        layer, head = divmod(index, maps.shape[1])
-        cells = [e for e in ET.fromstring(markup).iter(SVG + "rect") if e.get("data-i") is not None]
-        assert len(cells) == int((maps[layer, head] >= lines.MIN_WEIGHT).sum())  # the others stay white
-        for e in cells:
-            w = maps[layer, head, int(e.get("data-i")), int(e.get("data-j"))]
-            assert abs(float(e.get("fill-opacity")) - w) <= 5e-4
+    drawn = Drawn.of(views.heatmaps(att, "cross"))
+    maps = torch.stack(att.cross).numpy()  # (L, H, T, S)
+    spec = drawn.spec
+    assert drawn.title == "cross-attention" and spec["facet"]["row"]["field"] == "layer"
+    assert spec["facet"]["column"]["field"] == "head"
+    cells = drawn.data("rect", 1)  # the weights' rects (the first draws the missing ones)
+    assert len(cells) == maps.size  # every weight a cell, the faint ones too
+    got = np.zeros_like(maps)
+    got[cells.layer, cells["head"], cells.row, cells.col] = cells.value
+    np.testing.assert_allclose(got, maps, atol=1e-7)
+    words = calculated(drawn)  # the tooltip's words, looked up from each cell's positions
+    assert words["map"] == "'layer ' + datum.layer + ', head ' + datum.head"
+    assert words["row_label"] == ([shorten(t, HOVER_CHARS) for t in piece_labels(att.target_pieces)], "row")
+    assert words["col_label"] == ([shorten(t, HOVER_CHARS) for t in piece_labels(att.source_pieces)], "col")
+    assert drawn.labels("y", "rect", 1) == [shorten(t) for t in piece_labels(att.target_pieces)]
+    assert drawn.labels("x", "rect", 1) == [shorten(t) for t in piece_labels(att.source_pieces)]
+    rect = drawn.view("rect", 1)["encoding"]
+    assert rect["y"]["title"] == "target queries" and rect["x"]["title"] == "source keys"
+    assert rect["x"]["scale"]["domain"] == list(range(len(att.source_pieces)))  # English keys: left to right
+    assert rect["color"]["scale"]["scheme"] == theme.WEIGHTS and rect["color"]["scale"]["domain"] == [0.0, 1.0]
+    assert [t["field"] for t in rect["tooltip"]] == ["map", "row_label", "col_label", "value"]
+    one = Drawn.of(views.heatmaps(att, "cross", layers=[1])).data("rect", 1)
+    assert set(one.layer) == {1} and len(one) == maps[1].size  # a layer keeps its number in the model
+
+
+def test_heatmaps_show_offline_and_say_why_when_too_large(translator):
+    """In Jupyter the chart is drawn by Altair's renderer: the svg one (vl-convert) needs no internet. A grid past
+    the charts' cell limit is a chart that says so."""
+    att = translator.translate("the cat sleeps .", attention=True).attention
+    with alt.renderers.enable("svg"):
+        bundle = views.heatmaps(att, "enc_self", layers=[0])._repr_mimebundle_()
+    svg = (bundle[0] if isinstance(bundle, tuple) else bundle)["image/svg+xml"]
+    assert {"layer 0", "head 0", "head 3", "source keys"} <= set(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+    assert "layer 1" not in svg and "http" not in svg.replace("http://www.w3.org/", "")
+    big = np.full((4, 8, 40, 40), 1 / 40)  # 51,200 cells
+    words = [f"w{i}" for i in range(40)]
+    said = Drawn.of(views.heatmaps_from(big, words, words))
+    assert said.marks() == ["text"] and "51,200 cells" in said.data("text").text[0]
+    assert len(Drawn.of(views.heatmaps_from(big, words, words, layers=[0, 3])).data("rect", 1)) == 2 * 8 * 1600
 
 
 def _texts(root: ET.Element, cls: str) -> dict[int, str]:
@@ -222,7 +256,7 @@ def test_the_compact_eq1_picture_fits_class_modes_column_with_every_column_whole
     root = svg_of(view, "eq")
     assert int(root.get("width")) == view.width
     texts = [e for e in root.iter(SVG + "text") if e.get("text-anchor") != "end"]
-    rights = {"".join(e.itertext()): float(e.get("x")) + text_width("".join(e.itertext()), 13) for e in texts}
+    rights = {"".join(e.itertext()): float(e.get("x")) + text_width("".join(e.itertext()), BOLD_PX) for e in texts}
     assert {"Σ weight × v", "weight × v"} <= rights.keys() and any(k.startswith("vs model") for k in rights)
     assert max(rights.values()) <= view.width  # the right column never cut
     highlight, key_text = find(root, "rect", **{"class": "hl"})[0], _texts(root, "key")
@@ -277,7 +311,7 @@ def test_beam_tree_labels_fit_their_cell_and_node_prefixes_are_the_next_steps_hy
 
 def test_views_display_in_jupyter_and_as_a_page(translator):
     att = translator.translate("the cat sleeps .", attention=True).attention
-    for view in (views.head_view(att), views.model_view(att), views.heatmaps(att)):
+    for view in (views.head_view(att), views.model_view(att)):
         assert view._repr_html_() == view.html and view.height > 0 and view.width > 0
         page = view.document("x")
         assert page.startswith("<!DOCTYPE html>") and view.html in page
@@ -296,11 +330,10 @@ def test_head_view_refuses_maps_that_do_not_match_the_labels():
 
 def test_heatmaps_of_arabic_keys_run_right_to_left(arabic):
     att = arabic.translate("the cat sleeps .", attention=True).attention
-    markup = re.search(r'<svg class="heatmap".*?</svg>', views.heatmaps(att, "dec_self").html, flags=re.S).group(0)
-    root = ET.fromstring(markup)
-    assert root.get("data-rtl") == "1"
-    x_of = {int(e.get("data-j")): float(e.get("x")) for e in root.iter(SVG + "rect") if e.get("data-i") == "0"}
-    assert x_of[0] == max(x_of.values())  # <s>, the first key, on the right
+    drawn = Drawn.of(views.heatmaps(att, "dec_self"))
+    n_keys = len(att.target_input_pieces)
+    assert drawn.view("rect", 1)["encoding"]["x"]["scale"]["domain"] == list(range(n_keys))[::-1]  # <s> on the right
+    assert drawn.labels("x", "rect", 1)[1].startswith("\u200f")  # a right-to-left piece marked as one
 
 
 def _qk_points(root: ET.Element) -> list[tuple[float, float]]:
@@ -322,7 +355,7 @@ def _drawn_boxes(root: ET.Element) -> list[tuple[str, tuple[float, float, float,
             boxes.append((f"bars {g.get('data-part') or g.get('data-j')}", (x1, y - half, x2, y + half)))
     for e in root.iter(SVG + "text"):
         words = "".join(t for t in [e.text, *(c.tail for c in e)] if t)  # a label's <title> is no drawn text
-        font = 13 if "head" in classes(e) else 12
+        font = BOLD_PX if "head" in classes(e) else NOTE_PX
         x, y, width = float(e.get("x")), float(e.get("y")), text_width(words, font)
         left = x - width if e.get("text-anchor") == "end" else x
         top, bottom = (y - 7, y + 7) if e.get("dominant-baseline") == "middle" else (y - font + 1, y + 3)

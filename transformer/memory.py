@@ -7,8 +7,9 @@ the small preset (bucketed batches of varying shapes, bf16 copies) grew to 5.8 G
 1,900. `malloc_trim(0)` hands every whole free page back. A daemon thread does that every `every` seconds, once per
 process: the app's every 30 s after a garbage collection (the server's only forced one: Streamlit's own after every
 script run, 0.13 s of a translation's CPU with the interpreter held, is off in .streamlit/config.toml), the
-trainer's every TRAINING_TRIM_EVERY seconds without one. Elsewhere than glibc (musl, macOS, a preloaded jemalloc)
-trimming is a no-op.
+trainer's every TRAINING_TRIM_EVERY seconds without one. It is stopped and joined at the process's exit, so that
+it is never in a collection or in the C library while the interpreter finalises. Elsewhere than glibc (musl,
+macOS, a preloaded jemalloc) trimming is a no-op.
 
 Trimming cannot undo the server's other cause: Streamlit runs every script run in a new thread, and glibc gives
 threads arenas of their own (up to 8 per core, 18 in a server four users had used), each keeping its own free
@@ -19,18 +20,20 @@ four users left: BENCHMARKS.md).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
 import gc
 import logging
 import threading
-import time
 
 log = logging.getLogger(__name__)
 
 TRIM_EVERY = 30.0  # seconds, the app's
 TRAINING_TRIM_EVERY = 15.0  # seconds, a training run's
+EXIT_WAIT = 5.0  # seconds the exit waits for a trim under way
 _started = threading.Event()
+_stop = threading.Event()
 
 
 def _malloc_trim():
@@ -54,8 +57,7 @@ def trim(collect: bool = True) -> bool:
 
 
 def _loop(every: float, collect: bool) -> None:
-    while True:
-        time.sleep(every)
+    while not _stop.wait(every):
         try:
             trim(collect)
         except Exception:  # a trimmer that dies must not take the server with it
@@ -68,5 +70,12 @@ def start_trimming(every: float = TRIM_EVERY, *, collect: bool = True) -> bool:
     if _MALLOC_TRIM is None or _started.is_set():
         return False
     _started.set()
-    threading.Thread(target=_loop, args=(every, collect), name="malloc-trim", daemon=True).start()
+    thread = threading.Thread(target=_loop, args=(every, collect), name="malloc-trim", daemon=True)
+    thread.start()
+    atexit.register(_stop_trimming, thread)
     return True
+
+
+def _stop_trimming(thread: threading.Thread) -> None:
+    _stop.set()
+    thread.join(EXIT_WAIT)

@@ -4,7 +4,8 @@
   the HTML views of `transformer.explain.views` read them too;
 - `heatmap`: a matrix with token labels (attention maps, masks, statistics), cell numbers where they fit, a click
   selection over cells, gold links, a picked cell;
-- `grid`: every layer's and head's map at once, a click selecting a head;
+- `grid`: every layer's and head's map at once: `head_grid` to pick a head (a click selects it), `attention_grid`
+  to read every head, each map labelled with its tokens (`transformer.explain.views.heatmaps`);
 - `lines`: values against step or position, a line per series;
 - `render`: static SVG and PNG through vl-convert (the HTML report, downloads, exports).
 

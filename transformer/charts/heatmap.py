@@ -29,7 +29,8 @@ CHAR_WIDTH = 0.62  # a character's width in font sizes, generously (digits and s
 @dataclass(frozen=True)
 class Scale:
     """How values map to colours: a Vega scheme over a domain (reverse: the scheme's end for the low values), or
-    fixed colours (a mask's two); legend False: no colour legend."""
+    fixed colours (a mask's two); legend False: no colour legend. dark: a Vega test of datum.value for the cells
+    dark enough for white numbers (by default |value| over 0.6 of the domain's largest end)."""
 
     scheme: str | None
     domain: tuple[float, float]
@@ -38,6 +39,7 @@ class Scale:
     mid: float | None = None
     colours: tuple[str, ...] = ()
     legend: bool = True
+    dark: str = ""
 
     def encoding(self) -> alt.Scale:
         if self.colours:
@@ -48,7 +50,7 @@ class Scale:
 
 WEIGHTS = Scale(theme.WEIGHTS, (0.0, 1.0), "weight")
 MASK = Scale(None, (0.0, 1.0), "may attend", colours=(theme.MASKED, theme.MAY_ATTEND), legend=False)
-OUTLINES = {"picked": theme.PICKED, "gold link": theme.GOLD, "best": "black"}  # what an outlined cell means
+OUTLINES = {"picked": theme.PICKED, "gold link": theme.GOLD, "best": theme.BEST}  # what an outlined cell means
 
 
 def diverging(top: float, title: str = "difference") -> Scale:
@@ -99,11 +101,12 @@ def heatmap(values, rows: Sequence[str], cols: Sequence[str], *, title: str = ""
             row_title: str = "query", col_title: str = "key", scale: Scale = WEIGHTS, fmt: str = ".3f",
             texts=None, notes: Sequence[str] | None = None, note_title: str = "", select: str | None = None,
             outlines: dict[str, Sequence[tuple[int, int]]] | None = None, divider: int | None = None,
-            sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+            divider_colour: str = "black", sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """values (rows, cols): a heatmap, rows top-down. texts (rows, cols): written in the cells where they fit;
     notes: a tooltip line per row (note_title names it); select: the name of a click selection over (row, col);
     outlines: {"picked" | "gold link" | "best": (row, col) cells} outlined in OUTLINES' colour; divider: a dashed
-    line above that row. sizes: the theme's, with the page width the chart is laid out for."""
+    line above that row, in divider_colour (theme.FORCED under forced pieces). sizes: the theme's, with the page
+    width the chart is laid out for."""
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(rows), len(cols)):
         raise ValueError(f"values {values.shape} do not match {len(rows)} x {len(cols)} labels")
@@ -134,26 +137,27 @@ def heatmap(values, rows: Sequence[str], cols: Sequence[str], *, title: str = ""
         pick = alt.selection_point(name=select, fields=["row", "col"], on="click", toggle=False)
         layers[1] = rect.add_params(pick)
     if texts is not None:
-        layers.append(cell_text(base, texts, sizes, dark=0.6 * max(abs(d) for d in scale.domain)))
+        layers.append(cell_text(base, texts, sizes, dark=scale.dark or
+                                f"abs(datum.value) > {0.6 * max(abs(d) for d in scale.domain):g}"))
     for name, where in (outlines or {}).items():
         if where:
             layers.append(outline(x, y, name, where))
     if divider is not None and 0 < divider < len(rows):
         layers.append(alt.Chart(pd.DataFrame({"row": [divider]})).mark_rule(
-            color="black", strokeDash=[6, 4], strokeWidth=2).encode(y=alt.Y("row:O", bandPosition=0)))
+            color=divider_colour, strokeDash=[6, 4], strokeWidth=2).encode(y=alt.Y("row:O", bandPosition=0)))
     title_block = alt.Title(title, subtitle=subtitle or alt.Undefined) if title else alt.Undefined
     chart = alt.layer(*layers, title=title_block).properties(width="container", height={"step": sizes.row})
     return theme.sized(chart, sizes)
 
 
-def cell_text(base: alt.Chart, texts, sizes: Sizes, dark: float) -> alt.Chart:
+def cell_text(base: alt.Chart, texts, sizes: Sizes, dark: str) -> alt.Chart:
     """The cells' texts at the cell font, drawn only while the longest one fits its band as drawn (a Vega
-    expression: the chart's width follows the window), light on cells darker than |value| `dark`."""
+    expression: the chart's width follows the window), white on the cells the Vega test `dark` finds dark."""
     px = sizes.cell
     longest = max((len(str(t)) for t in np.asarray(texts, dtype=object).ravel()), default=1)
     fits = f"bandwidth('x') >= {CHAR_WIDTH * px * longest + 4:.1f} && bandwidth('y') >= {1.15 * px:.1f} ? 1 : 0"
     return base.mark_text(fontSize=px, opacity=alt.expr(fits)).encode(
-        text="text:N", color=alt.condition(f"abs(datum.value) > {dark:g}", alt.value("white"), alt.value(theme.TEXT)))
+        text="text:N", color=alt.condition(dark, alt.value("white"), alt.value(theme.TEXT)))
 
 
 def outline(x: alt.X, y: alt.Y, name: str, where: Sequence[tuple[int, int]]) -> alt.Chart:

@@ -34,7 +34,10 @@ def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
     xs = sorted(set(data["x"]))
     x_scale = alt.Scale(domain=[xs[0] - 1, xs[0] + 1]) if len(xs) == 1 else alt.Scale(nice=False, zero=False)
     x = alt.X("x:Q", title=x_title, scale=x_scale,
-              axis=alt.Axis(format="~d" if integer_x else "~g", tickMinStep=1 if integer_x else alt.Undefined))
+              axis=alt.Axis(format="~d" if integer_x else ",~f", tickMinStep=1 if integer_x else alt.Undefined))
+    lo, hi = float(data["y"].min()), float(data["y"].max())
+    if y_domain is None and not log_y and lo == hi:  # one value: an axis around it, not a zero-height scale
+        y_domain = (lo - (abs(lo) * 0.1 or 1.0), hi + (abs(hi) * 0.1 or 1.0))
     y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False, domain=list(y_domain) if y_domain else
                                                               alt.Undefined)
     colour = alt.Color("series:N", title=None, sort=names, legend=alt.Legend(orient="top", direction="horizontal"),
@@ -42,7 +45,7 @@ def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
                        if colours or len(names) <= len(theme.CATEGORIES) else alt.Undefined)
     points = data.groupby("series")["x"].count().min() < 30
     chart = alt.Chart(data, title=title or alt.Undefined).mark_line(point=bool(points)).encode(
-        x=x, y=alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format="~g")), color=colour,
+        x=x, y=alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format=",~f")), color=colour,
         order="x:Q", tooltip=[alt.Tooltip("series:N", title="series"), alt.Tooltip("x:Q", title=x_title),
                               alt.Tooltip("y:Q", title=y_title, format=".4~g")])
     return theme.sized(chart.properties(width="container", height=height), sizes)

@@ -12,8 +12,10 @@ WIDTH = 760  # px a chart laid out for its container (width "container") is draw
 
 def spec(chart: alt.TopLevelMixin | dict, width: int = WIDTH) -> dict:
     """The chart's Vega-Lite spec with the theme applied and container widths fixed (no container outside a page)."""
-    data = chart if isinstance(chart, dict) else chart.to_dict()
-    return _fixed(data, width)
+    if isinstance(chart, dict):
+        return _fixed(chart, width)
+    with alt.data_transformers.enable(max_rows=None):  # Altair refuses over 5,000 rows; a map or projector has more
+        return _fixed(chart.to_dict(), width)
 
 
 def _fixed(node, width: int):

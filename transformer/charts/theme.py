@@ -25,13 +25,14 @@ GRID = "#e6e6e6"
 WEIGHTS = "blues"
 DIVERGING = "redblue"  # reversed where it is used: red is positive
 WEIGHT_DARK = "#08306b"  # the darkest blue of WEIGHTS: one weight drawn alone (the views' cells and lines)
-POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # a bar that raises f, one that lowers it
+POSITIVE, NEGATIVE = "#c0392b", "#2e6da4"  # a bar that raises f, one that lowers it; a view's numbers above, below 0
 MAY_ATTEND, MASKED = "#2c7a3f", "#e6e6e6"  # a mask's two colours
 NO_VALUE = "#d9d9d9"  # a cell whose value is missing (NaN)
 GOLD = "#e4572e"  # a gold word link's square
-PICKED = "#d62728"  # the picked cell's outline; the cursor on the training curves
+PICKED = "#d62728"  # the picked cell's outline; the cursor on the training curves; the views' clicked key or stage
+BEST = "black"  # the best head's outline; the beam tree's winning path
 FORCED = "#7b3fa0"  # a piece forced into the output (violet, everywhere it is marked)
-HIGHLIGHT = "#fff3c4"  # a highlighted row in the views
+HIGHLIGHT = "#fff3c4"  # a highlighted row or stage in the views
 # One colour per head or series (Tableau 10, as BertViz uses a categorical scale): distinct on a projector, in print.
 CATEGORIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
               "#17becf")
@@ -39,18 +40,19 @@ CATEGORIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", 
 
 @dataclass(frozen=True)
 class Sizes:
-    """px of a chart's text and cells."""
+    """px of a chart's (and an HTML view's) text and cells."""
 
     label: int  # axis labels (the tokens), legends, tooltips
     title: int  # a chart's title
     cell: int  # numbers written in cells and on bars
     row: int  # a heatmap row's height
-    view: int  # the smallest text of an HTML view (`View.zoomed` brings it to `label`)
+    view: int  # the smallest text of an HTML view (`View.zoomed` brings it to `label`): the beam tree's pieces
+    body: int  # an HTML view's own text: its token columns, headings and captions (its notes are at `label`)
     page: int  # the page's width beside the open sidebar at 1280 px: what a full-width chart is laid out for
 
 
-NORMAL = Sizes(label=12, title=15, cell=11, row=22, view=11, page=820)
-CLASS = Sizes(label=18, title=22, cell=18, row=34, view=18, page=770)  # class mode: 18 px at the least
+NORMAL = Sizes(label=12, title=15, cell=11, row=22, view=11, body=13, page=820)
+CLASS = Sizes(label=18, title=22, cell=18, row=34, view=18, body=21, page=770)  # class mode: 18 px at the least
 
 
 def config(sizes: Sizes = NORMAL) -> dict:

@@ -42,7 +42,7 @@ VOCAB, TARGET_VOCAB, TOKENIZER_CONFIG = "vocab.json", "target_vocab.json", "toke
 MAX_MARIAN_FILE_BYTES = 64 * 1024 * 1024  # an opus-mt .spm is 0.8 MB, its vocab.json 1.3 MB
 
 
-def _processor(model: bytes, what: str) -> sentencepiece.SentencePieceProcessor:
+def load_processor(model: bytes, what: str) -> sentencepiece.SentencePieceProcessor:
     processor = sentencepiece.SentencePieceProcessor()
     try:
         processor.LoadFromSerializedProto(model)
@@ -84,8 +84,8 @@ class SentencePieceTokenizer:
                  target_vocab: dict[str, int] | None = None, *, specials: SpecialIds | None = None,
                  clean_up_spaces: bool = False) -> None:
         self._models = (bytes(source_model), bytes(target_model))
-        self._spm_src = _processor(self._models[0], SOURCE_SPM)
-        self._spm_tgt = _processor(self._models[1], TARGET_SPM)
+        self._spm_src = load_processor(self._models[0], SOURCE_SPM)
+        self._spm_tgt = load_processor(self._models[1], TARGET_SPM)
         self._vocab = _check_vocab(vocab, VOCAB)
         self._target_vocab = None if target_vocab is None else _check_vocab(target_vocab, TARGET_VOCAB)
         self.shared = target_vocab is None
@@ -148,7 +148,7 @@ class SentencePieceTokenizer:
         skip = {self.specials.pad, self.specials.start, self.specials.eos, self.specials.unk}
         text = processor.DecodePieces([pieces.get(i, UNK) for i in ids if i not in skip])
         text = text.replace(UNDERLINE, " ").strip()
-        return _clean_up(text) if self.clean_up_spaces else text
+        return clean_up_tokenization(text) if self.clean_up_spaces else text
 
     def decode_source(self, ids: Iterable[int]) -> str:
         return self._decode(ids, self._src_pieces, self._spm_src)
@@ -250,7 +250,7 @@ def _read_json(file: Path) -> Any:
         raise TokenizerError(f"{file}: not valid JSON ({exc})") from exc
 
 
-def _clean_up(text: str) -> str:
+def clean_up_tokenization(text: str) -> str:
     """transformers' clean_up_tokenization: the space before some punctuation and English clitics removed."""
     for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
                           (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):

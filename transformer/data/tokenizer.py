@@ -12,7 +12,8 @@ token. A combining mark the vocabulary never saw (Arabic harakat typed into a mo
 text) is dropped rather than turning its word into `<unk>` pieces.
 
 `load_tokenizer(path)` and `tokenizer_from_json(text, origin)` read a checkpoint's tokenizer of any kind: ours
-(`Tokenizer`), or an imported SentencePiece one (`transformer.data.sentencepiece`), by the JSON's "kind".
+(`Tokenizer`), an imported Marian one (`transformer.data.sentencepiece`) or another imported family's
+(`transformer.data.hub_tokenizer`), by the JSON's "kind".
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _PAD_ID, _BOS_ID, _EOS_ID, _UNK_ID = range(4)  # our vocabularies' own; everythi
 _SPECIALS = SpecialIds(pad=_PAD_ID, start=_BOS_ID, eos=_EOS_ID, unk=_UNK_ID, never=(_PAD_ID, _BOS_ID))
 KINDS = ("bpe", "wordlevel")
 SENTENCEPIECE_KIND = "sentencepiece"  # an imported model's (transformer.data.sentencepiece)
+HUB_KIND = "hub"  # an imported M2M100's, NLLB's, mBART's or BART's (transformer.data.hub_tokenizer)
 _FORMAT_VERSION = 1
 
 
@@ -187,6 +189,10 @@ def tokenizer_from_json(text: str, origin: str = "tokenizer JSON") -> TokenizerL
     except (json.JSONDecodeError, RecursionError) as exc:
         raise TokenizerError(f"{origin}: not a valid tokenizer file ({type(exc).__name__}: {exc})") from exc
     kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == HUB_KIND:
+        from transformer.data.hub_tokenizer import HubTokenizer
+
+        return HubTokenizer.from_json(text, origin)
     if kind == SENTENCEPIECE_KIND:
         try:
             from transformer.data.sentencepiece import SentencePieceTokenizer

@@ -25,6 +25,8 @@ class SpecialIds:
     eos: int  # ends the source and every output (</s>)
     unk: int  # stands for a piece the vocabulary lacks (and blanks a word in occlusion)
     never: tuple[int, ...]  # ids decoding never emits: (pad, <s>) for ours, (pad,) for Marian's (bad_words_ids)
+    forced: tuple[int, ...] = ()  # every output's first tokens, given, not chosen: transformers' forced_bos_token_id
+    # (a many-to-many model's target language, BART's <s>); decoding emits them with probability 1
 
     def __post_init__(self) -> None:
         for name in ("pad", "start", "eos", "unk"):
@@ -35,6 +37,10 @@ class SpecialIds:
             raise TokenizerError(f"never must be a tuple of non-negative ids, got {self.never!r}")
         if self.eos in self.never:
             raise TokenizerError(f"eos ({self.eos}) cannot be among the ids decoding never emits {self.never}")
+        if not isinstance(self.forced, tuple) or not all(isinstance(i, int) and i >= 0 for i in self.forced):
+            raise TokenizerError(f"forced must be a tuple of non-negative ids, got {self.forced!r}")
+        if set(self.forced) & {self.eos, *self.never}:
+            raise TokenizerError(f"forced {self.forced} holds </s> or an id decoding never emits {self.never}")
 
 
 class TokenizerLike(Protocol):

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
-from transformer.decoding.prefix import check_prefix
+from transformer.decoding.prefix import forced_prefix
 from transformer.decoding.results import (
     DecodeResult,
     Hypothesis,
@@ -48,7 +48,7 @@ class BeamSearch:
         self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
-        self.prefix = check_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
+        self.prefix = forced_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
         B = src.size(0)
         rows = torch.arange(B, device=src.device).repeat_interleave(self.K)  # (B*K,) sentence of each row
         self.cache = model.start_cache(model.encode(src).memory, src).reorder(rows)
@@ -72,16 +72,20 @@ class BeamSearch:
         # The 2K best continuations of each sentence are among the 2K best of each of its hypotheses: two small
         # top-ks (per row over V, then per sentence over K * 2K) instead of one over K * V.
         n = min(2 * K, V)
-        choice = logp
+        scored = logp  # what the scores add up; the steps record the model's own logp
+        if t < len(self.specials.forced):  # the tokenizer's forced token: probability 1, as transformers' processor
+            scored = torch.full_like(logp, -math.inf)  # (A*K, V)
+            scored[:, self.prefix[t]] = 0.0
+        choice = scored
         if t < len(self.prefix):  # forced: the prefix's token is the only continuation (of the one live hypothesis)
             choice = torch.full_like(logp, -math.inf)  # (A*K, V)
-            choice[:, self.prefix[t]] = logp[:, self.prefix[t]]
+            choice[:, self.prefix[t]] = scored[:, self.prefix[t]]
         row_scores, row_tokens = (self.scores.view(-1, 1) + choice).topk(n, dim=-1)  # (A*K, n) each
         top_scores, pick = row_scores.view(A, K * n).topk(min(2 * K, K * n), dim=-1)  # (A, 2K), best first
         top_parents = pick.div(n, rounding_mode="floor")  # (A, 2K): the hypothesis within the sentence
         top_tokens = row_tokens.view(A, K * n).gather(1, pick)  # (A, 2K)
         rows = torch.arange(A, device=logp.device)[:, None] * K + top_parents  # (A, 2K) rows of logp
-        top_logp = logp[rows, top_tokens]  # (A, 2K)
+        top_logp = scored[rows, top_tokens]  # (A, 2K)
         parents, tokens = top_parents.tolist(), top_tokens.tolist()
 
         # Each sentence's K slots for the next step: (score, parent row within the sentence, token, log-prob);

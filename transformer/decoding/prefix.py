@@ -36,10 +36,17 @@ def check_prefix(prefix: Sequence[int], specials: SpecialIds, vocab_size: int, l
         if token == specials.eos:
             raise ValueError(f"prefix: piece {i + 1} is </s> (id {token}); decoding goes on after the prefix, so it "
                              "cannot end it")
-    if limits and len(ids) >= min(limits):
+    if ids and limits and len(ids) >= min(limits):
         raise ValueError(f"prefix: {len(ids)} pieces, but the output limit for this source is {min(limits)} tokens, "
                          f"</s> included: the prefix may have at most {min(limits) - 1}")
     return ids
+
+
+def forced_prefix(prefix: Sequence[int], specials: SpecialIds, vocab_size: int, limits: Sequence[int]) -> list[int]:
+    """What an engine forces: the tokenizer's own forced tokens (specials.forced), then prefix, checked as
+    check_prefix does against what the limits leave after them."""
+    n = len(specials.forced)
+    return [*specials.forced, *check_prefix(prefix, specials, vocab_size, [limit - n for limit in limits])]
 
 
 def encode_prefix(tokenizer: TokenizerLike, prefix: Prefix) -> list[int]:
@@ -47,11 +54,12 @@ def encode_prefix(tokenizer: TokenizerLike, prefix: Prefix) -> list[int]:
     has no pieces or pieces the target vocabulary lacks (<unk>), which the model could not have emitted."""
     if not isinstance(prefix, str):
         return list(prefix)
-    ids = tokenizer.encode_target(normalize_text(prefix))[1:-1]  # start + pieces + </s>, as a training target
+    # start + forced + pieces + </s>, as a training target; the engines add the forced tokens themselves
+    ids = tokenizer.encode_target(normalize_text(prefix))[1 + len(tokenizer.specials.forced) : -1]
     if not ids:
         raise ValueError(f"prefix: no target pieces in {prefix!r}")
     if tokenizer.specials.unk in ids:
-        unknown = [w for w in prefix.split() if tokenizer.specials.unk in tokenizer.encode_target(w)[1:-1]]
+        unknown = [w for w in prefix.split() if tokenizer.specials.unk in tokenizer.encode_target(w)[1:]]
         raise ValueError(f"prefix: {', '.join(map(repr, unknown)) or repr(prefix)} has pieces the target "
                          "vocabulary lacks (<unk>): the model cannot emit it")
     return ids

@@ -72,9 +72,20 @@ class Hypothesis:
 
 
 @dataclass
+class SearchMaps:
+    """Every attention map of a sentence's best hypothesis, as its search computed them: what a teacher-forced pass
+    over the source and start + output[:-1] gives (rows are queries; the query of row t emitted token t)."""
+
+    enc_self: list[Tensor]  # n_encoder_layers x (H, S, S)
+    dec_self: list[Tensor]  # n_decoder_layers x (H, T, T)
+    cross: list[Tensor]  # n_decoder_layers x (H, T, S)
+
+
+@dataclass
 class DecodeResult:
     hypotheses: list[Hypothesis]  # n-best, best first; greedy gives one
     steps: list[SearchStep] | None = None  # when record_steps
+    maps: SearchMaps | None = None  # greedy search and sampling, when asked for (of sample 0)
 
     @property
     def best(self) -> Hypothesis:

@@ -9,7 +9,9 @@ reorders the cache by each survivor's parent row. Both are batched over sentence
 sentence's rows from the batch as soon as it is done.
 
 A forced prefix (`transformer.decoding.prefix`) fixes the first tokens of every output: each engine emits them
-before choosing its own, with the model's log-probabilities.
+before choosing its own, with the model's log-probabilities. Before it come the tokenizer's own forced tokens
+(`SpecialIds.forced`: a many-to-many model's target language, transformers' forced_bos_token_id), emitted with
+probability 1 as transformers' logits processor makes them, so that scores and beams rank as generate's do.
 
 Step t (from 0) feeds the token before output position t (the tokenizer's start token when t = 0: <s> for ours,
 pad for Marian's) and emits output token t. The attention rows recorded at step t are those of that query: row t
@@ -31,7 +33,7 @@ from torch import Tensor
 
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding.beam import BeamSearch
-from transformer.decoding.prefix import check_prefix
+from transformer.decoding.prefix import forced_prefix
 from transformer.decoding.results import (  # re-exported: their old home
     STATUSES,  # noqa: F401
     Candidates,
@@ -40,6 +42,7 @@ from transformer.decoding.results import (  # re-exported: their old home
     HypothesisStep,  # noqa: F401
     Node,
     Rows,
+    SearchMaps,
     SearchStep,
     candidates,
     hypothesis,
@@ -72,14 +75,18 @@ class GreedySearch:
 
     @torch.inference_mode()
     def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-                 use_cache: bool = True, prefix: Sequence[int] = ()):
-        self.model, self.src, self.settings, self.use_cache = model, src, settings, use_cache
+                 use_cache: bool = True, prefix: Sequence[int] = (), maps: bool = False):
+        self.model, self.src, self.settings, self.use_cache, self.maps = model, src, settings, use_cache, maps
         self.specials = specials
         self.src_lengths = source_lengths(model, src)
         self.max_new = max_output_lengths(self.src_lengths, settings, model.config.max_len)
-        self.prefix = check_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
+        self.prefix = forced_prefix(prefix, specials, model.config.tgt_vocab_size, self.max_new)
         self.t = 0  # steps taken
-        self.memory = model.encode(src).memory  # (B, S, D)
+        # maps: every attention map as the search goes, on the written-out attention path (whose probabilities differ
+        # from the fused path's in the 7th digit); one pass where a teacher-forced one after it would read every
+        # weight again, which is most of the time at NLLB's size (BENCHMARKS.md)
+        encoded = model.encode(src, return_attention=maps)
+        self.memory, self.encoder_maps = encoded.memory, encoded.attention  # (B, S, D), L x (B, H, S, S)
         n_rows = src.size(0) * self.samples
         self.sentence = [r // self.samples for r in range(n_rows)]  # the sentence of each row
         self.cache = model.start_cache(self.memory, src)
@@ -90,15 +97,17 @@ class GreedySearch:
         self.tokens: list[list[int]] = [[] for _ in self.active]
         self.log_probs: list[list[float]] = [[] for _ in self.active]
         self.ended: list[bool] = [False for _ in self.active]
+        self.rows: list[list[Rows]] = [[] for _ in self.active]  # maps: each step's attention rows, per row
 
     @property
     def done(self) -> bool:
         return not self.active
 
-    def _advance(self, record: bool) -> tuple[Tensor, Rows | None]:
-        """Feed self.feed: logits (A, V) and, when record, per-layer attention rows of the new query."""
+    def _advance(self, record: bool, project: bool = True) -> tuple[Tensor | None, Rows | None]:
+        """Feed self.feed: logits (A, V) (None when not project) and, when record, per-layer attention rows of the
+        new query."""
         if self.use_cache:
-            out = self.model.decode_step(self.feed, self.cache, return_attention=record)
+            out = self.model.decode_step(self.feed, self.cache, return_attention=record, project=project)
             self.cache = out.cache
             return out.logits, (out.self_attention, out.cross_attention) if record else None
         self.cache = dataclasses.replace(self.cache, tokens=torch.cat([self.cache.tokens, self.feed[:, None]], 1))
@@ -120,16 +129,21 @@ class GreedySearch:
     @torch.inference_mode()
     def step(self, record: bool = False) -> dict[int, SearchStep]:
         """Emit one token per unfinished row; returns {sentence: SearchStep} when record."""
-        logits, rows = self._advance(record)
-        logp = next_token_log_probs(logits, self.specials)  # (A, V)
-        if self.t < len(self.prefix):  # forced: every row emits the prefix's token (sampling draws nothing)
+        # the tokenizer's forced token has probability 1: without candidates to record, its logits are not needed
+        given = self.t < len(self.specials.forced)
+        logits, rows = self._advance(record or self.maps, project=record or not given)
+        if given and not record:
+            chosen, found = torch.full_like(self.feed, self.prefix[self.t]), None  # (A,)
+        elif self.t < len(self.prefix):  # forced: every row emits the prefix's token (sampling draws nothing)
+            logp = next_token_log_probs(logits, self.specials)  # (A, V)
             forced = self.prefix[self.t]
             chosen = torch.full_like(self.feed, forced)  # (A,)
             found = [candidates(row, self.settings.candidates, forced) for row in logp] if record else None
         else:
+            logp = next_token_log_probs(logits, self.specials)  # (A, V)
             chosen, found = self._choose(logp, record)
+        chosen_logp = torch.zeros(len(chosen)) if given else logp.gather(1, chosen[:, None])[:, 0]  # (A,)
         self.t += 1
-        chosen_logp = logp.gather(1, chosen[:, None])[:, 0]  # (A,)
         records: dict[int, SearchStep] = {}
         keep = []
         for i, (r, token, lp) in enumerate(zip(self.active, chosen.tolist(), chosen_logp.tolist())):
@@ -139,6 +153,8 @@ class GreedySearch:
             self.ended[r] = token == self.specials.eos
             at_limit = len(self.tokens[r]) >= self.max_new[self.sentence[r]]
             status = "finished" if self.ended[r] else "stopped" if at_limit else "live"
+            if self.maps:
+                self.rows[r].append(([w[i] for w in rows[0]], [w[i] for w in rows[1]]))
             if record:
                 b = self.sentence[r]
                 step = records.setdefault(b, SearchStep([], []))
@@ -172,7 +188,22 @@ class GreedySearch:
 
     def results(self) -> list[DecodeResult]:
         return [DecodeResult([hypothesis(self.tokens[r], self.log_probs[r], self.ended[r], self.settings)
-                              for r in self._rows(b)]) for b in range(len(self.src_lengths))]
+                              for r in self._rows(b)], maps=self._maps(b) if self.maps else None)
+                for b in range(len(self.src_lengths))]
+
+    def _maps(self, b: int) -> SearchMaps:
+        """Sentence b's maps (its first row's: greedy's only, sampling's sample 0), its padding cut off."""
+        S, rows = self.src_lengths[b], self.rows[b * self.samples]
+        T = len(rows)
+        dec_self = []
+        for layer in range(len(self.model.decoder_layers)):
+            square = self.memory.new_zeros(rows[0][0][layer].size(0), T, T)  # (H, T, T): a query sees its past
+            for t, (self_rows, _) in enumerate(rows):
+                square[:, t, : t + 1] = self_rows[layer]
+            dec_self.append(square)
+        cross = [torch.stack([cross_rows[layer][:, :S] for _, cross_rows in rows], dim=1)  # (H, T, S)
+                 for layer in range(len(self.model.decoder_layers))]
+        return SearchMaps([w[b, :, :S, :S] for w in self.encoder_maps], dec_self, cross)
 
 
 class SampleSearch(GreedySearch):
@@ -184,9 +215,9 @@ class SampleSearch(GreedySearch):
     """
 
     def __init__(self, model: Transformer, src: Tensor, settings: SearchSettings, *, specials: SpecialIds,
-                 use_cache: bool = True, prefix: Sequence[int] = ()):
+                 use_cache: bool = True, prefix: Sequence[int] = (), maps: bool = False):
         self.samples = settings.num_samples
-        super().__init__(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix)
+        super().__init__(model, src, settings, specials=specials, use_cache=use_cache, prefix=prefix, maps=maps)
         self.generators = [sample_generator(settings.seed, r % self.samples) for r in self.active]
 
     def _choose(self, logp: Tensor, record: bool) -> tuple[Tensor, list[Candidates] | None]:
@@ -204,13 +235,13 @@ class SampleSearch(GreedySearch):
 
 
 def make_search(model: Transformer, src: Tensor, settings: SearchSettings, specials: SpecialIds,
-                prefix: Sequence[int] = ()) -> GreedySearch | BeamSearch:
+                prefix: Sequence[int] = (), maps: bool = False) -> GreedySearch | BeamSearch:
     """The engine the settings ask for: sampling, greedy search (beam_size 1) or beam search, from the forced
-    prefix."""
+    prefix; maps: greedy search and sampling also keep every attention map (DecodeResult.maps)."""
     if settings.do_sample:
-        return SampleSearch(model, src, settings, specials=specials, prefix=prefix)
+        return SampleSearch(model, src, settings, specials=specials, prefix=prefix, maps=maps)
     if settings.beam_size == 1:
-        return GreedySearch(model, src, settings, specials=specials, prefix=prefix)
+        return GreedySearch(model, src, settings, specials=specials, prefix=prefix, maps=maps)
     return BeamSearch(model, src, settings, specials=specials, prefix=prefix)
 
 
@@ -250,7 +281,7 @@ def beam_search(model: Transformer, src: Tensor, settings: SearchSettings = BEAM
 
 
 def search(model: Transformer, src: Tensor, settings: SearchSettings = DEFAULT_SETTINGS, *,
-           specials: SpecialIds, prefix: Sequence[int] = ()) -> list[DecodeResult]:
+           specials: SpecialIds, prefix: Sequence[int] = (), maps: bool = False) -> list[DecodeResult]:
     """Sampling when settings.do_sample, else greedy search when settings.beam_size is 1, else beam search; every
-    output starts with the forced prefix."""
-    return _run(make_search(model, src, settings, specials, prefix), settings.record_steps)
+    output starts with the forced prefix. maps: greedy search and sampling keep every attention map as they go."""
+    return _run(make_search(model, src, settings, specials, prefix, maps), settings.record_steps)

@@ -4,6 +4,7 @@
     python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
     python -m transformer.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 --num-samples 3 "..."
     python -m transformer.translate --prefix "La femme" "The man is here."   # forced: decodes on from "La femme"
+    python -m transformer.translate --checkpoint checkpoints/nllb-600m --src-lang eng_Latn --tgt-lang arb_Arab "..."
 
 On stdin each line is one sentence, lines split on "\\n" only (U+2028, a form feed and the like stay inside their
 line, so output line i is the translation of input line i); an empty line gives an empty line, and a byte-order
@@ -35,8 +36,9 @@ from torch import Tensor
 
 from transformer import arguments
 from transformer.data.corpora.base import normalize_text
+from transformer.data.languages import with_languages
 from transformer.decoding.prefix import Prefix, encode_prefix
-from transformer.decoding.search import DEFAULT_SETTINGS, Hypothesis, SearchSettings, search
+from transformer.decoding.search import DEFAULT_SETTINGS, DecodeResult, SearchMaps, SearchSettings, search
 from transformer.decoding.session import DecodingSession
 from transformer.model.checkpoint import CONFIG_FILE, Checkpoint, CheckpointError, load_checkpoint
 from transformer.model.checkpoint_files import DEFAULT_MODEL, checkpoint_order  # noqa: F401 (imported from here)
@@ -100,12 +102,12 @@ class Alternative:
 
 @dataclass
 class TranslationAttention:
-    """Every attention map of one sentence: a teacher-forced pass over the source and the output.
+    """Every attention map of one sentence: as greedy search or sampling computed them, else (beam search) a
+    teacher-forced pass over the source and the output; the two agree within 1e-6.
 
     The decoder reads start + output[:-1] (start: <s>, or pad for Marian); its query t is the one that emitted
     output token t, so row t of `cross` and `dec_self` belongs to target_pieces[t] and equals what decoding
-    recorded at step t.
-    """
+    recorded at step t."""
 
     source_pieces: list[str]  # rows and columns of enc_self, columns of cross
     target_input_pieces: list[str]  # what the decoder reads: the columns of dec_self
@@ -129,7 +131,8 @@ class Translation:
     alternatives: list[Alternative]  # the rest of the n-best list, best first
     warnings: list[str]
     attention: TranslationAttention | None = None
-    forced: int = 0  # the first `forced` output tokens (of every alternative too) are the forced prefix's
+    forced: int = 0  # the first `forced` output tokens (of every alternative too) are forced: the tokenizer's own
+    # (a target language token, transformers' forced_bos_token_id), then the forced prefix's
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, without the attention tensors."""
@@ -142,7 +145,7 @@ class Translator:
     """A checkpoint's model and tokenizer, ready to translate; checkpoint=None takes the default one."""
 
     def __init__(self, checkpoint: str | Path | Checkpoint | None = None, *, device: str = "cpu",
-                 batch_size: int = 32):
+                 batch_size: int = 32, src_lang: str | None = None, tgt_lang: str | None = None):
         if checkpoint is None:
             checkpoint = DEFAULT_CHECKPOINT_DIR
         if checkpoint is None:
@@ -156,9 +159,16 @@ class Translator:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.checkpoint, self.model, self.tokenizer = checkpoint, checkpoint.model, checkpoint.tokenizer
-        self.specials = checkpoint.tokenizer.specials  # where decoding starts and stops, what it never emits
+        if src_lang or tgt_lang:  # a many-to-many model's languages (LanguageError, a ValueError, for others)
+            self.tokenizer = with_languages(checkpoint.tokenizer, src_lang, tgt_lang)
+        self.specials = self.tokenizer.specials  # where decoding starts and stops, what it never emits
         self.batch_size = batch_size
         self.device = next(self.model.parameters()).device
+
+    def with_languages(self, src_lang: str | None = None, tgt_lang: str | None = None) -> Translator:
+        """The same model translating src_lang -> tgt_lang (None keeps a side): a many-to-many model's languages."""
+        return Translator(dataclasses.replace(self.checkpoint, tokenizer=self.tokenizer), batch_size=self.batch_size,
+                          src_lang=src_lang, tgt_lang=tgt_lang)
 
     def prepare(self, text: str) -> Source:
         """Normalise and encode one input, truncated to the model's max_len."""
@@ -214,14 +224,18 @@ class Translator:
             for row, i in enumerate(batch):
                 src[row, : len(sources[i].ids)] = torch.tensor(sources[i].ids)
             settings = dataclasses.replace(settings, record_steps=False)
-            for i, decoded in zip(batch, search(self.model, src, settings, specials=self.specials, prefix=forced)):
-                results[i] = dataclasses.replace(self._translation(sources[i], decoded.hypotheses, attention),
-                                                 forced=len(forced))
+            # greedy search and sampling keep their maps as they go; beam search's best is known at the end only
+            found = search(self.model, src, settings, specials=self.specials, prefix=forced,
+                           maps=attention and settings.beam_size == 1)
+            for i, decoded in zip(batch, found):
+                results[i] = dataclasses.replace(self._translation(sources[i], decoded, attention),
+                                                 forced=len(self.specials.forced) + len(forced))
             if progress is not None:
                 progress(min(start + self.batch_size, len(order)), len(order))
         return results
 
-    def _translation(self, source: Source, hypotheses: list[Hypothesis], attention: bool) -> Translation:
+    def _translation(self, source: Source, decoded: DecodeResult, attention: bool) -> Translation:
+        hypotheses = decoded.hypotheses
         best, warnings = hypotheses[0], list(source.warnings)
         if not best.finished:
             warnings.append(f"the output reached the length limit ({len(best.tokens)} tokens) without </s>")
@@ -239,23 +253,27 @@ class Translator:
             normalized_score=best.normalized_score,
             alternatives=alternatives,
             warnings=warnings,
-            attention=self.attention_maps(source.ids, best.tokens) if attention else None,
+            attention=None if not attention else self.attention_maps(source.ids, best.tokens, decoded.maps),
         )
 
     @torch.inference_mode()
-    def attention_maps(self, source_ids: list[int], token_ids: list[int]) -> TranslationAttention:
-        """All attention maps for one source and one output, from a single teacher-forced pass (no logits)."""
+    def attention_maps(self, source_ids: list[int], token_ids: list[int],
+                       found: SearchMaps | None = None) -> TranslationAttention:
+        """All attention maps for one source and one output: those its search kept (found), or a single
+        teacher-forced pass (no logits)."""
         decoder_input = [self.specials.start] + token_ids[:-1]
-        src = torch.tensor([source_ids], device=self.device)  # (1, S)
-        tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
-        maps = self.model.attention_maps(src, tgt)
+        if found is None:
+            src = torch.tensor([source_ids], device=self.device)  # (1, S)
+            tgt = torch.tensor([decoder_input], device=self.device)  # (1, T)
+            maps = self.model.attention_maps(src, tgt)
+            found = SearchMaps(*([w[0] for w in family] for family in (maps.enc_self, maps.dec_self, maps.cross)))
         return TranslationAttention(
             source_pieces=self.tokenizer.source_pieces(source_ids),
             target_input_pieces=self.tokenizer.target_pieces(decoder_input),
             target_pieces=self.tokenizer.target_pieces(token_ids),
-            enc_self=[w[0] for w in maps.enc_self],  # (H, S, S)
-            dec_self=[w[0] for w in maps.dec_self],  # (H, T, T)
-            cross=[w[0] for w in maps.cross],  # (H, T, S)
+            enc_self=found.enc_self,  # n_encoder_layers x (H, S, S)
+            dec_self=found.dec_self,  # n_decoder_layers x (H, T, T)
+            cross=found.cross,  # n_decoder_layers x (H, T, S)
         )
 
     def session(self, text: str, settings: SearchSettings = DEFAULT_SETTINGS, *,
@@ -285,6 +303,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sampling.add_argument("--seed", type=int, default=0, help="the same seed draws the same samples (default 0)")
     sampling.add_argument("--num-samples", type=int, default=1, help="samples per sentence (num_return_sequences)")
     parser.add_argument("--prefix", help="target text every output starts with: decoding goes on from it")
+    parser.add_argument("--src-lang", help="a many-to-many model's source language (en, eng_Latn, en_XX, ...)")
+    parser.add_argument("--tgt-lang", help="its target language (fr, fra_Latn, fr_XX, ...): default, the import's")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--json", action="store_true", help="one JSON object per sentence (JSON Lines)")
@@ -342,7 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   length_penalty=args.length_penalty, do_sample=args.sample,
                                   temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
                                   num_samples=args.num_samples)
-        translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size)
+        translator = Translator(args.checkpoint, device=args.device, batch_size=args.batch_size,
+                                src_lang=args.src_lang, tgt_lang=args.tgt_lang)
         for number, text in enumerate(texts, 1):
             try:
                 check_text(text)

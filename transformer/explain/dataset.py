@@ -13,21 +13,21 @@ the grammar's constructions. Kept for the slices (`dataset_slices`): each senten
 (`statistics.map_statistics`, teacher-forced on the reference, as `head_statistics`), its alignment counts per
 lens, layer and head (`alignment`, `lenses`), and its tokens' final encoder and decoder states (the projector).
 
-Bounded: at most MAX_SENTENCES sentences, and `max_seconds` after which it stops with a note; resumable: with a
-cache folder the rows are saved after every chunk (`dataset_cache`) and a later call goes on from there.
+Bounded: at most MAX_SENTENCES sentences, and `max_seconds` after which it stops with a note; stoppable: a `stop`
+event, checked between sentences (`dataset_rows`), ends it early with the rows done; resumable: with a cache folder
+the rows are saved after every chunk (`dataset_cache`, atomically) and a later call goes on from there.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import sacrebleu
 import torch
 from torch import Tensor
 
@@ -37,7 +37,7 @@ from transformer.data.words import words
 from transformer.decoding.evaluate import corpus_scores, split_groups
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
-from transformer.explain.alignment import AlignedExample, argmax_links, count_links, piece_words, word_attention
+from transformer.explain.alignment import AlignedExample
 from transformer.explain.dataset_cache import (
     CachedRows,
     DatasetCacheError,
@@ -46,17 +46,14 @@ from transformer.explain.dataset_cache import (
     read_cache,
     write_cache,
 )
-from transformer.explain.lenses.maps import LENSES, check_lens
-from transformer.explain.lenses.trace import trace
-from transformer.explain.statistics import STATISTICS, map_statistics
+from transformer.explain.dataset_rows import chunk_rows
+from transformer.explain.lenses.maps import check_lens
 
 log = logging.getLogger(__name__)
 
 MAX_SENTENCES = 2000  # a split longer than this is refused: cut it with `limit`
 CHUNK = 50  # sentences between two cache writes (and progress calls)
 SPLITS = ("dev", "test")
-FAMILIES = ("enc_self", "dec_self", "cross")
-SIDES = ("encoder", "decoder")
 LENGTH_EDGES = (5, 10, 15, 20, 30, 50)  # source words: the buckets 1-5, 6-10, ..., 51+
 
 
@@ -185,109 +182,13 @@ class DatasetResult:
     arrays: dict[str, Tensor]  # "sentence.*" (N, ...) per sentence; "tokens.<side>.*" per token
     lenses: tuple[str, ...]
     pieces: dict[str, list[list[str]]]  # side -> each sentence's source pieces (encoder) or output pieces (decoder)
-    complete: bool  # False: stopped at the time cap (the rows done are kept)
-    notes: tuple[str, ...]  # what the user should know: a cap, a cache file that was unusable
+    complete: bool  # False: stopped at the time cap or when asked (the rows done are kept)
+    notes: tuple[str, ...]  # what the user should know: a cap, a stop, a cache file that was unusable
 
     @property
     def corpus_scores(self) -> dict:
         """Corpus BLEU and chrF over the rows done, with `transformer-evaluate`'s function."""
         return corpus_scores(list(self.table["translation"]), list(self.table["reference"]))
-
-
-def _pad(rows: list[list[int]], pad_id: int, device: torch.device) -> Tensor:
-    out = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long, device=device)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row)
-    return out
-
-
-def _counts(cross: Sequence[Tensor], src_words, tgt_words, example: AlignedExample) -> Tensor:
-    """(L, H', 4) link counts (predicted, sure, hit sure, hit possible) of every layer and head of one lens."""
-    layers = []
-    for weights in cross:  # (H', T, S)
-        per_head = word_attention(weights.float().cpu(), tgt_words, src_words)  # (H', Wt, Ws)
-        layers.append([list(vars(count_links(argmax_links(h), example.links, example.possible)).values())
-                       for h in per_head])
-    return torch.tensor(layers, dtype=torch.int32)
-
-
-@torch.inference_mode()
-def _chunk(translator: Translator, split: Split, start: int, stop: int, lenses: Sequence[str], settings
-           ) -> tuple[list[dict], dict[str, Tensor]]:
-    """Rows and arrays of sentences start..stop-1."""
-    model, tokenizer = translator.model, translator.tokenizer
-    config, device = model.config, translator.device
-    pairs = split.pairs[start:stop]
-    translations = translator.translate_batch([s for s, _ in pairs], settings)
-    src_ids = [t.source_ids for t in translations]
-    ref_ids = [tokenizer.encode_target(r)[: config.max_len + 1] for _, r in pairs]
-    src = _pad(src_ids, config.pad_id, device)  # (B, S)
-    enc = model.encode(src, return_attention=True)
-    dec = model.decode(_pad([r[:-1] for r in ref_ids], config.pad_id, device), enc.memory, src,
-                       return_attention=True)  # teacher-forced on the reference, as head_statistics
-    outputs = [t.token_ids[: config.max_len] for t in translations]
-    first = translator.specials.start  # the decoder's first input (<s>, or pad for Marian)
-    dec_states = model.decoder_states(_pad([[first, *o[:-1]] for o in outputs], config.pad_id, device),
-                                      enc.memory, src)  # (B, T, D): teacher-forced on the translation
-    rows, stats, aer, tokens = [], {f: [] for f in FAMILIES}, {lens: [] for lens in lenses}, {s: [] for s in SIDES}
-    for b, ((source, reference), translation) in enumerate(zip(pairs, translations)):
-        S, T = len(src_ids[b]), len(ref_ids[b]) - 1
-        bleu = sacrebleu.sentence_bleu(translation.text, [reference])
-        rows.append({"source": source, "reference": reference, "translation": translation.text,
-                     "chrf": sacrebleu.sentence_chrf(translation.text, [reference]).score, "bleu": bleu.score,
-                     "length_ratio": bleu.sys_len / max(bleu.ref_len, 1),
-                     "mean_prob": float(np.mean(translation.token_probs)) if translation.token_probs else 0.0,
-                     "src_pieces": translation.source_pieces, "tgt_pieces": translation.target_pieces})
-        src_pieces, ref_pieces = tokenizer.source_pieces(src_ids[b]), tokenizer.target_pieces(ref_ids[b][:-1])
-        maps = {"enc_self": (enc.attention, S, S, src_pieces), "dec_self": (dec.self_attention, T, T, ref_pieces),
-                "cross": (dec.cross_attention, T, S, src_pieces)}
-        for family, (layers, rows_n, cols_n, keys) in maps.items():
-            sums, counts = [], []
-            for weights in layers:
-                per_row = map_statistics(weights[b, :, :rows_n, :cols_n].cpu(), keys, family=family)
-                sums.append(torch.stack([per_row[s].nan_to_num(0.0).sum(-1) for s in STATISTICS]))  # (stats, H)
-                counts.append(torch.stack([(~per_row[s].isnan()).sum(-1).double() for s in STATISTICS]))
-            stats[family].append(torch.stack([torch.stack(sums, 1), torch.stack(counts, 1)]))  # (2, stats, L, H)
-        example = split.gold[start + b]
-        usable = None
-        if example is not None and lenses:
-            src_words = piece_words(src_pieces)
-            tgt_words = piece_words(tokenizer.target_pieces(ref_ids[b][1:]))  # row t emitted ref_ids[t + 1]
-            if _n(src_words) == len(words(source)) and _n(tgt_words) == len(words(reference)):
-                usable = src_words, tgt_words
-        for lens in lenses:
-            if usable is None:
-                aer[lens].append(None)
-            elif lens == "raw":  # the pass above already has them
-                aer[lens].append(_counts([w[b, :, :T, :S] for w in dec.cross_attention], *usable, example))
-            else:
-                cross = LENSES[lens](model, trace(model, src_ids[b], ref_ids[b][1:], specials=tokenizer.specials)).cross
-                aer[lens].append(_counts(cross, *usable, example))
-        for side, states, length in (("encoder", enc.memory, S), ("decoder", dec_states, len(outputs[b]))):
-            tokens[side].append(states[b, :length].float().cpu())
-    arrays = {f"sentence.stats.{f}": torch.stack(v).float() for f, v in stats.items()}
-    for lens, per_sentence in aer.items():
-        shape = next((a.shape for a in per_sentence if a is not None), None)
-        if shape is None:
-            shape = _lens_shape(model, lens)
-        arrays[f"sentence.aer.{lens}"] = torch.stack([a if a is not None else torch.full(shape, -1, dtype=torch.int32)
-                                                      for a in per_sentence])
-    for side, states in tokens.items():
-        arrays[f"tokens.{side}.states"] = torch.cat(states)
-        arrays[f"tokens.{side}.sentence"] = torch.cat([torch.full((len(s),), start + i, dtype=torch.int32)
-                                                       for i, s in enumerate(states)])
-        arrays[f"tokens.{side}.position"] = torch.cat([torch.arange(len(s), dtype=torch.int32) for s in states])
-    return rows, arrays
-
-
-def _n(index: Sequence[int | None]) -> int:
-    return 1 + max((w for w in index if w is not None), default=-1)
-
-
-def _lens_shape(model, lens: str) -> tuple[int, int, int]:
-    from transformer.explain.lenses.maps import HEADLESS
-
-    return model.config.n_decoder_layers, 1 if lens in HEADLESS else model.config.n_heads, 4
 
 
 def aer(counts: Tensor) -> Tensor:
@@ -350,8 +251,10 @@ def checkpoint_key(translator: Translator) -> dict:
 
 def dataset_table(translator: Translator, split: Split, *, lenses: Sequence[str] = ("raw",),
                   cache_dir: str | Path | None = None, max_seconds: float | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> DatasetResult:
-    """Translate and score every sentence of split (greedy), chunk by chunk; see the module's docstring."""
+                  progress: Callable[[int, int], None] | None = None,
+                  stop: threading.Event | None = None) -> DatasetResult:
+    """Translate and score every sentence of split (greedy), chunk by chunk; see the module's docstring. Once stop
+    is set it returns within one sentence (or one of the translator's batches) with the rows done, cached."""
     lenses = tuple(dict.fromkeys(lenses))
     for lens in lenses:
         check_lens(lens)
@@ -373,13 +276,21 @@ def dataset_table(translator: Translator, split: Split, *, lenses: Sequence[str]
     settings, started, total = SearchSettings(beam_size=1), time.perf_counter(), len(split.pairs)
     if progress is not None:
         progress(len(rows), total)
+    cached_note = " (The rows so far are cached.)" if path else ""
     while len(rows) < total:
         if max_seconds is not None and time.perf_counter() - started > max_seconds:
             notes.append(f"Stopped at the {max_seconds:g} s cap after {len(rows):,} of {total:,} sentences; "
-                         "run it again to go on from there." + (" (The rows so far are cached.)" if path else ""))
+                         "run it again to go on from there." + cached_note)
             break
-        stop = min(len(rows) + CHUNK, total)
-        new_rows, new_arrays = _chunk(translator, split, len(rows), stop, lenses, settings)
+        if stop is not None and stop.is_set():
+            notes.append(f"Stopped on request after {len(rows):,} of {total:,} sentences; run it again to go on "
+                         "from there." + cached_note)
+            break
+        end = min(len(rows) + CHUNK, total)
+        new_rows, new_arrays = chunk_rows(translator, split.pairs[len(rows) : end], split.gold[len(rows) : end],
+                                          len(rows), lenses, settings, stop)
+        if not new_rows:  # stopped before its first sentence was done
+            continue
         rows, arrays = rows + new_rows, concatenate(arrays, new_arrays)
         if path is not None:
             write_cache(path, CachedRows(key, rows, arrays))

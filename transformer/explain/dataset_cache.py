@@ -2,9 +2,11 @@
 
 One safetensors file per model and split, named by a digest of its key (the checkpoint's path and weights' time
 stamp, the split, the lenses): the arrays (token states, head statistics' sums, alignment counts) as tensors,
-the rows and the key as JSON in the file's metadata. No pickle. A write goes to a temporary file beside the cache
-and is renamed over it, so a reader sees the old file or the new one, never half of one. A computation that
-stopped at its time cap leaves the rows done so far; the next one reads them and goes on (resumable).
+the rows and the key as JSON in the file's metadata. No pickle. A write goes to a temporary file beside the cache,
+is flushed to disk and renamed over it, so a reader sees the old file or the new one, never half of one, even when
+the writer is killed mid-write (SIGKILL, a power cut); the temporary files such a writer leaves are never read and
+are removed by a later write once STALE_TEMP_SECONDS old. A computation that stopped (its time cap, a stop, a kill)
+leaves the rows of its last whole write; the next one reads them and goes on (resumable).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from torch import Tensor
 
 FORMAT = "attention-explorer dataset cache 1"
 MAX_CACHE_BYTES = 512 * 2**20  # a 2,000-sentence split of a large model stays far below
+STALE_TEMP_SECONDS = 3600.0  # a temporary file this old was left by a killed writer (a write takes seconds)
 
 
 class DatasetCacheError(ValueError):
@@ -76,21 +80,53 @@ def read_cache(path: Path, key: dict) -> CachedRows | None:
     return CachedRows(stored_key, rows, arrays)
 
 
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
 def write_cache(path: Path, cached: CachedRows) -> None:
-    """Write atomically (a temporary file beside path, renamed over it)."""
+    """Write atomically: a temporary file beside path, flushed to disk, renamed over it (then the folder flushed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"format": FORMAT, "key": json.dumps(cached.key, sort_keys=True),
                 "rows": json.dumps(cached.rows, ensure_ascii=False)}
     data = save({k: v.contiguous() for k, v in cached.arrays.items()}, metadata=metadata)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # else a crash after the rename can leave the new name on an empty file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_folder(path.parent)
+    _remove_stale_temps(path)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder that cannot be opened (another OS): the rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files of path that a killed writer left (old enough that no writer still fills them)."""
+    now = time.time()
+    for temp in path.parent.glob(f"{_temp_prefix(path)}*.tmp"):
+        try:
+            if now - temp.stat().st_mtime > STALE_TEMP_SECONDS:
+                temp.unlink()
+        except OSError:  # removed meanwhile by another server sharing the cache
+            pass
 
 
 def concatenate(before: dict[str, Tensor], after: dict[str, Tensor]) -> dict[str, Tensor]:

@@ -21,9 +21,7 @@ from transformer.data.corpora.teaching.constructions import CONSTRUCTIONS
 from transformer.data.words import words
 from transformer.decoding.evaluate import corpus_scores
 from transformer.explain.dataset import (
-    FAMILIES,
     LENGTH_EDGES,
-    SIDES,
     DatasetError,
     DatasetResult,
     aer,
@@ -31,6 +29,7 @@ from transformer.explain.dataset import (
     length_bucket,
     scored,
 )
+from transformer.explain.dataset_rows import FAMILIES, SIDES
 from transformer.explain.lenses.maps import HEADLESS, LABELS
 from transformer.explain.statistics import STATISTICS, HeadStatistics
 

@@ -271,9 +271,12 @@ def _embedding_stage(model: Transformer, side: str, ids: Sequence[int], pos: int
     embed = model.src_embed if side == "source" else model.tgt_embed
     token = embed.tokens.weight[ids[pos]] * embed.scale  # (D,)
     scale = f" · √{model.config.d_model}" if embed.scale != 1 else ""
+    learned, normed = model.config.learned_positions, model.config.embedding_norm
     vectors = (Vector(f"E[piece]{scale}", f"row {ids[pos]} of the embedding matrix{scale} (Section 3.4)", token),
-               Vector(f"PE({pos})", "sin and cos of pos / 10000^(2i/d) (Section 3.5)", embed.pe[pos]),
-               Vector("x = E[piece] + PE", f"the residual stream entering layer 0{scale and ' (E scaled)'}", x[pos]))
+               Vector(f"PE({pos})", f"row {embed.offset + pos} of the learned position table" if learned else
+                      "sin and cos of pos / 10000^(2i/d) (Section 3.5)", embed.positions(pos, 1)[0]),
+               Vector("x = LayerNorm(E[piece] + PE)" if normed else "x = E[piece] + PE",
+                      f"the residual stream entering layer 0{scale and ' (E scaled)'}", x[pos]))
     key, title = ("src.embed", "Source piece: embedding + position") if side == "source" else (
         "tgt.embed", "Decoder input piece: embedding + position")
     return Stage(key, title, side, None, vectors, x[pos], float(x[pos].norm()), _share(x[pos], final))

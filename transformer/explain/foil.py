@@ -45,8 +45,8 @@ def foil_word(tokenizer: TokenizerLike, word: str) -> FoilWord:
     word = normalize_text(word).strip()
     if len(word.split()) > 1:
         raise ValueError(f"foil: one word, got {len(word.split())} ({word!r}); the contrast is with one token")
-    ids = tokenizer.encode_target(word)[1:-1]  # start + pieces + </s>
     specials = tokenizer.specials
+    ids = tokenizer.encode_target(word)[1 + len(specials.forced) : -1]  # start + forced (a language) + pieces + </s>
     if not ids or specials.unk in ids or ids[0] in specials.never:
         made = shorten(" ".join(tokenizer.target_pieces(ids)), 80) or "nothing"
         raise ValueError(f"foil: {word!r} has pieces the target vocabulary lacks (<unk>): the tokenizer makes {made} "

@@ -121,7 +121,8 @@ def _output(translator: Translator, source_ids: list[int], src: Tensor, settings
     cross = torch.stack([m.float().cpu() for m in maps.cross])  # n_layers x (H, T, S) -> (L, H, T, S)
     return ComparedOutput(translator.tokenizer.decode_target(best.tokens), tuple(best.tokens),
                           tuple(maps.target_pieces), tuple(best.log_probs),
-                          tuple(i < len(prefix) for i in range(len(best.tokens))), best.finished, cross)
+                          tuple(i < len(translator.specials.forced) + len(prefix) for i in range(len(best.tokens))),
+                          best.finished, cross)
 
 
 def _difference(own: ComparedOutput, forced: ComparedOutput, shared: int) -> tuple[Tensor | None, str]:

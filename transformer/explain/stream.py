@@ -49,9 +49,10 @@ def token_embeddings(model: Transformer, ids: Tensor, side: str) -> Tensor:
 
 
 def with_positions(model: Transformer, e: Tensor, side: str) -> Tensor:
-    """e (B, L, D) token embeddings -> the residual stream entering layer 0 (eval mode: no dropout)."""
+    """e (B, L, D) token embeddings -> the residual stream entering layer 0 (eval mode: no dropout): plus the
+    positions, through the embeddings' LayerNorm where the model has one (BART)."""
     embed = model.src_embed if side == "src" else model.tgt_embed
-    return e + embed.pe[: e.size(1)]
+    return embed.norm(e + embed.positions(0, e.size(1)))
 
 
 def encoder_states(model: Transformer, x: Tensor, src_mask: Tensor, *, start: int = 0) -> list[Tensor]:

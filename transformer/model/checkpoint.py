@@ -50,6 +50,7 @@ from transformer.model.metadata import metadata_problem
 log = logging.getLogger(__name__)
 
 WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what save_checkpoint writes
+FINITE_CHUNK = 1 << 22  # elements checked at a time: isfinite's temporaries stay small beside a 1 GB embedding
 
 
 class CheckpointError(Exception):
@@ -66,12 +67,14 @@ class Checkpoint:
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict with each tensor once: tied or shared weights appear under their first name."""
+    """The state dict with each tensor once: tied or shared weights appear under their first name. Tensors are told
+    apart by identity (a tied weight is one Parameter), which works on the meta device too, where no tensor has
+    data."""
     seen, state = set(), {}
-    for name, tensor in model.state_dict().items():
-        if tensor.data_ptr() not in seen:
-            seen.add(tensor.data_ptr())
-            state[name] = tensor
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            state[name] = tensor.detach()
     return state
 
 
@@ -306,11 +309,11 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         if tensor.dtype not in WEIGHT_DTYPES:
             raise CheckpointError(f"{weights_file}: {name} has dtype {tensor.dtype}, expected one of "
                                   f"{', '.join(str(d) for d in WEIGHT_DTYPES)}")
-        if not torch.isfinite(tensor).all():
+        if not all(torch.isfinite(part).all() for part in tensor.reshape(-1).split(FINITE_CHUNK)):
             raise CheckpointError(f"{weights_file}: {name} holds NaN or infinite values; refused")
 
-    model = Transformer(config)
-    expected = unique_state_dict(model)
+    with torch.device("meta"):  # the shapes only: no memory, no random initialisation
+        expected = unique_state_dict(Transformer(config))
     missing, unexpected = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing or unexpected:
         raise CheckpointError(
@@ -321,8 +324,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
             raise CheckpointError(
                 f"{weights_file}: {name} has shape {tuple(tensor.shape)}, config expects {tuple(expected[name].shape)}"
             )
-    weights = {k: v.float() for k, v in weights.items()}
-    model.load_state_dict(weights, strict=False)  # shared weights are filled through their first name
+    for name in list(weights):  # one tensor at a time: a float16 file never stands beside all of its float32 copy
+        weights[name] = weights[name].float()
+    # the model holds the loaded tensors themselves (shared weights through their first name): the weights once
+    model = Transformer.from_weights(config, weights)
     model.to(device).eval()
 
     return Checkpoint(path, config, model, tokenizer, metadata)

@@ -8,16 +8,19 @@ from dataclasses import dataclass
 from typing import Any
 
 ACTIVATIONS = ("relu", "gelu", "swish")
-POSITIONAL_LAYOUTS = ("interleaved", "halves")
+POSITIONAL_LAYOUTS = ("interleaved", "halves", "fairseq")
+MAX_POSITION_OFFSET = 16  # fairseq's models start at 2 (BART, mBART; M2M100: its pad id + 1)
 # Upper bounds on what a config may ask for: far above any model this tool trains (the shipped ones have d_model
 # 256, 3 + 3 layers, max_len 512), low enough that a hostile config.json cannot make a model that fills the memory.
 LIMITS = {"src_vocab_size": 1_000_000, "tgt_vocab_size": 1_000_000, "d_model": 8192, "n_heads": 256,
           "n_encoder_layers": 64, "n_decoder_layers": 64, "d_ff": 65_536, "max_len": 16_384}
-BOOLS = ("norm_first", "share_embeddings", "tie_output", "scale_embedding", "final_logits_bias", "final_norm")
+BOOLS = ("norm_first", "share_embeddings", "tie_output", "scale_embedding", "final_logits_bias", "final_norm",
+         "embedding_norm", "learned_positions")
 # Keys added after the first checkpoints shipped: a config.json without them loads with their defaults, which are
 # what those checkpoints were trained and computed with. Every other key must be present (a default would silently
 # stand in for what the weights were trained with).
-ADDED_KEYS = ("scale_embedding", "positional_layout", "final_logits_bias", "layer_norm_eps", "final_norm")
+ADDED_KEYS = ("scale_embedding", "positional_layout", "final_logits_bias", "layer_norm_eps", "final_norm",
+              "embedding_norm", "learned_positions", "position_offset")
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,15 @@ class ModelConfig:
     share_embeddings: bool = False  # one embedding table for source and target (needs one vocabulary)
     tie_output: bool = False  # output projection reuses the target embedding (Section 3.4)
     scale_embedding: bool = True  # token embeddings times sqrt(d_model) (Section 3.4); False leaves them as they are
-    positional_layout: str = "interleaved"  # sin, cos alternating (Section 3.5), or "halves": sines, then cosines
+    positional_layout: str = "interleaved"  # sin, cos alternating (Section 3.5); "halves": sines, then cosines
+    # (Marian); "fairseq": sines, then cosines of pos * 10000^(-i / (D/2 - 1)) (M2M100, NLLB)
     final_logits_bias: bool = False  # a fixed (tgt_vocab_size,) bias added to the logits (Marian's)
     layer_norm_eps: float = 1e-5  # the epsilon of every LayerNorm
     final_norm: bool = True  # a pre-LN stack ends with a LayerNorm; post-LN stacks have none (their last sublayer's
     # norm ends them), so with norm_first false this changes nothing
+    embedding_norm: bool = False  # a LayerNorm on token + position embeddings, one per side (BART's and mBART's)
+    learned_positions: bool = False  # a learned table of positions, one per side, instead of the sinusoids
+    position_offset: int = 0  # the table row of position 0: fairseq's models skip rows (2: BART, mBART, M2M100)
 
     def __post_init__(self) -> None:
         # types first: "no" is not False, 6.0 layers is not 6, and 0 heads must not reach the modulo below
@@ -69,6 +76,10 @@ class ModelConfig:
         if not isinstance(self.positional_layout, str) or self.positional_layout not in POSITIONAL_LAYOUTS:
             raise ValueError(f"positional_layout must be one of {POSITIONAL_LAYOUTS}, got "
                              f"{_short(self.positional_layout)}")
+        if not isinstance(self.position_offset, int) or isinstance(self.position_offset, bool) \
+                or not 0 <= self.position_offset <= MAX_POSITION_OFFSET:
+            raise ValueError(f"position_offset must be an integer between 0 and {MAX_POSITION_OFFSET}, got "
+                             f"{_short(self.position_offset)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.activation not in ACTIVATIONS:

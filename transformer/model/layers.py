@@ -95,7 +95,7 @@ class DecoderCache:
 
 @dataclass
 class StepOutput:
-    logits: Tensor  # (B, V) for the next token
+    logits: Tensor | None  # (B, V) for the next token; None when not projected (a forced token needs none)
     cache: DecoderCache  # includes the token just fed
     self_attention: list[Tensor] | None  # n_decoder_layers x (B, H, T) row of the token just fed
     cross_attention: list[Tensor] | None  # n_decoder_layers x (B, H, S)
@@ -109,7 +109,12 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         self.src_embed = Embedding(config.src_vocab_size, config)
-        self.tgt_embed = self.src_embed if config.share_embeddings else Embedding(config.tgt_vocab_size, config)
+        if not config.share_embeddings:
+            self.tgt_embed = Embedding(config.tgt_vocab_size, config)
+        elif config.learned_positions or config.embedding_norm:  # one token table, each side its positions and norm
+            self.tgt_embed = Embedding(config.tgt_vocab_size, config, tokens=self.src_embed.tokens)
+        else:
+            self.tgt_embed = self.src_embed
         self.encoder_layers = nn.ModuleList([EncoderLayer(config) for _ in range(config.n_encoder_layers)])
         self.decoder_layers = nn.ModuleList([DecoderLayer(config) for _ in range(config.n_decoder_layers)])
         # pre-LN leaves the residual stream unnormalised, so each stack ends with a LayerNorm (unless the config
@@ -131,10 +136,28 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
-        for embed in dict.fromkeys((self.src_embed, self.tgt_embed)):  # once when shared; in this order (a set's
-            # order follows the modules' addresses, so one seed made different models in different processes)
-            # std D^-1/2 so that the sqrt(D) scaling yields unit-variance inputs
-            nn.init.normal_(embed.tokens.weight, std=self.config.d_model**-0.5)
+        for tokens in dict.fromkeys((self.src_embed.tokens, self.tgt_embed.tokens)):  # once when shared; in this
+            # order (a set's order follows the modules' addresses, so one seed made different models in different
+            # processes); std D^-1/2 so that the sqrt(D) scaling yields unit-variance inputs
+            nn.init.normal_(tokens.weight, std=self.config.d_model**-0.5)
+
+    @classmethod
+    def from_weights(cls, config: ModelConfig, weights: dict[str, Tensor]) -> Transformer:
+        """The model of config holding weights (one name per tensor, as `unique_state_dict` gives them) as its own
+        tensors, not copies: built on the meta device, so that loading holds the weights once. ValueError when
+        weights leave a parameter or buffer unfilled."""
+        with torch.device("meta"):
+            model = cls(config)
+        model.load_state_dict(weights, strict=False, assign=True)
+        for embed in dict.fromkeys((model.src_embed, model.tgt_embed)):  # computed, never saved
+            if isinstance(embed.pe, Tensor) and not isinstance(embed.pe, nn.Parameter):
+                embed.pe = Embedding.sinusoids(config)
+        if config.tie_output:
+            model.generator.weight = model.tgt_embed.tokens.weight
+        empty = [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+        if empty:
+            raise ValueError(f"no weights for {', '.join(empty[:5])}")
+        return model
 
     def encode(self, src: Tensor, *, return_attention: bool = False) -> EncoderOutput:
         """src (B, S) ids -> memory (B, S, D)."""
@@ -206,8 +229,10 @@ class Transformer(nn.Module):
             src_mask=padding_mask(src, self.config.pad_id),
         )
 
-    def decode_step(self, token: Tensor, cache: DecoderCache, *, return_attention: bool = False) -> StepOutput:
-        """Feed one token per row, token (B,), attending to the cached prefix; equals a row of decode()."""
+    def decode_step(self, token: Tensor, cache: DecoderCache, *, return_attention: bool = False,
+                    project: bool = True) -> StepOutput:
+        """Feed one token per row, token (B,), attending to the cached prefix; equals a row of decode(). project
+        False skips the output projection (its logits are None): the step after it is forced whatever they say."""
         tokens = torch.cat([cache.tokens, token[:, None]], dim=1)  # (B, T)
         tgt_mask = target_padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T): the new query sees every past key
         x = self.tgt_embed(token[:, None], start=cache.tokens.size(1))  # (B, 1, D)
@@ -220,8 +245,9 @@ class Transformer(nn.Module):
                 cross_rows.append(cross_w[:, :, 0])  # (B, H, S)
         h = self.decoder_norm(x[:, 0])  # (B, D)
         # a few rows (a beam) as (W h^T)^T: MKL then packs the rows, not the whole (V, D) weight, several times faster
-        logits = (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 else self.generator(h)  # (B, V)
-        if self.final_logits_bias is not None:
+        logits = None if not project else (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 \
+            else self.generator(h)  # (B, V)
+        if logits is not None and self.final_logits_bias is not None:
             logits = logits + self.final_logits_bias
         new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask)
         if not return_attention:

@@ -19,7 +19,7 @@ from transformer.data.tokenizer import TokenizerLike, load_tokenizer, train_toke
 from transformer.decoding.translate import Translator
 from transformer.model.checkpoint import TOKENIZER_FILE, Checkpoint, load_checkpoint, recover_interrupted_saves
 from transformer.model.config import ModelConfig
-from transformer.model.hf_card import provenance
+from transformer.model.hf.card import provenance
 from transformer.model.layers import Transformer
 from transformer.model.loss import TokenLoss
 from transformer.runs import RunFiles

@@ -2,6 +2,9 @@
 importance does), one job per server for a model version, split and lenses, its progress polled by a fragment.
 Its rows are cached on disk (`transformer.explain.dataset_cache`) under the app's cache folder, never in the
 repository: EXPLORER_CACHE, else $XDG_CACHE_HOME/attention-explorer, else ~/.cache/attention-explorer.
+
+A job stops within a sentence when asked: by its Stop button (the rows done are kept and it goes on from there
+later), or by the server's exit (`translation_gate.start_background`), so a Ctrl+C never aborts the process.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import streamlit as st
 from transformer.decoding.translate import Translator
 from transformer.explain.dataset import DatasetResult, Split, dataset_table
 from ui.shared.models.catalog import checkpoint_stamp
-from ui.shared.models.translation_gate import decode_slot
+from ui.shared.models.translation_gate import Background, decode_slot, start_background
+from ui.shared.text.plain import plain
 
 MAX_SECONDS = 120  # one computation's cap; the rows done are cached and the next one goes on from there
 
@@ -33,7 +37,7 @@ class DatasetJob:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
+        self.work: Background | None = None
         self.done = self.total = 0
         self.result: DatasetResult | None = None
         self.error: str | None = None
@@ -41,26 +45,33 @@ class DatasetJob:
 
     @property
     def running(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+        return self.work is not None and self.work.running
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return None if self.work is None else self.work.thread
 
     def start(self, translator: Translator, split: Split, lenses: tuple[str, ...]) -> None:
         with self.lock:
             if self.running:
                 return
             self.error, self.result, self.done, self.total = None, None, 0, len(split.pairs)
-            self.thread = threading.Thread(target=self._run, args=(translator, split, lenses), daemon=True,
-                                           name="dataset-table")
-            self.thread.start()
+            self.work = start_background("dataset-table", lambda stop: self._run(translator, split, lenses, stop))
+
+    def stop(self) -> None:
+        """Ask the computation to stop after the sentence it is on; its result keeps the rows done."""
+        if self.work is not None:
+            self.work.stop.set()
 
     def _progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
 
-    def _run(self, translator: Translator, split: Split, lenses: tuple[str, ...]) -> None:
+    def _run(self, translator: Translator, split: Split, lenses: tuple[str, ...], stop: threading.Event) -> None:
         started = time.perf_counter()
         try:
-            with decode_slot():  # one of the server's decode slots for the whole computation
+            with decode_slot(stop=stop):  # one of the server's decode slots for the whole computation
                 self.result = dataset_table(translator, split, lenses=lenses, cache_dir=cache_dir(),
-                                            max_seconds=MAX_SECONDS, progress=self._progress)
+                                            max_seconds=MAX_SECONDS, progress=self._progress, stop=stop)
         except Exception as e:  # shown on the page, which offers to try again
             self.error = f"{type(e).__name__}: {e}"
         self.seconds = time.perf_counter() - started
@@ -76,6 +87,9 @@ def _progress(job: DatasetJob) -> None:
     if not job.running:
         st.rerun(scope="app")
     st.progress(job.done / max(job.total, 1), text=f"{job.done:,} of {job.total:,} sentences translated and scored")
+    if st.button("Stop", key="ds_stop", help="Stop after the sentence being scored: the rows done are kept, and "
+                 "*Go on from there* computes the rest later."):
+        job.stop()
 
 
 def table_in_background(translator: Translator, split: Split, lenses: tuple[str, ...]) -> DatasetResult | None:
@@ -95,8 +109,10 @@ def table_in_background(translator: Translator, split: Split, lenses: tuple[str,
         _progress(job)
         return None
     result = job.result
+    if result is not None and result.table.empty:  # stopped before its first rows: nothing to score or slice
+        st.info(plain(result.notes[-1][0].upper() + result.notes[-1][1:]))
     if result is not None and not result.complete and st.button("Go on from there", key="ds_more", type="primary"):
         job.result = None
         job.start(translator, split, lenses)
         st.rerun()
-    return result
+    return None if result is None or result.table.empty else result

@@ -64,7 +64,8 @@ def slice_view(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
                                                         ((n, f) for n, f in found.items() if f is not None)))
     options = {**{k: v for k, v in METRICS.items() if k in metrics}, **lens_columns}
     metric = st.selectbox("Chart", list(options), format_func=options.get, key="ds_slice_metric")
-    chart(st, slice_bars(metrics, metric, options[metric]), key="ds_slice_chart", filename="slices")
+    chart(st, slice_bars(metrics, metric, options[metric], sizes=class_mode.sizes()), key="ds_slice_chart",
+          filename="slices")
     head_statistics_by_slice(result, groups)
 
 
@@ -79,8 +80,8 @@ def head_statistics_by_slice(result: DatasetResult, groups: dict[str, np.ndarray
     n_layers, n_heads = per_slice[0].shape
     rows = [values.flatten().numpy() for values in per_slice]
     head_names = [f"{layer}.{head}" for layer in range(n_layers) for head in range(n_heads)]
-    chart(st, slice_heads(np.stack(rows), list(groups), head_names, STATISTICS[statistic]), key="ds_heads_chart",
-          filename="slice-heads")
+    chart(st, slice_heads(np.stack(rows), list(groups), head_names, STATISTICS[statistic], sizes=class_mode.sizes()),
+          key="ds_heads_chart", filename="slice-heads")
     st.caption("Each cell: the statistic's mean over the query rows of the slice's sentences, teacher-forced on "
                "their references (as Explain heads' statistics).")
 

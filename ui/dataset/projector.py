@@ -10,6 +10,7 @@ from transformer.explain.dataset import DatasetResult
 from transformer.explain.dataset_slices import projector_points
 from ui.dataset.projector_figures import MAX_POINTS, projector_scatter
 from ui.shared.charts.show import chart
+from ui.shared.state import class_mode
 
 SIDES = {"encoder": "encoder (source tokens)", "decoder": "decoder (output tokens)"}
 COLOURS = {"slice": "slice", "position": "position", "length_bucket": "sentence length"}
@@ -21,8 +22,8 @@ def _points(_result: DatasetResult, key: tuple, side: str):
 
 
 def projector_view(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
-    """The projector in an expander, computed and drawn only while it is open: its WebGL scatter is drawn by
-    plotly.js, a 4.7 MB module the browser would otherwise fetch and run on every load of the page."""
+    """The projector in an expander, computed and drawn only while it is open: the PCA of every token's state and
+    a chart of up to MAX_POINTS points (a few MB of data) are work a page load should not pay for."""
     box = st.expander("Every token's final state in 2-D (PCA)", key="ds_projector_open", on_change="rerun")
     with box:
         if box.open:
@@ -40,7 +41,8 @@ def _projector(result: DatasetResult, groups: dict[str, np.ndarray]) -> None:
         names[mask] = name
     points["slice"] = names[points["sentence"]] if groups else "all"
     title = f"{len(points):,} tokens of {points['sentence'].nunique():,} sentences, final {side} states (PCA)"
-    chart(st, projector_scatter(points, colour, title), key="ds_projector", filename="projector")
+    chart(st, projector_scatter(points, colour, title, sizes=class_mode.sizes()), key="ds_projector",
+          filename="projector")
     if len(points) > MAX_POINTS:
         st.caption(f"The first {MAX_POINTS:,} tokens are drawn.")
     st.caption("Each dot is one token's state after the last layer; nearby dots are states the model finds alike. "

@@ -1,38 +1,68 @@
-"""Plotly figure of the projector view: token states in 2-D, hover showing the token in its sentence. A pure
+"""The projector's chart: token states in 2-D, the tooltip showing the token in its sentence. Altair, a pure
 function of `transformer.explain.dataset_slices.projector_points`, no streamlit: kept apart from
-`ui.dataset.projector`, which draws it, so that tests read its JSON alone.
+`ui.dataset.projector`, which draws it, so that tests read its spec and data alone.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import altair as alt
 import pandas as pd
-import plotly.graph_objects as go
 
-from transformer.bidi import isolate
-from ui.shared.heatmaps import escape
+from transformer.bidi import PDI, RLI, is_rtl, isolate
+from transformer.charts import theme
+from transformer.charts.theme import NORMAL, Sizes
+from transformer.labels import HOVER_CHARS, shorten
 
-MAX_POINTS = 20_000  # tokens drawn at most (WebGL); the first sentences' when there are more
+# Tokens drawn at most, the first sentences' when there are more: Vega draws 20,000 points on a canvas in a moment,
+# and the chart's data (a token and its sentence per point) stays a few MB.
+MAX_POINTS = 20_000
+POSITIONS = "viridis"  # a sequential scheme for the position in the sentence (light: late)
+CONTEXT_CHARS = 80  # a sentence in a tooltip: the part around its token (20,000 whole sentences would be MBs)
 
 
-def projector_scatter(points: pd.DataFrame, colour: str, title: str) -> go.Figure:
-    """Tokens at their 2-D places, coloured by `colour` (a column of points: "position" on a scale, any other as
-    categories); the hover shows the token in its sentence."""
+def around(context: str, token: str, limit: int = CONTEXT_CHARS) -> str:
+    """The sentence (its token in brackets) cut to `limit` characters around the token, an ellipsis where cut."""
+    if len(context) <= limit:
+        return context
+    at = max(context.find(f"[{token}]"), 0)
+    start = max(0, min(at - limit // 2, len(context) - limit))
+    return ("…" if start else "") + context[start:start + limit] + ("…" if start + limit < len(context) else "")
+
+
+def contexts(points: pd.DataFrame) -> list[str]:
+    """Each token's sentence around it, isolated right to left where the sentence reads so (decided once a
+    sentence: scanning 20,000 contexts letter by letter takes seconds)."""
+    shown = [around(str(c), str(t)) for c, t in zip(points["context"], points["token"])]
+    first = dict(zip(points["sentence"][::-1], shown[::-1]))  # a sentence's first context
+    rtl = {s for s, c in first.items() if is_rtl(c)}
+    return [f"{RLI}{c}{PDI}" if s in rtl else c for s, c in zip(points["sentence"], shown)]
+
+
+def projector_scatter(points: pd.DataFrame, colour: str, title: str, sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
+    """Tokens at their 2-D places, coloured by `colour` (a column of points: "position" on a sequential scale, any
+    other as categories, in the order they first appear); the tooltip shows the token in its sentence."""
     points = points.head(MAX_POINTS)
-    hover = "<b>%{customdata[0]}</b> (sentence %{customdata[1]}, position %{customdata[2]})<br>%{customdata[3]}" \
-            "<extra></extra>"
-    data = lambda rows: np.stack([[isolate(escape(t)) for t in rows["token"]], rows["sentence"],  # noqa: E731
-                                  rows["position"], [isolate(escape(c)) for c in rows["context"]]], axis=-1)
+    data = pd.DataFrame({
+        "x": points["x"].astype(float), "y": points["y"].astype(float),
+        "token": [isolate(shorten(str(t), HOVER_CHARS)) for t in points["token"]],
+        "sentence": points["sentence"].astype(int), "position": points["position"].astype(int),
+        "context": contexts(points)})
     if colour == "position":
-        fig = go.Figure(go.Scattergl(x=points["x"], y=points["y"], mode="markers", customdata=data(points),
-                                     hovertemplate=hover, marker=dict(size=6, color=points["position"],
-                                                                      colorscale="Viridis", showscale=True,
-                                                                      colorbar=dict(title="position"))))
+        colour_encoding = alt.Color("position:Q", scale=alt.Scale(scheme=POSITIONS),
+                                    legend=alt.Legend(title="position"))
     else:
-        fig = go.Figure()
-        for name, rows in points.groupby(colour, sort=False):
-            fig.add_trace(go.Scattergl(x=rows["x"], y=rows["y"], mode="markers", name=escape(str(name)),
-                                       customdata=data(rows), hovertemplate=hover, marker=dict(size=6)))
-    fig.update_layout(title=title, height=560, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="PC 1",
-                      yaxis_title="PC 2", legend=dict(itemsizing="constant"))
-    return fig
+        data["group"] = points[colour].astype(str).to_numpy()
+        names = list(dict.fromkeys(data["group"]))
+        colour_encoding = alt.Color("group:N", title=colour.replace("_", " "), sort=names,
+                                    scale=alt.Scale(domain=names, range=list(theme.CATEGORIES)[: len(names)])
+                                    if len(names) <= len(theme.CATEGORIES) else
+                                    alt.Scale(domain=names, scheme="tableau20"),  # 17 constructions: 20 colours
+                                    legend=alt.Legend(orient="right", symbolOpacity=1))  # a slice a line
+    chart = alt.Chart(data, title=title or alt.Undefined).mark_circle(size=24, opacity=0.7).encode(
+        x=alt.X("x:Q", title="PC 1", axis=alt.Axis(format=",~f")),
+        y=alt.Y("y:Q", title="PC 2", axis=alt.Axis(format=",~f")),
+        color=colour_encoding,
+        tooltip=[alt.Tooltip("token:N", title="token"), alt.Tooltip("sentence:Q", title="sentence"),
+                 alt.Tooltip("position:Q", title="position"), alt.Tooltip("context:N", title="in its sentence")],
+    ).properties(width="container", height=540)
+    return theme.sized(chart, sizes)

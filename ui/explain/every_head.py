@@ -43,7 +43,7 @@ from ui.shared.models.catalog import checkpoint_stamp, no_corpus, runs_dir
 from ui.shared.models.corpus_access import corpus_readable
 from ui.shared.models.loading import decode_turn
 from ui.shared.models.teaching_model import is_teaching
-from ui.shared.models.translation_gate import decode_slot
+from ui.shared.models.translation_gate import Background, Stopped, decode_slot, start_background
 from ui.shared.state import class_mode
 from ui.shared.state.page_state import choice_box
 from ui.shared.text.plain import code, plain
@@ -140,38 +140,44 @@ def plain_html(text: str) -> str:
 
 @dataclass
 class ImportanceJob:
-    """One background computation of head importance; its progress and result are read by every session."""
+    """One background computation of head importance; its progress and result are read by every session. It stops
+    after the head it is on when the server exits (`translation_gate.start_background`)."""
 
     done: int = 0
     total: int = 0
     result: HeadImportance | None = None
     error: str | None = None
     seconds: float = 0.0
-    thread: threading.Thread | None = None
+    work: Background | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def running(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+        return self.work is not None and self.work.running
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return None if self.work is None else self.work.thread
 
     def start(self, translator: Translator, pairs, bleu_pairs) -> None:
         with self.lock:
             if self.running or self.result is not None:
                 return
             self.error = None
-            self.thread = threading.Thread(target=self._run, args=(translator, pairs, bleu_pairs), daemon=True,
-                                           name="head-importance")
-            self.thread.start()
+            self.work = start_background("head-importance",
+                                         lambda stop: self._run(translator, pairs, bleu_pairs, stop))
 
-    def _progress(self, done: int, total: int, _head: Head | None) -> None:
-        self.done, self.total = done, total
+    def _run(self, translator: Translator, pairs, bleu_pairs, stop: threading.Event) -> None:
+        def progress(done: int, total: int, _head: Head | None) -> None:
+            self.done, self.total = done, total
+            if stop.is_set():  # head_importance's one hook between heads: leave through it
+                raise Stopped(f"stopped after {done} of {total} heads")
 
-    def _run(self, translator: Translator, pairs, bleu_pairs) -> None:
         started = time.perf_counter()
         try:
-            with decode_slot():  # one of the server's decode slots for the whole computation
+            with decode_slot(stop=stop):  # one of the server's decode slots for the whole computation
                 self.result = head_importance(translator.model, translator.tokenizer, pairs, bleu_pairs=bleu_pairs,
-                                              progress=self._progress)
+                                              progress=progress)
         except Exception as e:  # shown on the page, which offers to try again
             self.error = f"{type(e).__name__}: {e}"
         self.seconds = time.perf_counter() - started

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from transformer.bidi import piece_labels
+from transformer.charts.theme import NORMAL
 from transformer.decoding.translate import Translation, Translator
 from transformer.explain.flow import NeuronExamples, neuron_examples, token_flow, translation_inputs
 from transformer.explain.views import stage_label, token_flow_view
@@ -20,7 +21,7 @@ from ui.shared.state.page_state import choice_box, link, link_problems, share
 
 MAX_HEIGHT = 900  # px of the view's frame; a taller flow scrolls inside it, never sideways
 DEV_SENTENCES = 20  # the sentences whose pieces are searched for what fires a neuron
-CLASS_FONT_PX, FONT_PX = 18, 13
+CLASS_FONT_PX, FONT_PX = class_mode.LABEL_PX, NORMAL.body  # the view's text, in class mode and not
 
 
 def _labels(pieces: list[str]) -> list[str]:

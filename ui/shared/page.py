@@ -9,7 +9,8 @@ import streamlit as st
 
 from transformer.memory import start_trimming
 from ui.shared.charts.show import FORMAT_KEY
-from ui.shared.models.loading import model_picker
+from ui.shared.models import language_choice
+from ui.shared.models.loading import MODEL_KEY, model_picker
 from ui.shared.state import class_mode, links
 from ui.shared.state.page_state import LINK_KEY, link
 
@@ -45,6 +46,7 @@ def page_setup(page: str) -> None:
     st.sidebar.divider()
     class_mode.seed(link())  # the model picker's labels follow it
     model_picker()
+    language_choice.sidebar(st.session_state.get(MODEL_KEY))  # a many-to-many model's languages
     class_mode.sidebar_toggle(link())
     st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True, key=FORMAT_KEY,
                      format_func=str.upper, help="PNG: every chart's toolbar (top right, on hover) has Download as "

@@ -1,21 +1,22 @@
 """The step page's side by side, for a session with a forced prefix: the model's own translation and the forced one,
 each with its total log-probability and its forced pieces marked, the cross-attention of both for a chosen layer
 and head (or the mean of the heads), and the difference own − forced over the rows both have
-(`transformer.explain.forced_comparison` computes every number). The figures are pure functions of that result.
+(`transformer.explain.forced_comparison` computes every number). The charts are pure functions of that result.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import altair as alt
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
+from transformer.charts.heatmap import diverging, heatmap
+from transformer.charts.theme import NORMAL, Sizes
 from transformer.decoding.session import DecodingSession
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.explain.forced_comparison import ComparedOutput, ForcedComparison, compare_forced
-from ui.shared import heatmaps
 from ui.shared.charts.show import chart
 from ui.shared.models.loading import decode_turn
 from ui.shared.models.translation_gate import decode_slot
@@ -25,27 +26,24 @@ from ui.step.candidate_bars import FORCED, FORCED_MARK
 from ui.step.forcing import piece_labels
 
 MEAN = "mean"  # the head picker's first option: the mean of the layer's heads
-DIVERGING = "RdBu_r"  # red: more weight in the model's own output, blue: more in the forced one
 MIN_SCALE = 0.1  # the difference map's colour scale runs to ± its largest cell, never less: noise stays pale
 SIDE_BY_SIDE_PIECES = 20  # a longer source (or class mode): the two maps one under the other, at the page's width
-FORCED_LINE = dict(color=FORCED, dash="dash", width=2)  # under the forced pieces' rows
+PIECE_NOTES = {True: "forced (given to the decoder)", False: "the model's own choice"}  # a row's tooltip line
 
 
 def _head_name(head: int | None, short: bool = False) -> str:
     return ("mean" if short else "mean of heads") if head is None else f"head {head}"
 
 
-def cross_figure(output: ComparedOutput, source_pieces: list[str], layer: int, head: int | None, *,
-                 title: str) -> go.Figure:
+def cross_chart(output: ComparedOutput, source_pieces: list[str], layer: int, head: int | None, *, title: str,
+                sizes: Sizes = NORMAL) -> alt.TopLevelMixin:
     """One output's cross-attention (rows its pieces, columns the source's); its forced rows' labels after ✎ and a
-    dashed line under them."""
-    notes = ["<br>forced piece" if f else "" for f in output.forced]
-    fig = heatmaps.attention_heatmap(output.cross_map(layer, head).numpy(), _rows(output), source_pieces,
-                                     title=title, query_name="target query", key_name="source key", row_notes=notes)
+    violet dashed line under them."""
     n_forced = sum(output.forced)
-    if 0 < n_forced < len(output.pieces):
-        fig.add_hline(y=n_forced - 0.5, line=FORCED_LINE)
-    return fig
+    return heatmap(output.cross_map(layer, head).numpy(), _rows(output), source_pieces, title=title,
+                   row_title="target query", col_title="source key", notes=[PIECE_NOTES[f] for f in output.forced],
+                   note_title="this piece", divider=n_forced if 0 < n_forced < len(output.pieces) else None,
+                   divider_colour=FORCED, sizes=sizes)
 
 
 def _rows(output: ComparedOutput) -> list[str]:
@@ -53,10 +51,12 @@ def _rows(output: ComparedOutput) -> list[str]:
     return piece_labels(output.pieces, 0, sum(output.forced))
 
 
-def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> go.Figure | None:
-    """own − forced over the rows the comparison covers, on a diverging scale centred at 0; rows labelled "own
-    piece → forced piece" where they differ; a dashed line under the rows that read the same pieces. None when
-    there is no difference, or it is 0 everywhere (the forced prefix is the model's own; both.note says why)."""
+def difference_chart(both: ForcedComparison, layer: int, head: int | None, *,
+                     sizes: Sizes = NORMAL) -> alt.TopLevelMixin | None:
+    """own − forced over the rows the comparison covers, on a diverging scale centred at 0 (red: more weight in the
+    model's own output); rows labelled "own piece → forced piece" where they differ; a dashed line under the rows
+    that read the same pieces. None when there is no difference, or it is 0 everywhere (the forced prefix is the
+    model's own; both.note says why)."""
     diff = both.difference_map(layer, head)
     if diff is None or both.same:  # a blank map of every row says less than the note
         return None
@@ -65,16 +65,10 @@ def difference_figure(both: ForcedComparison, layer: int, head: int | None) -> g
     labels = [m if o == f else f"{o}→{m}"  # m: the forced output's piece, marked when forced
               for o, f, m in zip(both.own.pieces[:rows], both.forced.pieces, _rows(both.forced))]
     top = max(float(np.abs(z).max(initial=0.0)), MIN_SCALE)
-    fig = heatmaps.attention_heatmap(np.clip(z, 0, 1), labels, list(both.source_pieces),
-                                     title=f"own − forced, layer {layer}, {_head_name(head)}",
-                                     query_name="own→forced piece", key_name="source key")
-    fig.data[0].update(z=z, zmin=-top, zmax=top, zmid=0, colorscale=DIVERGING, colorbar=dict(title="own − forced"),
-                       hovertemplate="row %{customdata[0]}<br>source %{customdata[1]}<br>own − forced: %{z:+.3f}"
-                                     "<extra></extra>")
     equal = min(both.shared + 1, rows)
-    if equal < rows:
-        fig.add_hline(y=equal - 0.5, line=dict(color="black", dash="dash", width=2))
-    return fig
+    return heatmap(z, labels, list(both.source_pieces), title=f"own − forced, layer {layer}, {_head_name(head)}",
+                   row_title="own→forced piece", col_title="source key", scale=diverging(top, "own − forced"),
+                   fmt="+.3f", divider=equal if equal < rows else None, sizes=sizes)
 
 
 def comparison(translator: Translator, session: DecodingSession) -> ForcedComparison:
@@ -126,12 +120,13 @@ def side_by_side(translator: Translator, session: DecodingSession) -> None:
     sources = list(both.source_pieces)
     stacked = class_mode.is_on() or len(sources) > SIDE_BY_SIDE_PIECES  # half a page would thin the source labels
     places = [st, st] if stacked else st.columns(2)
+    sizes = class_mode.sizes(share=1.0 if stacked else 0.5)
     for col, (name, output) in zip(places, (("own", both.own), ("forced", both.forced))):
-        chart(col, cross_figure(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head, True)}"),
-              key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}", theme=None,
-              share=1.0 if stacked else 0.5)
-    fig = difference_figure(both, layer, head)
-    if fig is not None:
-        chart(st, fig, key="step_fc_diff", filename=f"own-minus-forced-layer-{layer}", theme=None)
+        drawn = cross_chart(output, sources, layer, head, title=f"{name}: layer {layer}, {_head_name(head, True)}",
+                            sizes=sizes)
+        chart(col, drawn, key=f"step_fc_{name}", filename=f"{name}-cross-attention-layer-{layer}")
+    difference = difference_chart(both, layer, head, sizes=class_mode.sizes())
+    if difference is not None:
+        chart(st, difference, key="step_fc_diff", filename=f"own-minus-forced-layer-{layer}")
     st.caption(plain(both.note) + (" Red: more weight in the model's own output, blue: more in the forced one."
-                                   if fig is not None and not both.same else ""))
+                                   if difference is not None and not both.same else ""))

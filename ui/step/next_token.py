@@ -10,6 +10,7 @@ from transformer.bidi import isolate
 from transformer.decoding.search import SearchStep
 from transformer.decoding.session import DecodingSession
 from ui.shared.charts.show import chart
+from ui.shared.state import class_mode
 from ui.shared.text.plain import code
 from ui.step import candidate_bars
 
@@ -33,19 +34,21 @@ def step_candidates(container: Any, step: SearchStep, hyp_index: int, pieces, *,
     chosen = {n.token for n in step.nodes if n.parent == hyp_index and n.status != "pruned"}
     bars = candidate_bars.ordered(c.tokens, pieces(c.tokens), c.probs, chosen, c.tempered, c.sampled)
     sampling = c.sampled is not None
-    title = "next token: model → temperature → drawn from" if sampling else f"top {len(c.tokens)} next tokens"
-    fig = candidate_bars.candidates_figure(bars, rows=rows, title=title, kept=c.kept, forced=forced)
-    chart(container, fig, key=key, filename=filename, share=0.5)  # the left one of the page's two columns
-    drawn = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
+    title = "next token" if sampling else f"top {len(c.tokens)} next tokens"
+    drawn = candidate_bars.candidates_chart(bars, rows=rows, title=title, kept=c.kept, forced=forced,
+                                            subtitle="model → temperature → drawn from" if sampling else "",
+                                            sizes=class_mode.sizes(share=0.5))  # the left one of two columns
+    chart(container, drawn, key=key, filename=filename)
+    marked = [code(isolate(piece)) for piece, mark in zip(bars.labels, bars.chosen) if mark]
     if forced:
-        container.caption(f"{candidate_bars.FORCED_MARK}marks the forced token ({', '.join(drawn)}): given to the "
+        container.caption(f"{candidate_bars.FORCED_MARK}marks the forced token ({', '.join(marked)}): given to the "
                           "decoder, not chosen; its bar is the probability the model gave it. The model's own first "
                           f"choice here: {code(isolate(bars.labels[0]))} ({candidate_bars.number(bars.probs[0])}).")
     elif sampling:
-        container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(drawn)}). Grey: the model's "
+        container.caption(f"{candidate_bars.MARK}marks the token drawn ({', '.join(marked)}). Grey: the model's "
                           "probability; orange: after temperature; blue: what is left after top-k and top-p, "
                           f"renormalised ({c.kept} token{'s' if c.kept != 1 else ''}), which the token was drawn from.")
     else:
-        container.caption(f"{candidate_bars.MARK}marks the token{'s' if len(drawn) > 1 else ''} chosen "
-                          f"({', '.join(drawn) or 'none: this hypothesis was pruned'}).")
+        container.caption(f"{candidate_bars.MARK}marks the token{'s' if len(marked) > 1 else ''} chosen "
+                          f"({', '.join(marked) or 'none: this hypothesis was pruned'}).")
     return bars.ids

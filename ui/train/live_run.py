@@ -7,32 +7,35 @@ import time
 
 import streamlit as st
 
+from transformer.charts.heatmap import heatmap
+from transformer.charts.training_curves import training_curves
 from transformer.runs import RunFiles, probe_steps, read_metrics, read_probe_maps, read_probe_snapshot
-from ui.shared import heatmaps
-from ui.shared.attention import gold_alignment
-from ui.shared.charts import training_curves
 from ui.shared.charts.show import chart
 from ui.shared.models.loading import open_model
 from ui.shared.models.teaching_model import probe_gold_cells
+from ui.shared.state import class_mode
 from ui.shared.text.plain import code, plain
 from ui.shared.training import jobs
 from ui.train import metric_curves
 
 
 def _charts(records: list[dict]) -> None:
-    st.altair_chart(training_curves.training_curves(records), width="content", key="train_curves")
+    chart(st, training_curves(records, sizes=class_mode.sizes()), key="train_curves", filename="training-curves")
     st.caption("Loss, dev BLEU / chrF and learning rate on one step axis: hover a panel to read every curve at "
                "that step.")
-    c1, c2 = st.columns(2)
-    chart(c1, metric_curves.metric_curves(records, ["tokens_per_s"], title="tokens / s"), key="train_tps_chart",
-          filename="tokens-per-second", share=0.5)
+    (c1, c2), share = class_mode.map_columns(2)  # one under the other in class mode: half a page is too narrow
+    sizes = class_mode.sizes(share)
+    chart(c1, metric_curves.metric_curves(records, ["tokens_per_s"], title="tokens / s", sizes=sizes),
+          key="train_tps_chart", filename="tokens-per-second")
     aer_keys = sorted(k for r in records for k in r if k.startswith("dev_aer_layer"))
     if aer_keys:  # a corpus with gold word links (the teaching corpus)
         chart(c2, metric_curves.metric_curves(records, ["dev_aer_best", *dict.fromkeys(aer_keys)],
-                                        title="dev alignment error rate % (lower is better)"),
-              key="train_aer_chart", filename="dev-aer", share=0.5)
-        chart(c1, metric_curves.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %"),
-              key="train_exact_chart", filename="dev-exact-match", share=0.5)
+                                              title="dev alignment error rate %", y_title="AER % (lower is better)",
+                                              sizes=sizes),
+              key="train_aer_chart", filename="dev-aer")
+        chart(c1, metric_curves.metric_curves(records, ["dev_exact"], title="dev exact-match sentences %",
+                                              y_title="exact match %", sizes=sizes),
+              key="train_exact_chart", filename="dev-exact-match")
 
 
 def _probes(root) -> None:
@@ -50,15 +53,14 @@ def _probes(root) -> None:
     record = snapshot.probes[0]
     cross = read_probe_maps(root, steps[index])["cross"][-1].mean(0).numpy()  # (T, S): last layer, mean of heads
     st.markdown(f"**Step {steps[index]}.** {plain(record.source)} → *{plain(record.translation) or '∅'}*")
-    fig = heatmaps.attention_heatmap(cross, record.tgt_pieces, record.src_pieces,
-                                    title="cross-attention, last layer, mean of heads",
-                                    query_name="target query", key_name="source key")
     cells = probe_gold_cells(record)
+    drawn = heatmap(cross, record.tgt_pieces, record.src_pieces, title="cross-attention, last layer, mean of heads",
+                    row_title="target query", col_title="source key", outlines={"gold link": cells},
+                    sizes=class_mode.sizes())
     if cells:
-        gold_alignment.add_gold_links(fig, cells)
-        st.caption("Red squares: the teaching grammar's gold links, shown once the model's output is the "
+        st.caption("Orange outlines: the teaching grammar's gold links, shown once the model's output is the "
                    "grammar's French.")
-    chart(st, fig, key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention", theme=None)
+    chart(st, drawn, key="train_probe", filename=f"probe-step-{steps[index]}-cross-attention")
 
 
 def _controls(info: jobs.RunInfo) -> None:

@@ -21,6 +21,7 @@ from ui.shared.attention import gold_alignment, lens_switch
 from ui.shared.charts.show import chart
 from ui.shared.models.catalog import checkpoint_stamp
 from ui.shared.models.teaching_model import is_teaching
+from ui.shared.state import class_mode
 from ui.shared.text.plain import plain
 
 
@@ -103,9 +104,10 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
     st.markdown(
         f"**Alignment error rate** of the selected cross-attention map on this sentence: **{100 * picked:.0f}%** "
         "(0% = every target word's strongest source word is its gold translation).")
-    c1, c2 = st.columns(2)
-    chart(c1, gold_alignment.aer_grid(mine.heads, mine.layer_mean, title="AER %, this sentence"),
-          key=f"{key}_aer_sentence", filename="aer-this-sentence", theme=None, share=0.5)
+    (c1, c2), share = class_mode.map_columns(2)
+    sizes = class_mode.sizes(share)
+    chart(c1, gold_alignment.aer_grid(mine.heads, mine.layer_mean, title="AER %, this sentence", sizes=sizes),
+          key=f"{key}_aer_sentence", filename="aer-this-sentence")
     split_box = c2.expander("Every head on the test split", key=f"{key}_aer_split_open", on_change="rerun")
     with split_box:
         if split_box.open:
@@ -114,11 +116,11 @@ def alignment_panel(translator: Translator, translation: Translation, links: fro
             best_layer, best_head, best = split.best
             st.markdown(f"Best head on the test split: layer {best_layer}, head {best_head}, AER {100 * best:.1f}% "
                         f"over {split.sentences} sentences.")
-            chart(st, gold_alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split"),
-                  key=f"{key}_aer_split", filename="aer-test-split", theme=None, share=0.5)
+            chart(st, gold_alignment.aer_grid(split.heads, split.layer_mean, title="AER %, test split", sizes=sizes),
+                  key=f"{key}_aer_split", filename="aer-test-split")
     st.caption("AER (Och and Ney, 2003) compares the links read off attention (each target word to the source "
-               "word its row attends to most, pieces merged into words) with the grammar's gold links; the ring "
-               "marks the best head. Heads that align well are the ones to show a class.")
+               "word its row attends to most, pieces merged into words) with the grammar's gold links; the black "
+               "outline marks the best head. Heads that align well are the ones to show a class.")
 
 
 def words_known(metadata: dict | None = None) -> None:

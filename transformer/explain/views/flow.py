@@ -17,14 +17,25 @@ from collections.abc import Sequence
 import numpy as np
 
 import transformer.explain.checks as checks
+from transformer.charts.theme import GRID, HIGHLIGHT, MUTED, NEGATIVE, PICKED, POSITIVE, WEIGHT_DARK
 from transformer.explain.arithmetic import CellArithmetic
-from transformer.explain.views.svg import BASE_CSS, View, data_json, esc, new_id, num, shorten, text_width
+from transformer.explain.views.svg import (
+    BASE_CSS,
+    NOTE_PX,
+    View,
+    data_json,
+    esc,
+    new_id,
+    num,
+    shorten,
+    text_width,
+)
 from transformer.labels import fit
 
 ROW, TOP = 22, 58  # px per key; the y of the first key row
 BAR_H = 16  # px of a key's bar vector
 IN_DIMS = 48  # dimensions of the query's input drawn (d_model is several hundred)
-POS, NEG, HL = "#3b75af", "#d0644c", "#fff3c4"
+BOLD_PX = NOTE_PX + 1  # the px a bold heading is measured at: its text's size, a px wider for the weight
 # stage -> (x of its column, width, heading)
 COLUMNS = {  # the query's input and q share the first column, input on top
     "input": (8, 100, "input x"), "q": (8, 100, "q = x W^Q"), "key": (124, 84, "key"),
@@ -44,8 +55,8 @@ BAND = 136  # px of the compact layout's top band, above its first key row
 GUTTER = 93  # x of the compact layout's line from q down to the key rows, between the key labels and the k bars
 STAGES = (("input", ["input"]), ("qkv", ["q", "key", "k", "v"]), ("score", ["score"]), ("mask", ["mask"]),
           ("softmax", ["weight"]), ("weighted", ["wv"]), ("sum", ["output"]))
-CSS = BASE_CSS + """.eq svg text{font-size:12px}.eq [data-j]{cursor:pointer}.eq text.on{font-weight:700}
-.eq text.off{fill:#999}.eq .cap{min-height:2.8em;margin:4px 0}.eq .head{font-weight:600}"""
+CSS = BASE_CSS + f""".eq svg text{{font-size:{NOTE_PX}px}}.eq [data-j]{{cursor:pointer}}.eq text.on{{font-weight:700}}
+.eq text.off{{fill:{MUTED}}}.eq .cap{{min-height:2.8em;margin:4px 0}}.eq .head{{font-weight:600}}"""
 FLOW_JS = """function(root,data){const svg=root.querySelector('svg.eq');const cap=root.querySelector('.cap');
 const stages=[...svg.querySelectorAll('g.st')];let shown=data.reveal==='all'?stages.length:1,key=data.key;
 const f=x=>x===null?'−∞':x.toFixed(3);
@@ -75,7 +86,8 @@ def _np(t) -> np.ndarray:
 
 
 def bars(values: np.ndarray, x: float, y: float, width: float, height: float, scale: float, extra: str = "") -> str:
-    """A vector as a row of thin bars about a baseline at mid-height, blue up and red down, scaled by `scale`:
+    """A vector as a row of thin bars about a baseline at mid-height, red up and blue down (the theme's positive
+    and negative), scaled by `scale`:
     one path per sign (a vertical stroke per number), so that a long sentence's 120 vectors stay small."""
     n = max(len(values), 1)
     step, mid = width / n, y + height / 2
@@ -85,11 +97,11 @@ def bars(values: np.ndarray, x: float, y: float, width: float, height: float, sc
     for i, v in enumerate(values):
         h = max(min(abs(v) / scale, 1.0) * height / 2, 0.3)
         strokes[v >= 0].append(f"M{x + (i + 0.5) * step:.1f},{mid:.1f}v{-h if v >= 0 else h:.1f}")
-    paths = "".join(f'<path d="{"".join(d)}" stroke="{POS if up else NEG}" stroke-width="{step * 0.8:.2f}"/>'
+    paths = "".join(f'<path d="{"".join(d)}" stroke="{POSITIVE if up else NEGATIVE}" stroke-width="{step * 0.8:.2f}"/>'
                     for up, d in strokes.items() if d)
     shown = ", ".join(f"{v:.3f}" for v in values[:8])
     return (f'<g class="vec"{extra}><title>{shown}{", …" if len(values) > 8 else ""}</title>'
-            f'<line x1="{x:.1f}" y1="{mid:.1f}" x2="{x + width:.1f}" y2="{mid:.1f}" stroke="#ccc"/>{paths}</g>')
+            f'<line x1="{x:.1f}" y1="{mid:.1f}" x2="{x + width:.1f}" y2="{mid:.1f}" stroke="{GRID}"/>{paths}</g>')
 
 
 def input_name(family: str, layer: int) -> str:
@@ -122,7 +134,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     top = TOP + BAND if compact else TOP  # y of the first key row
     q_top = TOP if compact else Q_TOP
     height = int(top + max(n, 1 if compact else 9) * ROW + 30)
-    width = math.ceil(max(x + max(w, text_width(heading, 13)) for x, w, heading in col.values())) + 6  # bold heads
+    width = math.ceil(max(x + max(w, text_width(heading, BOLD_PX)) for x, w, heading in col.values())) + 6
     groups: dict[str, list[str]] = {name: [] for name, _ in STAGES}
 
     def add(stage: str, markup: str) -> None:
@@ -146,7 +158,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
     line = ([(xq + 6, q_top + 60), (xq + 6, elbow), (GUTTER, elbow), (GUTTER, None), (col["k"][0] - 2, None)]
             if compact else [(xq + wq, Q_TOP + 12), (col["key"][0] - 4, None)])
     d = "L".join(f"{x},{top + key * ROW if y is None else y}" for x, y in line)
-    add("qkv", f'<path class="qk" d="M{d}" fill="none" stroke="#c98a00" stroke-width="1.5"/>')
+    add("qkv", f'<path class="qk" d="M{d}" fill="none" stroke="{PICKED}" stroke-width="1.5"/>')
     key_room = col["key"][1] - 6  # px for a key's label: it ends before the line's gutter and the k bars
     for j in range(n):
         y = top + j * ROW
@@ -155,7 +167,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
         add("qkv", f'<g class="row" data-j="{j}"><rect x="{col["key"][0]}" y="{y - ROW / 2}" '
                    f'width="{col["wv"][0] + col["wv"][1] - col["key"][0]}" height="{ROW}" fill="transparent"/>'
                    f'<text class="key{cls}" data-j="{j}" x="{col["key"][0] + 4}" y="{y}" dominant-baseline="middle">'
-                   f"<title>{esc(key_labels[j])}</title>{esc(fit(key_labels[j], key_room, 12))}</text></g>")
+                   f"<title>{esc(key_labels[j])}</title>{esc(fit(key_labels[j], key_room, NOTE_PX))}</text></g>")
         add("qkv", bars(k[j], col["k"][0], y - BAR_H / 2, col["k"][1], BAR_H, kv_scale, f' data-j="{j}"'))
         add("qkv", bars(v[j], col["v"][0], y - BAR_H / 2, col["v"][1], BAR_H, kv_scale, f' data-j="{j}"'))
         add("score", f'<text class="score{cls}" data-j="{j}" x="{col["score"][0] + col["score"][1] - 8}" y="{y}" '
@@ -164,7 +176,7 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
                     + ("✓" if allowed else "✗ → −∞") + "</text>")
         xw, ww, _ = col["weight"]
         add("softmax", f'<rect x="{xw}" y="{y - 6}" width="{max(weights[j] * (ww - 46), 0):.2f}" height="12" '
-                       f'fill="{POS}" data-j="{j}"/><text class="w{cls}" data-j="{j}" x="{xw + ww}" y="{y}" '
+                       f'fill="{WEIGHT_DARK}" data-j="{j}"/><text class="w{cls}" data-j="{j}" x="{xw + ww}" y="{y}" '
                        f'text-anchor="end" dominant-baseline="middle">{weights[j]:.3f}</text>')
         add("weighted", bars(wv[j], col["wv"][0], y - BAR_H / 2, col["wv"][1], BAR_H, wv_scale, f' data-j="{j}"'))
     xo, wo, _ = col["output"]
@@ -174,7 +186,8 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
                f'<text x="{xo}" y="{TOP + 70}" class="note">Σ weights = {weights.sum():.3f}</text>'
                f'<text x="{xo}" y="{TOP + 86}" class="note">vs model: Δ {agree:.0e}</text>')
     x0, x1 = col["key"][0], col["wv"][0] + col["wv"][1]
-    body = [f'<rect class="hl" x="{x0}" y="{top + key * ROW - ROW / 2}" width="{x1 - x0}" height="{ROW}" fill="{HL}"/>']
+    body = [f'<rect class="hl" x="{x0}" y="{top + key * ROW - ROW / 2}" width="{x1 - x0}" height="{ROW}" '
+            f'fill="{HIGHLIGHT}"/>']
     body += [f'<g class="st" data-stage="{name}">{"".join(groups[name])}</g>' for name, _ in STAGES]
     svg = (f'<svg class="eq" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}">{"".join(body)}</svg>')
@@ -190,4 +203,4 @@ def flow_view(cell: CellArithmetic, query_label: str, key_labels: Sequence[str],
             '<span class="note">Click a key\'s row to follow it through every stage; hover a bar vector for its '
             f'first numbers.</span></div><div class="cap"></div><div style="overflow-x:auto">{svg}</div></div>'
             f"<script>({FLOW_JS})(document.getElementById('{root}'),{data_json(data)});</script>")
-    return View("Eq. 1", html, height + 110, width, 12)
+    return View("Eq. 1", html, height + 110, width, NOTE_PX)

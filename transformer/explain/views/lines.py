@@ -15,15 +15,18 @@ from collections.abc import Sequence
 import numpy as np
 
 import transformer.explain.checks as checks
+from transformer.bidi import is_rtl
+from transformer.charts.theme import GRID, MUTED, TEXT
 from transformer.explain.views.svg import (
     BASE_CSS,
-    HEAD_COLOURS,
+    BODY_PX,
     LABEL_CHARS,
+    NOTE_PX,
     View,
     anchored,
     column_is_rtl,
     esc,
-    is_rtl,
+    head_colour,
     new_id,
     shorten,
     text_width,
@@ -36,12 +39,12 @@ THUMB_W, THUMB_H = 96, 140  # px of a model view drawing
 HIDDEN = ' style="display:none"'
 CHROME_PX = 62  # px above and below the drawing: the layer and heads line, the note, the frame's padding
 
-CSS = BASE_CSS + """
-.hv text.tq,.hv text.tk{cursor:pointer}.hv text.on{font-weight:700}.hv text.dim{fill:#999}
-.hv .heads label{margin-right:10px;white-space:nowrap}.hv .sw{display:inline-block;width:10px;height:10px;
-margin:0 3px 0 2px;border-radius:2px}.mv .grid{display:grid;gap:6px 10px;align-items:end;margin-bottom:12px}
-.mv .cell{cursor:pointer;text-align:center;font-size:12px;color:#555}.mv .cell svg{border:1px solid #ddd;
-background:#fff}.mv .cell:hover svg,.mv .cell.open svg{border-color:#333}"""
+CSS = BASE_CSS + f"""
+.hv text.tq,.hv text.tk{{cursor:pointer}}.hv text.on{{font-weight:700}}.hv text.dim{{fill:{MUTED}}}
+.hv .heads label{{margin-right:10px;white-space:nowrap}}.hv .sw{{display:inline-block;width:10px;height:10px;
+margin:0 3px 0 2px;border-radius:2px}}.mv .grid{{display:grid;gap:6px 10px;align-items:end;margin-bottom:12px}}
+.mv .cell{{cursor:pointer;text-align:center;font-size:{NOTE_PX}px;color:{MUTED}}}.mv .cell svg{{border:1px solid {GRID};
+background:white}}.mv .cell:hover svg,.mv .cell.open svg{{border-color:{TEXT}}}"""
 
 HEAD_JS = """function(root){const svg=root.querySelector('svg.hv');const sel=root.querySelector('select.layer');
 const boxes=[...root.querySelectorAll('input.head')];let locked=null;
@@ -101,7 +104,7 @@ def _head_boxes(n_heads: int, on: set[int]) -> str:
     if n_heads == 1:  # one map per layer (a layer-level lens): no head to switch
         return ""
     boxes = "".join(f'<label><input type="checkbox" class="head" value="{h}"{" checked" if h in on else ""}>'
-                    f'<span class="sw" style="background:{HEAD_COLOURS[h % len(HEAD_COLOURS)]}"></span>head {h}'
+                    f'<span class="sw" style="background:{head_colour(h)}"></span>head {h}'
                     "</label>" for h in range(n_heads))
     return f'<span class="heads">{boxes}</span>'
 
@@ -123,9 +126,10 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     heads = checks.indices(heads, "heads", n_heads)
     on = set(range(n_heads) if heads is None else heads)
     mirrored = column_is_rtl(query_labels)  # a right-to-left target reads from the right: its queries stand there
-    w_q = min(max((text_width(t, 13) for t in query_labels), default=20), text_width("x" * LABEL_CHARS, 13))
-    w_k = min(max((text_width(t, 13) for t in key_labels), default=20), text_width("x" * LABEL_CHARS, 13))
-    w_q, w_k = max(w_q, text_width(query_name, 12)), max(w_k, text_width(key_name, 12))  # the headings fit too
+    longest = text_width("x" * LABEL_CHARS, BODY_PX)
+    w_q = min(max((text_width(t, BODY_PX) for t in query_labels), default=20), longest)
+    w_k = min(max((text_width(t, BODY_PX) for t in key_labels), default=20), longest)
+    w_q, w_k = max(w_q, text_width(query_name, NOTE_PX)), max(w_k, text_width(key_name, NOTE_PX))  # headings fit
     left_w, right_w = (w_k, w_q) if mirrored else (w_q, w_k)
     x_left, x_right = round(left_w + 10), round(left_w + 10 + GAP)  # the inner edges of the two label columns
     x_q, x_k = (x_right, x_left) if mirrored else (x_left, x_right)
@@ -143,7 +147,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
     parts += [_label("k", j, t, k_x, y0 + j * ROW, k_edge) for j, t in enumerate(key_labels)]
     for lay in range(n_layers) if layer_picker else [layer]:
         groups = "".join(
-            f'<g class="hd" data-head="{h}" stroke="{HEAD_COLOURS[h % len(HEAD_COLOURS)]}" stroke-width="2"'
+            f'<g class="hd" data-head="{h}" stroke="{head_colour(h)}" stroke-width="2"'
             f'{"" if h in on else HIDDEN}>{_lines(maps, lay, h, positions, x_q, x_k, y0, ROW)}</g>'
             for h in range(n_heads))
         parts.append(f'<g class="ly" data-layer="{lay}"{"" if lay == layer else HIDDEN}>{groups}</g>')
@@ -162,7 +166,7 @@ def head_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[st
             "Line opacity is the weight.</div>"
             f'<div style="overflow-x:auto">{svg}</div></div>')
     script = f"<script>({HEAD_JS})(document.getElementById('{root}'));</script>"
-    return View("head view", f"<style>{CSS}</style>{body}{script}", height + CHROME_PX, width, 12)
+    return View("head view", f"<style>{CSS}</style>{body}{script}", height + CHROME_PX, width, NOTE_PX)
 
 
 def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str = "",
@@ -176,7 +180,7 @@ def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[s
     for lay in range(n_layers):
         cells.append(f'<div class="note" style="align-self:center">layer {lay}</div>')
         for h in range(n_heads):
-            colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+            colour = head_colour(h)
             lines = _lines(maps, lay, h, range(len(query_labels)), 4, THUMB_W - 4, round(row / 2, 2), round(row, 2))
             cells.append(f'<div class="cell" data-layer="{lay}" data-head="{h}"><svg class="thumb" width="{THUMB_W}" '
                          f'height="{THUMB_H}" viewBox="0 0 {THUMB_W} {THUMB_H}" data-layer="{lay}" data-head="{h}">'
@@ -191,4 +195,4 @@ def model_view_from(weights, query_labels: Sequence[str], key_labels: Sequence[s
             f"keys on the right; click a drawing to open it below.</div>{grid}{head.html}</div>")
     script = f"<script>({MODEL_JS})(document.getElementById('{root}'));</script>"
     height = 60 + n_layers * (THUMB_H + 24) + head.height
-    return View("model view", body + script, height, max(head.width, 40 + n_heads * (THUMB_W + 12)), 12)
+    return View("model view", body + script, height, max(head.width, 40 + n_heads * (THUMB_W + 12)), NOTE_PX)

@@ -1,6 +1,7 @@
-"""What every view shares: a `View` that displays itself in Jupyter and in a browser, SVG text helpers, the head
-colours and which way a column of tokens reads. Plain strings, no third-party dependency: a view is one
-self-contained HTML fragment (SVG + inline JS, no CDN), so that it works in an offline classroom."""
+"""What every view shares: a `View` that displays itself in Jupyter and in a browser, SVG text helpers, the views'
+style (font, sizes and colours, all from the charts' theme, `transformer.charts.theme`) and which way a column of
+tokens reads. Plain strings: a view is one self-contained HTML fragment (SVG + inline JS, no CDN), so that it works
+in an offline classroom."""
 
 from __future__ import annotations
 
@@ -9,19 +10,17 @@ import itertools
 import json
 import math
 import secrets
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from transformer.bidi import is_rtl
+from transformer.charts.theme import CATEGORIES, FONT, MUTED, NORMAL, TEXT
 from transformer.labels import HOVER_CHARS, LABEL_CHARS, fit, shorten, text_width  # noqa: F401 (the views' names)
 
-# One colour per head (Tableau 10, as BertViz uses a categorical scale): distinct on a projector, in print too.
-HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                "#bcbd22", "#17becf")
-FONT = "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans','Noto Sans Arabic',sans-serif"
-BASE_CSS = f""".tv{{font-family:{FONT};font-size:13px;color:#222;line-height:1.3}}
-.tv button,.tv select{{font:inherit;margin:0 4px 4px 0;padding:2px 8px}}.tv .note{{color:#666;font-size:12px}}
-.tv svg text{{fill:#222}}"""
+BODY_PX, NOTE_PX = NORMAL.body, NORMAL.label  # a view's own text; its notes and smaller text, a chart's label size
+BASE_CSS = f""".tv{{font-family:{FONT};font-size:{BODY_PX}px;color:{TEXT};line-height:1.3}}
+.tv button,.tv select{{font:inherit;margin:0 4px 4px 0;padding:2px 8px}}
+.tv .note{{color:{MUTED};font-size:{NOTE_PX}px}}.tv svg text{{fill:{TEXT}}}"""
 _ids = itertools.count()
 
 
@@ -41,15 +40,13 @@ def num(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def is_rtl(text: str) -> bool:
-    """True when text has more right-to-left letters (Arabic, Hebrew) than left-to-right ones."""
-    balance = sum(1 if unicodedata.bidirectional(c) in ("R", "AL") else -1 if unicodedata.bidirectional(c) == "L"
-                  else 0 for c in text)
-    return balance > 0
-
-
 def column_is_rtl(labels: Sequence[str]) -> bool:
     return is_rtl("".join(labels))
+
+
+def head_colour(head: int) -> str:
+    """Head `head`'s colour: the theme's categories in turn (as BertViz colours its heads)."""
+    return CATEGORIES[head % len(CATEGORIES)]
 
 
 def anchored(edge: str, rtl: bool) -> str:

@@ -1,5 +1,5 @@
 """One output token through the whole model as one page (`transformer.explain.flow.token_flow`): every stage a
-strip of d_model cells (blue positive, red negative, each strip on its own scale, its norm beside it; hover a cell
+strip of d_model cells (red positive, blue negative, each strip on its own scale, its norm beside it; hover a cell
 for its number) with the equation that made it, grouped by layer, each layer one panel that opens on a click; then
 the final norm, the logits of the top candidates and the softmax with a temperature slider that redraws the
 probabilities and says which token greedy search and sampling would take (in the manner of Transformer Explainer,
@@ -7,8 +7,9 @@ Cho et al., IEEE VIS 2024).
 
 HTML with PNG strips (a strip is a 1 x D image, so that 100 strips of 512 numbers stay small), one
 self-contained fragment with no CDN. It reflows to the width it is given (strips stretch, rows wrap), so a layer
-never scrolls sideways; `font_px` sets every text (class mode draws it at 18 px). Pieces sit in <bdi> elements, so
-Arabic reads right to left inside a left-to-right page.
+never scrolls sideways; `font_px` sets every text (class mode draws it at 18 px). Font and colours are the charts'
+theme's (`transformer.charts.theme`). Pieces sit in <bdi> elements, so Arabic reads right to left inside a
+left-to-right page.
 """
 
 from __future__ import annotations
@@ -18,23 +19,30 @@ import struct
 import zlib
 from collections.abc import Callable, Sequence
 
+from transformer.charts.theme import FONT, GRID, HIGHLIGHT, MUTED, NEGATIVE, NORMAL, PICKED, POSITIVE, TEXT, WEIGHT_DARK
 from transformer.explain.flow import TEMPERATURES, NeuronExamples, Stage, TokenFlow
-from transformer.explain.views.svg import FONT, View, data_json, esc, new_id, shorten
+from transformer.explain.views.svg import View, data_json, esc, new_id, shorten
 
-POS, NEG = (59, 117, 175), (208, 100, 76)  # the other views' blue and red
+
+def rgb(colour: str) -> tuple[int, int, int]:
+    """"#rrggbb" as (r, g, b)."""
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+POS, NEG = rgb(POSITIVE), rgb(NEGATIVE)  # a strip's colours at its largest positive and negative number
 Pieces = Callable[[Sequence[int]], list[str]]
-CSS = """.tf{font-family:%(font)s;font-size:%(px)spx;color:#222;line-height:1.35;max-width:100%%}
-.tf details{border:1px solid #ddd;border-radius:6px;margin:0 0 6px;padding:2px 8px}
-.tf summary{cursor:pointer;font-weight:600}.tf .sum{font-weight:400;color:#555}
-.tf .stage{margin:6px 0;padding:4px 6px;border-left:4px solid #eee}.tf .stage.on{border-left-color:#c98a00;
-background:#fffbea}.tf .title{font-weight:600}.tf .row{display:flex;flex-wrap:wrap;align-items:center;
-gap:2px 10px;margin:3px 0}.tf .name{flex:0 0 %(name)spx}.tf .strip{flex:1 1 200px;min-width:160px;position:relative}
-.tf .strip img{width:100%%;height:%(strip)spx;image-rendering:pixelated;display:block;border:1px solid #ccc}
-.tf .norm{flex:0 0 7em;font-variant-numeric:tabular-nums}.tf .eq{color:#555;font-style:italic}
-.tf .hv{color:#555;font-variant-numeric:tabular-nums}.tf .bar{display:inline-block;height:0.8em;background:#3b75af;
-vertical-align:middle}.tf table{border-collapse:collapse}.tf td,.tf th{padding:1px 8px;text-align:left}
-.tf td.n{text-align:right;font-variant-numeric:tabular-nums}.tf input[type=range]{width:min(420px,90%%)}
-.tf .say{font-weight:600;margin:4px 0}"""
+CSS = f""".tf{{font-family:{FONT};font-size:%(px)spx;color:{TEXT};line-height:1.35;max-width:100%%}}
+.tf details{{border:1px solid {GRID};border-radius:6px;margin:0 0 6px;padding:2px 8px}}
+.tf summary{{cursor:pointer;font-weight:600}}.tf .sum{{font-weight:400;color:{MUTED}}}
+.tf .stage{{margin:6px 0;padding:4px 6px;border-left:4px solid {GRID}}}.tf .stage.on{{border-left-color:{PICKED};
+background:{HIGHLIGHT}}}.tf .title{{font-weight:600}}.tf .row{{display:flex;flex-wrap:wrap;align-items:center;
+gap:2px 10px;margin:3px 0}}.tf .name{{flex:0 0 %(name)spx}}.tf .strip{{flex:1 1 200px;min-width:160px;
+position:relative}}.tf .strip img{{width:100%%;height:%(strip)spx;image-rendering:pixelated;display:block;
+border:1px solid {GRID}}}.tf .norm{{flex:0 0 7em;font-variant-numeric:tabular-nums}}.tf .eq{{color:{MUTED};
+font-style:italic}}.tf .hv{{color:{MUTED};font-variant-numeric:tabular-nums}}.tf .bar{{display:inline-block;
+height:0.8em;background:{WEIGHT_DARK};vertical-align:middle}}.tf table{{border-collapse:collapse}}
+.tf td,.tf th{{padding:1px 8px;text-align:left}}.tf td.n{{text-align:right;font-variant-numeric:tabular-nums}}
+.tf input[type=range]{{width:min(420px,90%%)}}.tf .say{{font-weight:600;margin:4px 0}}"""
 TF_JS = """function(root,data){
 root.querySelectorAll('.strip img').forEach(img=>{const v=data.vectors[+img.dataset.v];const hv=img.parentElement
 .parentElement.querySelector('.hv');img.addEventListener('mousemove',e=>{const i=Math.min(v.length-1,Math.floor(
@@ -53,8 +61,8 @@ if(on&&data.scroll&&doc&&window.self!==window.top)doc.scrollTop=on.closest('deta
 
 
 def strip_png(values: Sequence[float]) -> str:
-    """A vector as a 1 x D PNG data URI: white at 0, blue up to the largest positive, red to the largest negative
-    (the strip's own scale: max |v|)."""
+    """A vector as a 1 x D PNG data URI: white at 0, red up to the largest positive, blue to the largest negative
+    (the theme's positive and negative; the strip's own scale: max |v|)."""
     values = [float(v) for v in values]
     scale = max((abs(v) for v in values), default=0.0) or 1.0
     pixels = bytearray(b"\x00")  # the row's filter byte
@@ -143,7 +151,7 @@ def _output_html(flow: TokenFlow, pieces: Pieces, seed: int, on: bool) -> tuple[
 
 def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Pieces, *, stage: str | None = None,
                     neurons: Sequence[NeuronExamples] = (), seed: int = 0,
-                    font_px: int = 13, title: str = "") -> View:
+                    font_px: int = NORMAL.body, title: str = "") -> View:
     """The flow of `flow` with `stage` (one of flow.keys; default: the decoder's last layer) highlighted, its layer
     open and scrolled to; neurons: where the stages' neurons fire most in some sentences
     (`transformer.explain.flow.neuron_examples`), named beside each;
@@ -184,7 +192,7 @@ def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Piece
                   f'{names["output"]}</summary>{final}{output_html}</details>')
     # scrolled to its stage only inside a frame of its own (the app's), never a notebook's or a report's page
     data.update(vectors=vectors, barpx=12 * font_px, scroll=stage != keys[0])
-    css = CSS % {"font": FONT, "px": font_px, "name": 12 * font_px, "strip": max(16, int(1.4 * font_px))}
+    css = CSS % {"px": font_px, "name": 12 * font_px, "strip": max(16, int(1.4 * font_px))}
     target = target_pieces([flow.output.greedy])[0]
     note = ("pre-LN: the embedding and the sublayers' outputs sum to the last stream, so the shares sum to 100%"
             if flow.norm_first else "post-LN: each sublayer's sum is normalised again, so the shares need not sum "
@@ -192,7 +200,7 @@ def token_flow_view(flow: TokenFlow, source_pieces: Pieces, target_pieces: Piece
     heading = (f"<div><b>{esc(title)}</b></div>" if title else "") + (
         f"<div>Predicting the token after {_piece(dec_pieces[flow.position])} (output position {flow.position}; the "
         f"model's most probable next piece: {_piece(target)}). Each strip is a vector of d_model = "
-        f"{len(flow.output.state)} numbers, blue positive, red negative, on its own scale; hover it for a number. "
+        f"{len(flow.output.state)} numbers, red positive, blue negative, on its own scale; hover it for a number. "
         f"|a|: the norm of what a sublayer adds to the residual stream, (%): its share of the stack's last stream "
         f"({note}). LayerNorm(x) = γ ⊙ (x − mean(x)) / √(var(x) + ε) + β.</div>")
     root = new_id("tf")

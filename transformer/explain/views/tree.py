@@ -14,25 +14,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from transformer.bidi import is_rtl
+from transformer.charts.theme import BEST, CATEGORIES, FORCED, MUTED, NORMAL, PICKED
 from transformer.decoding.search import SearchStep
-from transformer.explain.views.svg import BASE_CSS, HOVER_CHARS, View, anchored, esc, fit, is_rtl, new_id, shorten
+from transformer.explain.views.svg import BASE_CSS, HOVER_CHARS, View, anchored, esc, fit, new_id, shorten
 
-COL, ROW, RADIUS, FONT_PX = 92, 24, 5, 11  # px: a step's column, a rank's row, a node, the labels' font
+COL, ROW, RADIUS = 92, 24, 5  # px: a step's column, a rank's row, a node
+FONT_PX = NORMAL.view  # the labels' font: the smallest text of the views
 LEFT, TOP = 34, 44  # px: room for the root <s> and the step numbers
+BLUE, ORANGE, GREEN = CATEGORIES[:3]
 STYLES = {  # status -> (colour, edge dash, what the legend says)
-    "live": ("#3b75af", "", "kept in the beam"),
-    "finished": ("#2c7a3f", "", "finished with </s>"),
-    "stopped": ("#b07c00", "5,3", "stopped at the length limit"),
-    "pruned": ("#aaaaaa", "2,3", "pruned: fell out of the beam"),
+    "live": (BLUE, "", "kept in the beam"),
+    "finished": (GREEN, "", "finished with </s>"),
+    "stopped": (ORANGE, "5,3", "stopped at the length limit"),
+    "pruned": (MUTED, "2,3", "pruned: fell out of the beam"),
 }
-WIN = "#0b2e6b"
-FORCED = "#7b3fa0"  # a forced step's ring and label
-CSS = BASE_CSS + """
-.bt .node{cursor:pointer}.bt .node text{font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:3px}
-.bt .node.win text{font-weight:700}.bt .node.pruned text{fill:#888}.bt .node.forced text{fill:""" + FORCED + """}
-.bt .node.picked text{fill:#c00}
-.bt .edge.picked{stroke:#c00 !important;stroke-opacity:1}.bt .info{min-height:1.4em}
-.bt svg.fit{width:100%;height:auto}.bt .wide{overflow-x:auto}"""
+WIN = BEST  # the best hypothesis's path
+CSS = BASE_CSS + f"""
+.bt .node{{cursor:pointer}}.bt .node text{{font-size:{FONT_PX}px;paint-order:stroke;stroke:white;stroke-width:3px}}
+.bt .node.win text{{font-weight:700}}.bt .node.pruned text{{fill:{MUTED}}}.bt .node.forced text{{fill:{FORCED}}}
+.bt .node.picked text{{fill:{PICKED}}}
+.bt .edge.picked{{stroke:{PICKED} !important;stroke-opacity:1}}.bt .info{{min-height:1.4em}}
+.bt svg.fit{{width:100%;height:auto}}.bt .wide{{overflow-x:auto}}"""
 TREE_JS = """function(root,onpick){const svg=root.querySelector('svg.bt');const info=root.querySelector('.info');
 svg.querySelectorAll('g.node').forEach(n=>n.addEventListener('click',()=>{
 svg.querySelectorAll('.picked').forEach(e=>e.classList.remove('picked'));let at=n;
@@ -80,7 +83,7 @@ def _marker(status: str, x: float, y: float, win: bool) -> str:
         s = r + 1
         return f'<path d="M{x:.1f},{y - s:.1f} l{s},{s} l{-s},{s} l{-s},{-s} z" fill="{colour}"/>'
     if status == "pruned":
-        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r - 1}" fill="#fff" stroke="{colour}" stroke-width="1.5"/>'
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r - 1}" fill="white" stroke="{colour}" stroke-width="1.5"/>'
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{colour}"/>'
 
 

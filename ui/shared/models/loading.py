@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from transformer.data.tokenizer import TokenizerError
+from ui.shared.models import language_choice
 from ui.shared.models.catalog import (
     PAGE_SIZE,
     checkpoint_stamp,
@@ -123,7 +124,7 @@ def current_translator(required: bool = True) -> Translator | None:
         st.error(f"The explorer opens models from {code(checkpoints_dir())} and {code(runs_dir())} only.")
         return None
     try:
-        return _load(path, checkpoint_stamp(path))
+        return language_choice.chosen(_load(path, checkpoint_stamp(path)), path)
     except (CheckpointError, TokenizerError, OSError) as e:  # a checkpoint without tokenizer.json included
         st.error(f"This checkpoint cannot be loaded: {code(e)}")
         return None

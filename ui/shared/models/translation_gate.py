@@ -7,14 +7,24 @@ decoding with a message that says so; at most OUTPUT_LIMIT output pieces, and as
 translation (`reference_ids`, checked before any mask is built); at most DECODE_SLOTS decodes at once in
 one server, shared by every session (each on one CPU thread). A request that finds every slot taken waits, with a
 message on its page, for up to WAIT_TIMEOUT seconds, then is told the server is busy.
+
+Background work (a split's table, head importance) runs in daemon threads started with `start_background`: at the
+process's exit (the end of a script, Ctrl+C or SIGTERM of `streamlit run`) each is asked to stop and waited for, up
+to EXIT_WAIT seconds in all. A daemon thread still inside torch when the interpreter finalises aborts the process
+("terminate called without an active exception", SIGABRT): Python ends such a thread with pthread_exit as it takes
+the GIL back, and the unwinding meets a C++ destructor that may not throw.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import logging
 import math
 import os
+import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -31,12 +41,20 @@ OUTPUT_LIMIT = math.floor(MAX_LEN_A * MAX_SOURCE_TOKENS + MAX_LEN_B)  # 160 piec
 DECODE_SLOTS = int(os.environ.get("EXPLORER_DECODE_SLOTS") or 2)  # one per core of a 2-core machine
 WAIT_TIMEOUT = float(os.environ.get("EXPLORER_DECODE_WAIT") or 60)  # seconds a request waits for a slot
 DECODE_THREADS = 1  # torch threads: slots run side by side, each on one core, rather than fight over both
+EXIT_WAIT = 20.0  # seconds the exit waits for background work to stop (it stops within a sentence or a head)
+STOP_POLL = 0.2  # seconds between two looks at a stop event while waiting for a slot
+
+log = logging.getLogger(__name__)
 
 OnWait = Callable[[int, int], None]  # (decodes running, requests waiting including this one)
 
 
 class ServerBusy(TranslationError):
     """Every decode slot stayed taken for WAIT_TIMEOUT seconds."""
+
+
+class Stopped(TranslationError):
+    """Background work was asked to stop (a user's Stop, or the server shutting down)."""
 
 
 class DecodeLimiter:
@@ -52,8 +70,10 @@ class DecodeLimiter:
         self.waiting = 0
 
     @contextmanager
-    def slot(self, on_wait: OnWait | None = None, timeout: float | None = None) -> Iterator[None]:
-        """Hold a slot for the block; when none is free, call on_wait(running, waiting) once, then wait."""
+    def slot(self, on_wait: OnWait | None = None, timeout: float | None = None,
+             stop: threading.Event | None = None) -> Iterator[None]:
+        """Hold a slot for the block; when none is free, call on_wait(running, waiting) once, then wait (Stopped
+        once stop is set)."""
         if not self._free.acquire(blocking=False):
             with self._lock:
                 self.waiting += 1
@@ -61,7 +81,7 @@ class DecodeLimiter:
             try:
                 if on_wait is not None:
                     on_wait(running, waiting)
-                got = self._free.acquire(timeout=self.timeout if timeout is None else timeout)
+                got = self._acquire(self.timeout if timeout is None else timeout, stop)
             finally:
                 with self._lock:
                     self.waiting -= 1
@@ -77,13 +97,88 @@ class DecodeLimiter:
                 self.running -= 1
             self._free.release()
 
+    def _acquire(self, timeout: float, stop: threading.Event | None) -> bool:
+        if stop is None:
+            return self._free.acquire(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while not stop.is_set():
+            if self._free.acquire(timeout=max(0.0, min(STOP_POLL, deadline - time.monotonic()))):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        raise Stopped("stopped before it began, while it waited for a decode slot")
+
 
 LIMITER = DecodeLimiter(DECODE_SLOTS)
 
 
-def decode_slot(on_wait: OnWait | None = None) -> AbstractContextManager[None]:
-    """One of the server's decode slots, for model work other than `translate` (the step-by-step page)."""
-    return LIMITER.slot(on_wait)
+def decode_slot(on_wait: OnWait | None = None, stop: threading.Event | None = None) -> AbstractContextManager[None]:
+    """One of the server's decode slots, for model work other than `translate` (the step-by-step page, background
+    work: waiting for it ends with Stopped once stop is set)."""
+    return LIMITER.slot(on_wait, stop=stop)
+
+
+@dataclasses.dataclass(frozen=True)
+class Background:
+    """A background work's thread and the event that asks it to stop."""
+
+    thread: threading.Thread
+    stop: threading.Event
+
+    @property
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+
+_background: set[Background] = set()  # the process's running background work, stopped at its exit
+_background_lock = threading.Lock()
+
+
+def start_background(name: str, work: Callable[[threading.Event], None]) -> Background:
+    """work(stop) in a daemon thread, which the process asks to stop and waits for at its exit (`stop_background`).
+    work checks stop between sentences, heads or other small steps and returns soon after it is set."""
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            work(stop)
+        finally:
+            with _background_lock:
+                _background.discard(handle)
+
+    handle = Background(threading.Thread(target=run, name=name, daemon=True), stop)
+    with _background_lock:
+        _background.add(handle)
+    handle.thread.start()
+    return handle
+
+
+def stop_background(timeout: float | None = None) -> list[str]:
+    """Ask every running background work to stop and wait for it, timeout seconds at most in all (EXIT_WAIT unless
+    told); the names of the threads still running then."""
+    timeout = EXIT_WAIT if timeout is None else timeout
+    with _background_lock:
+        running = list(_background)
+    for work in running:
+        work.stop.set()
+    deadline = time.monotonic() + timeout
+    for work in running:
+        work.thread.join(max(0.0, deadline - time.monotonic()))
+    return sorted(work.thread.name for work in running if work.thread.is_alive())
+
+
+def _stop_background_at_exit() -> None:
+    left = stop_background()
+    if left:  # better an exit status than a SIGABRT and a core file
+        log.error("background work %s did not stop within %g s; exiting without finalising", ", ".join(left),
+                  EXIT_WAIT)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+atexit.register(_stop_background_at_exit)
 
 
 def bounded(settings: SearchSettings) -> SearchSettings:

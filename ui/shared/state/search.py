@@ -20,7 +20,9 @@ from ui.shared.state.page_state import link, link_problems, share
 
 PARAMS = ("temperature", "top_k", "top_p", "seed")
 TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE = (0.05, 3.0), (0, 200), (0.05, 1.0)
-DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0}
+DEFAULTS = {name: getattr(SearchSettings(), name) for name in PARAMS}  # the package's defaults, one owner
+# What the beam controls open on: the app's beam and n-best (the package's default is greedy), the package's alpha.
+BEAM_DEFAULTS = {"method": "greedy", "beam": 4, "alpha": SearchSettings().alpha, "nbest": 3}
 SAMPLING_HELP = ("Each token is drawn from the model's distribution: **temperature** < 1 sharpens it (towards "
                  "greedy), > 1 flattens it; **top-k** keeps only the k most probable tokens (0: all); **top-p** "
                  "keeps the smallest set of most probable tokens whose probability adds up to p (1: all). The same "
@@ -83,7 +85,7 @@ def search_settings(key: str):
     SearchSettings."""
     values, problems = links.read_search(link())
     link_problems(problems)
-    for name, default in {"method": "greedy", "beam": 4, "alpha": 0.6, "nbest": 3}.items():
+    for name, default in BEAM_DEFAULTS.items():
         if name in values or f"{key}_{name}" not in st.session_state:  # set before the widgets, which get no default
             st.session_state[f"{key}_{name}"] = values.get(name, default)
     # The methods on a line of their own: in a quarter of the page "sample" went to a second line at 1280 px.

@@ -1,28 +1,27 @@
-"""How long each page takes to open from a link, as a ratio to Streamlit's own bare page on the same machine.
+"""How fast each page opens as users meet it, as ratios to Streamlit's floor: a page that draws nothing but a
+title and a sidebar like the app's, in a multipage app beside it, measured in the same run.
 
-    python bench/pages.py                 # every page, 5 warm rounds each, then the buttons
-    python bench/pages.py --rounds 9 --pages Translate Step_by_step
+    python bench/pages.py                 # every page: navigation, warm and cold loads, buttons
+    python bench/pages.py --rounds 9 --pages Translate Step_by_step --no-cold
 
 Needs Debian's chromium (see tests/test_e2e.py). Not a test: its numbers depend on the machine; BENCHMARKS.md
-quotes its output. Two servers run side by side, started the same way (`streamlit run`, headless, no usage
-statistics): the app, and a one-title page (`st.title`). Each load is a fresh tab (a new Streamlit session), and
-its time is the page's own clock: from the navigation's start to the page's last change once its script run is
-over and it has kept still for QUIET seconds (Plotly's hover layer aside), so the charts' drawing counts.
+quotes its output with the CPU it prints. Each time is the page's own clock: from the navigation's start (or the
+click) to the page's last change once its script run is over and it has kept still for QUIET seconds, so the
+charts' drawing counts.
 
-1. **cold**: the first request of each page right after its server started, against the bare page's first
-   request after its own start (each page gets a freshly started server).
-2. **warm**: once the server has served the page once, `--rounds` loads of the page alternating with the bare
-   page; the medians and their ratio.
-3. **floor** (`--floor`): Streamlit's own cost of a page of a multipage app with a sidebar like the app's, on a page
-   that draws nothing else (FLOOR), as ratios to the bare page: what no page of the app can go below.
-4. **breakdown** (`--breakdown`): where one warm load's time goes: the server's script run (the browser's rerun
-   request to the last websocket message), the bytes it sent, the JavaScript the browser fetched (Plotly's module
-   among it), the browser's time after the last message, Chromium's script and layout time, and the page's charts,
-   iframes and data grids.
-5. **buttons** on the shipped models: Next, Back and Run to end on Step by step, Draw again (sampling), a lens
-   switch on Translate: the time from the click to the page's last change.
-
-Goal (issue 42): every page at most 1.5x the bare page warm, 3x cold, every button under 1 s.
+1. **navigate**: in one tab, a click on the page's sidebar link from another page of the app (Home; the Teacher's
+   guide for Home), `--rounds` times once the page was opened once, against the same click from one page of the
+   floor app to its other one. Goal: median <= 0.5 s and <= 1.5x the floor's.
+2. **warm**: a fresh tab (a new session) opening the page's link once the server served it, `--rounds` loads
+   alternating with the floor page's link. Goal: <= 2.0x the floor page.
+3. **cold**: the first request of each page right after its server started, against the floor page's first
+   request after its own server started. Goal: <= 3x the floor page.
+4. **buttons** on the teaching model: Next, Back and Run to end on Step by step, Draw again (sampling): from the
+   click to the page's last change. Goal: every one under 1 s.
+5. `--bare`: the warm loads of a one-title single-page app beside the floor page, for reference (Streamlit's
+   multipage shell and the sidebar's widgets are what separate the two).
+6. `--breakdown`: where one warm load's time goes (server script run, bytes sent, JavaScript fetched, browser
+   time after the last message, Chromium's script and layout time, the charts and iframes drawn).
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-# The page's clock (DOM changes outside Plotly's hover layer; zero at the navigation's start; each click recorded as
-# the action) and the end of a script run, as the many-users bench reads them (bench/ is the script's sys.path[0]).
+# The page's clock (DOM changes; zero at the navigation's start; each click recorded as the action) and the end of a
+# script run, as the many-users bench reads them (bench/ is the script's sys.path[0]).
 from many_users import PAGE_CLOCK, SCRIPT_DONE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,18 +60,18 @@ PAGES = {  # page -> the link a teacher would open (query string)
     "Explain_heads": f"model=en-fr-teaching&text={TEACHING}",
     "Dataset": "model=en-fr-teaching",
 }
-# --floor: what Streamlit itself costs before a page draws anything of its own, as pages of a second app beside the
-# bare one: the same title on a page of a multipage app (its address is a path: the browser first asks the server
-# under that path), then with one select box in the sidebar (a widget whose code the browser fetches when it first
-# draws one), then with a sidebar like the app's (eight page links, a select box, a toggle and a radio).
-FLOOR = {
-    "Title": "",
-    "Select": 'st.sidebar.selectbox("Model", ["a", "b"])\n',
-    "Sidebar": ('for i in range(8):\n    st.sidebar.page_link("bare.py", label=f"Page {i}", icon=":material/home:")\n'
-                'st.sidebar.selectbox("Model", ["a", "b"])\nst.sidebar.toggle("Class mode")\n'
-                'st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True)\n'),
-}
+# The floor: a multipage app whose pages draw a title and a sidebar like the app's (eight page links, a select box, a
+# toggle and a radio), configured as the app is. FLOOR is the page every ratio divides by; OTHER is where the
+# navigation to it starts.
+SIDEBAR = ('for i in range(4):\n'
+           '    st.sidebar.page_link("pages/1_Floor.py", label=f"Floor {i}", icon=":material/home:")\n'
+           '    st.sidebar.page_link("pages/2_Other.py", label=f"Other {i}", icon=":material/home:")\n'
+           'st.sidebar.divider()\nst.sidebar.selectbox("Model", ["a", "b"])\nst.sidebar.toggle("Class mode")\n'
+           'st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True)\n')
+FLOOR, OTHER = "Floor", "Other"
 FLOOR_CONFIG = '[client]\nshowSidebarNavigation = false\ntoolbarMode = "minimal"\n'  # as the app's
+LINKS = {"Home": "Home", "Translate": "Translate & Attention", "Step_by_step": "Decode step by step", "Train": "Train",
+         "Learn": "Learn", "Teaching_guide": "Teacher's guide", "Explain_heads": "Explain heads", "Dataset": "Dataset"}
 # The websocket's traffic and the page's long tasks, on the same clock (for --breakdown).
 PROBE = """
 window.__ws = {sent: 0, last: 0, bytes: 0, frames: 0};
@@ -89,7 +88,8 @@ window.WebSocket = class extends NativeSocket {
     send(data) { if (!window.__ws.sent) window.__ws.sent = performance.now(); super.send(data); }
 };
 """
-COUNTS = """[document.querySelectorAll('.js-plotly-plot').length, document.querySelectorAll('iframe').length,
+COUNTS = """[document.querySelectorAll('[data-testid="stVegaLiteChart"]').length,
+             document.querySelectorAll('iframe').length,
              document.querySelectorAll('[data-testid="stDataFrame"]').length]"""
 RESOURCES = ("performance.getEntriesByType('resource').filter(r => r.name.endsWith('.js'))"
              ".map(r => [r.name, r.decodedBodySize])")
@@ -174,13 +174,37 @@ def breakdown(browser, url: str) -> str:
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
     finally:
         context.close()
-    plotly, scripts = sum(size for name, size in js if "Plotly" in name), sum(size for _, size in js)
+    vega, scripts = sum(size for name, size in js if "Vega" in name or "embed" in name), sum(size for _, size in js)
     return (f"{total:5.2f} s: server {(ws['last'] - ws['sent']) / 1000:4.2f} s ({ws['frames']} messages, "
             f"{ws['bytes'] / 1e3:.0f} kB), browser after it {total - ws['last'] / 1000:5.2f} s; "
             f"JS {scripts / 1e6:.1f} MB "
-            f"(plotly {plotly / 1e6:.1f}), script {metrics['ScriptDuration']:.2f} s, layout+style "
+            f"(Vega {vega / 1e6:.1f}), script {metrics['ScriptDuration']:.2f} s, layout+style "
             f"{metrics['LayoutDuration'] + metrics['RecalcStyleDuration']:.2f} s; {charts} charts, {iframes} iframes, "
             f"{grids} data grids")
+
+
+def navigate(browser, start: str, link: str, rounds: int) -> list[float]:
+    """Seconds from a click on the sidebar link named `link` to the page's last change, in one tab that opened
+    `start` (the link's page opened once before the timed rounds; the tab goes back to `start` between them)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.add_init_script(PAGE_CLOCK)
+    times = []
+    try:
+        page.goto(start, wait_until="commit")
+        page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
+        settle(page)
+        back = page.url
+        for i in range(rounds + 1):
+            page.locator('[data-testid="stSidebar"] a', has_text=link).first.click()
+            seconds = settle(page, since="window.__clock.action")
+            if i:  # the first: the page's first run in this session
+                times.append(seconds)
+            page.goto(back)
+            settle(page)
+    finally:
+        context.close()
+    return times
 
 
 def click(page, name: str) -> float:
@@ -214,14 +238,25 @@ def buttons(browser, url: str) -> dict[str, list[float]]:
     return times
 
 
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def verdict(ratio: float, goal: float, seconds: float | None = None, limit: float | None = None) -> str:
+    met = ratio <= goal and (seconds is None or limit is None or seconds <= limit)
+    return "ok" if met else "OVER"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5, help="warm loads of each page (and of the bare page)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed navigations and warm loads of each page")
     parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
     parser.add_argument("--no-cold", action="store_true", help="skip the first-request-after-a-start loads")
     parser.add_argument("--no-buttons", action="store_true")
-    parser.add_argument("--floor", action="store_true", help="after the warm loads, Streamlit's own pages (FLOOR): "
-                        "a multipage app's page, a sidebar select box, a sidebar like the app's")
+    parser.add_argument("--bare", action="store_true", help="also the warm loads of a one-title single-page app")
     parser.add_argument("--breakdown", action="store_true", help="after the warm loads, one load of each page taken "
                         "apart (server, bytes, JavaScript, browser)")
     args = parser.parse_args(argv)
@@ -231,75 +266,90 @@ def main(argv: list[str] | None = None) -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-pages-"))
     (tmp / "bare.py").write_text(BARE)
+    floor_dir = tmp / "floor"
+    (floor_dir / "pages").mkdir(parents=True)
+    (floor_dir / ".streamlit").mkdir()
+    (floor_dir / ".streamlit" / "config.toml").write_text(FLOOR_CONFIG)
+    (floor_dir / "home.py").write_text(BARE + SIDEBAR)
+    for i, name in enumerate((FLOOR, OTHER), 1):
+        (floor_dir / "pages" / f"{i}_{name}.py").write_text(BARE.replace("A bare page", name) + SIDEBAR)
 
     def app_server() -> Server:
         return Server(REPO / "app.py", REPO, tmp / "app.log")
 
-    def bare_server() -> Server:
-        return Server(tmp / "bare.py", tmp, tmp / "bare.log")
-
-    def warm(url: str, name: str) -> None:
-        load(browser, url)  # served once
-        page_times, bare_times = [], []
-        for _ in range(args.rounds):
-            page_times.append(load(browser, url))
-            bare_times.append(load(browser, bare.url))
-        page_s, bare_s = statistics.median(page_times), statistics.median(bare_times)
-        print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}"
-              f"   (page {min(page_times):.2f}-{max(page_times):.2f} s)", flush=True)
+    def floor_server() -> Server:
+        return Server(floor_dir / "home.py", floor_dir, tmp / "floor.log")
 
     def path(name: str) -> str:
         return ("/" if name == "Home" else f"/{name}") + (f"?{PAGES[name]}" if PAGES[name] else "")
 
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; {args.rounds} rounds", flush=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        if not args.no_cold:
-            print("cold: the first request after a start (each page on a fresh server)")
+        app, floor = app_server(), floor_server()
+        try:
+            floor_page = f"{floor.url}/{FLOOR}"
+            print("navigate: a click on the page's sidebar link, in one tab (goal: median <= 0.5 s and <= 1.5x)")
+            floor_nav = statistics.median(navigate(browser, f"{floor.url}/{OTHER}", f"{FLOOR} 0", args.rounds))
+            print(f"  {'floor':15s} {floor_nav:6.2f} s", flush=True)
             for name in args.pages:
-                bare = bare_server()
+                start = app.url + ("/Teaching_guide" if name == "Home" else "/")
+                times = navigate(browser, start, LINKS[name], args.rounds)
+                nav = statistics.median(times)
+                print(f"  {name:15s} {nav:6.2f} s   ratio {nav / floor_nav:5.2f}   "
+                      f"(max {max(times):.2f} s)   {verdict(nav / floor_nav, 1.5, nav, 0.5)}", flush=True)
+            print(f"warm: a fresh tab opening the link, median of {args.rounds}, alternating with the floor page "
+                  "(goal: <= 2.0x)")
+            load(browser, floor_page)
+            for name in args.pages:
+                url = app.url + path(name)
+                load(browser, url)  # served once
+                page_times, floor_times = [], []
+                for _ in range(args.rounds):
+                    page_times.append(load(browser, url))
+                    floor_times.append(load(browser, floor_page))
+                page_s, floor_s = statistics.median(page_times), statistics.median(floor_times)
+                print(f"  {name:15s} {page_s:6.2f} s   floor {floor_s:5.2f} s   ratio {page_s / floor_s:5.2f}   "
+                      f"(page {min(page_times):.2f}-{max(page_times):.2f} s)   {verdict(page_s / floor_s, 2.0)}",
+                      flush=True)
+            if args.bare:
+                bare = Server(tmp / "bare.py", tmp, tmp / "bare.log")
                 try:
-                    bare_s = load(browser, bare.url)
+                    bare_times = [(load(browser, bare.url), load(browser, floor_page)) for _ in range(args.rounds)]
                 finally:
                     bare.stop()
+                bare_s = statistics.median(b for b, _ in bare_times)
+                floor_s = statistics.median(f for _, f in bare_times)
+                print(f"  {'bare page':15s} {bare_s:6.2f} s   floor {floor_s:5.2f} s   floor / bare "
+                      f"{floor_s / bare_s:5.2f}", flush=True)
+            if args.breakdown:
+                print("breakdown: one more fresh-tab load of each page (and of the floor page)")
+                for name, url in [("floor", floor_page), *((name, app.url + path(name)) for name in args.pages)]:
+                    print(f"  {name:15s} {breakdown(browser, url)}", flush=True)
+            if not args.no_buttons:
+                print("buttons on the teaching model: click to the last change, 3 each (goal: under 1 s)")
+                for name, times in buttons(browser, app.url).items():
+                    print(f"  {name:15s} median {statistics.median(times):5.2f} s   max {max(times):5.2f} s   "
+                          f"{'ok' if max(times) < 1 else 'OVER'}", flush=True)
+        finally:
+            app.stop()
+            floor.stop()
+        if not args.no_cold:
+            print("cold: the first request after a start, each page on a fresh server (goal: <= 3x)")
+            for name in args.pages:
+                floor = floor_server()
+                try:
+                    floor_s = load(browser, f"{floor.url}/{FLOOR}")
+                finally:
+                    floor.stop()
                 app = app_server()
                 try:
                     page_s = load(browser, app.url + path(name))
                 finally:
                     app.stop()
-                print(f"  {name:15s} {page_s:6.2f} s   bare {bare_s:5.2f} s   ratio {page_s / bare_s:5.2f}", flush=True)
-        app, bare = app_server(), bare_server()
-        try:
-            print(f"warm: once served, the median of {args.rounds} fresh-tab loads, alternating with the bare page")
-            for name in args.pages:
-                warm(app.url + path(name), name)
-            if args.floor:
-                print("floor: Streamlit's own pages, nothing of the app's (FLOOR)")
-                floor = tmp / "floor"
-                (floor / "pages").mkdir(parents=True)
-                (floor / ".streamlit").mkdir()
-                (floor / ".streamlit" / "config.toml").write_text(FLOOR_CONFIG)
-                (floor / "bare.py").write_text(BARE)
-                for i, (name, extra) in enumerate(FLOOR.items(), 1):
-                    (floor / "pages" / f"{i}_{name}.py").write_text(BARE + extra)
-                shell = Server(floor / "bare.py", floor, tmp / "floor.log")
-                try:
-                    for name in FLOOR:
-                        warm(f"{shell.url}/{name}", name)
-                finally:
-                    shell.stop()
-            if args.breakdown:
-                print("breakdown: one more fresh-tab load of each page (and of the bare page)")
-                for name, url in [("bare", bare.url), *((name, app.url + path(name)) for name in args.pages)]:
-                    print(f"  {name:15s} {breakdown(browser, url)}", flush=True)
-            if not args.no_buttons:
-                print("buttons on the teaching model: click to the last change (3 each)")
-                for name, times in buttons(browser, app.url).items():
-                    print(f"  {name:15s} median {statistics.median(times):5.2f} s   max {max(times):5.2f} s",
-                          flush=True)
-        finally:
-            app.stop()
-            bare.stop()
-            browser.close()
+                print(f"  {name:15s} {page_s:6.2f} s   floor {floor_s:5.2f} s   ratio {page_s / floor_s:5.2f}   "
+                      f"{verdict(page_s / floor_s, 3.0)}", flush=True)
+        browser.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -28,11 +28,12 @@ TEACHING = "en-fr-teaching"
 LONG = ("The young man buys a green bicycle and the old woman sells some fresh cakes at the closed supermarket on "
         "Thursdays while my sister does not eat bread and the clever daughter will take the beautiful mirrors to the "
         "market.")
-# Font sizes (px on screen) of the first chart's column and row labels, as the SVG draws them (plotly's, or an SVG
-# chart's, which is scaled to its column's width).
-_LABEL_SIZES_JS = """chart => ['.xtick text, text.xt', '.ytick text, text.yt'].map(sel =>
-    [...chart.querySelectorAll(sel)].map(t => { const m = t.getScreenCTM();
-      return parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1); }))"""
+# Font sizes (px on screen) of the first chart's column and row labels, as Vega's SVG draws them (its axes are
+# named X-axis and Y-axis for screen readers).
+_LABEL_SIZES_JS = """chart => ['X', 'Y'].map(axis =>
+    [...chart.querySelectorAll('g.role-axis')].filter(g => (g.getAttribute('aria-label') || '').startsWith(axis))
+      .flatMap(g => [...g.querySelectorAll('.role-axis-label text')]).map(t => { const m = t.getScreenCTM();
+        return parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1); }))"""
 
 
 @pytest.fixture

@@ -50,10 +50,9 @@ PAGES = {
 }
 
 
-# the width of every plotly chart's grid (its drag layer): a chart whose labels and colour bar take its column
-GRIDS_JS = """() => [document, ...[...document.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)]
-  .flatMap(r => [...r.querySelectorAll('[data-testid="stPlotlyChart"] .nsewdrag, svg.lc-svg rect.area')])
-  .map(e => Math.round(e.getBoundingClientRect().width))"""  # plotly's grids and the SVG charts' plot areas
+# the width of every chart's plot area (its marks' cells or bars): a chart whose labels and colour bar take its column
+GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"] .role-mark.mark-rect')]
+  .filter(g => g.childElementCount).map(e => Math.round(e.getBoundingClientRect().width))"""
 MIN_GRID_PX = 90  # a grid narrower than this is a sliver beside its labels (the head importance maps were 29 px)
 EQ1_JS = """() => { const s = document.querySelector('svg.eq'); if (!s) return null;
   return {scroll: s.parentElement.scrollWidth, room: s.parentElement.clientWidth}; }"""
@@ -83,7 +82,7 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
                 button.click()
                 page.wait_for_timeout(3000)
         page.locator(ready).first.wait_for(timeout=180_000)
-        page.wait_for_timeout(3000)  # plotly's layout pass, the views' scripts
+        page.wait_for_timeout(3000)  # the charts' layout pass, the views' scripts
         assert page.locator(EXCEPTION).count() == 0
         groups = measure(page)
         assert groups and all(group.labels for group in groups)

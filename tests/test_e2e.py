@@ -2,7 +2,7 @@
 
 Skipped when chromium is missing, unless REQUIRE_E2E=1 (CI), where a missing browser is an error.
 With UPDATE_SCREENSHOT=1 it saves the docs' pictures: docs/screenshot.png (README) and docs/tour-*.png (docs/tour.md).
-These tests cover what only a browser shows: clicks on plotly charts, what a select box displays, the
+These tests cover what only a browser shows: clicks on charts (Vega-Lite selections), what a select box displays, the
 address bar, and the requests the page makes.
 """
 
@@ -28,11 +28,11 @@ from transformer.decoding.translate import find_checkpoint
 SENTENCE = "And God said, Let there be light: and there was light."
 ARABIC_MODEL = "en-ar-bible"
 BIBLE = "model=en-fr-bible&"  # SENTENCE's tests (a verse): the app opens on the teaching model (models.catalog)
-# a chart: Vega-Lite's (st.altair_chart), plotly's, or an SVG one (ui.shared.svg_chart)
-PLOT = '[data-testid="stVegaLiteChart"], [data-testid="stPlotlyChart"], div.lc'
-# a chart's heatmap, drawn (Vega draws a chart of over 2,000 data rows on a canvas)
-HEATMAP = ".mark-rect path, canvas.marks, .heatmaplayer image, svg.lc-svg rect.cell, svg.lc-svg image.cells"
+PLOT = '[data-testid="stVegaLiteChart"]'  # a chart (st.altair_chart)
+# a chart's heatmap cells, drawn (Vega draws a chart of over 2,000 data rows on a canvas)
+HEATMAP = ".mark-rect path, canvas.marks"
 VEGA_SVG = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart drawn as SVG
+TOOLTIP = "#vg-tooltip-element"  # Vega's tooltip, one per page
 EXCEPTION = '[data-testid="stException"]'
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,12 +188,15 @@ def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
         timeout=15_000)
     page.wait_for_timeout(1500)  # the page's layout settles; only for a clean screenshot, nothing is asserted on it
     assert page.locator('[data-testid="stException"]').count() == 0
-    cell = _in_view(chart.locator("rect.cell").nth(1))  # row 0, column 1: the hover names both tokens and the weight
+    cells = chart.locator(".view_1_marks path")  # the weights' cells, row by row
+    cell = _in_view(cells.nth(1))  # row 0, column 1: the tooltip names both tokens and the weight
     page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
-    expect(chart.locator(".lc-tip")).to_contain_text(re.compile(r"target query: .+\nsource key: .+\nweight: 0\.\d{3}"))
-    with page.expect_download() as download:  # the sidebar's format (PNG), named for the head
-        chart.locator(".lc-save").click()
-    assert download.value.suggested_filename == "cross-layer-0-mean-of-heads.png"
+    expect(page.locator(TOOLTIP)).to_contain_text(
+        re.compile(r"target query\s*.+\s*source key\s*.+\s*weight\s*0\.\d{3}\s*query read"))
+    with page.expect_download() as download:  # the chart toolbar's PNG (the sidebar's SVG: a button under it)
+        chart.hover()
+        page.get_by_role("button", name="Download as PNG").first.click()
+    assert download.value.suggested_filename.endswith(".png")
     assert Path(download.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page.mouse.move(0, 0)
     if find_checkpoint():
@@ -217,33 +220,28 @@ def _until(action, check, tries: int = 3) -> None:
                 raise
 
 
-def test_model_view_click_and_box_select_open_that_head(server, page):
+def test_a_click_on_the_model_view_opens_that_head(server, page):
     page.goto(server + "/Translate?" + (BIBLE if find_checkpoint() else "") + "text=" + _sentence().replace(" ", "+"))
     page.locator(PLOT).first.locator(HEATMAP).first.wait_for(timeout=60_000)
     page.get_by_text("Model view: every layer and head").click()
     grid = page.locator(PLOT).nth(1)
     grid.locator(HEATMAP).first.wait_for(timeout=30_000)
-    maps = grid.locator("rect.area")  # one per small map, row by row
+    maps = grid.locator(".mark-rect")  # one group of cells per small map, row by row
     tops = [maps.nth(i).bounding_box()["y"] for i in range(maps.count())]
     n_heads = tops.count(tops[0])
 
-    def click_layer_1_head_2() -> None:
-        cell = _in_view(maps.nth(n_heads + 2))
+    def click(layer: int, head: int) -> None:
+        cell = _in_view(maps.nth(layer * n_heads + head))
         page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
         page.mouse.click(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
 
     # A click that lands while the chart is still being redrawn (a loaded machine) is lost: click again.
-    _until(click_layer_1_head_2, lambda: expect(_box(page, "Head")).to_have_value("head 2", timeout=10_000))
+    _until(lambda: click(1, 2), lambda: expect(_box(page, "Head")).to_have_value("head 2", timeout=10_000))
     expect(_box(page, "Layer")).to_have_value("1")
     expect(page.get_by_text("cross-attention (decoder → encoder), layer 1, head 2")).to_be_visible()
     assert "layer=1" in page.url and "head=2" in page.url
     grid.locator(HEATMAP).first.wait_for(timeout=30_000)
-    cell = _in_view(maps.nth(1))  # layer 0, head 1: a box dragged over it selects it
-    page.mouse.move(cell["x"] + 4, cell["y"] + 4)
-    page.mouse.down()
-    page.mouse.move(cell["x"] + cell["width"] - 4, cell["y"] + cell["height"] - 4, steps=5)
-    page.mouse.up()
-    expect(_box(page, "Head")).to_have_value("head 1", timeout=15_000)
+    _until(lambda: click(0, 1), lambda: expect(_box(page, "Head")).to_have_value("head 1", timeout=10_000))
     expect(_box(page, "Layer")).to_have_value("0")
     assert page.locator(EXCEPTION).count() == 0
 
@@ -272,10 +270,10 @@ def test_select_boxes_show_the_new_options_text(server, page, tmp_path):
     expect(query).to_have_value("0: ▁the", timeout=30_000)
     page.get_by_text("may attend").first.wait_for()
     assert page.locator(EXCEPTION).count() == 0
-    encodings = page.locator(PLOT).first  # 60 x 128 cells: a hover template the browser fills in
-    cells = _in_view(encodings.locator("rect.area").first)
+    encodings = page.locator(PLOT).first  # 60 x d_model cells (canvas: more than 2,000 of them)
+    cells = _in_view(encodings.locator("canvas, svg").first)
     page.mouse.move(cells["x"] + cells["width"] * 0.5, cells["y"] + cells["height"] * 0.5)
-    expect(encodings.locator(".lc-tip")).to_have_text(re.compile(r"position \d+, dim \d+: \u2212?\d\.\d{3}"))
+    expect(page.locator(TOOLTIP)).to_contain_text(re.compile(r"position\s*\d+\s*dimension\s*\d+\s*value\s*-?\d\.\d{3}"))
     page.mouse.move(0, 0)
     page.get_by_role("heading", name="3. Scaled dot-product attention, step by step").scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
@@ -355,7 +353,7 @@ _TEXT_ORDER_JS = """el => {
     return [edge(0), edge(text.length - 1), getComputedStyle(el).direction];
 }"""
 # For each y-axis tick label of the first chart: [its text, x of its first character, x of its last one].
-_TICK_ORDER_JS = """chart => [...chart.querySelectorAll('.ytick text, text.yt')].map(t => {
+_TICK_ORDER_JS = """chart => [...chart.querySelectorAll('.role-axis-label text')].map(t => {
     const n = t.getNumberOfChars();
     return [t.textContent, t.getExtentOfChar(0).x, t.getExtentOfChar(n - 1).x];
 })"""

@@ -10,12 +10,12 @@ import torch
 
 from tests.app_fixtures import PAIRS, make_checkpoint
 from tests.chart_reading import Drawn
+from transformer.bidi import piece_labels
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError, Translator
 from transformer.model.checkpoint import load_checkpoint
 from ui.learn import positional_figures
 from ui.learn.attention_steps import encoder_attention_steps
-from ui.shared import heatmaps
 from ui.shared.attention import families
 from ui.shared.models.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
 from ui.train import metric_curves
@@ -31,25 +31,6 @@ def translator(checkpoint):
     return Translator(checkpoint)
 
 
-def test_heatmap_is_one_trace_with_fixed_scale_and_unique_labels():
-    w = np.random.default_rng(0).dirichlet(np.ones(3), size=2)  # (2, 3), rows sum to 1
-    fig = heatmaps.attention_heatmap(w, ["▁le", "▁le"], ["a", "b", "c"])
-    (trace,) = fig.data
-    assert trace.type == "heatmap" and (trace.zmin, trace.zmax) == (0.0, 1.0)
-    assert list(trace.y) == [0, 1] and list(fig.layout.yaxis.ticktext) == ["▁le", "▁le"]  # repeats stay rows
-    assert np.allclose(np.asarray(trace.z), w) and trace.customdata[1][2][:2].tolist() == ["▁le", "c"]
-    assert fig.layout.yaxis.autorange == "reversed"  # first query on top
-    with pytest.raises(ValueError):
-        heatmaps.attention_heatmap(w, ["x"], ["a", "b", "c"])
-
-
-def test_heatmap_leaves_room_for_long_tokens_and_few_rows():
-    short = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"], title="t")
-    long = heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "▁congregation", "z"], title="t")
-    assert long.layout.margin.t > short.layout.margin.t  # rotated column labels do not run into the title
-    assert long.layout.height - long.layout.margin.t >= 180  # two rows are not squeezed into slivers
-
-
 def test_metric_curves_without_values_say_so():
     drawn = Drawn.of(metric_curves.metric_curves([{"step": 1, "train_loss": 2.0}], ["dev_bleu"]))
     assert drawn.marks() == ["text"] and drawn.data("text")["text"].tolist() == ["no values yet"]
@@ -61,59 +42,14 @@ def test_metric_curves_without_values_say_so():
     assert zeros.view("line")["encoding"]["y"]["scale"]["domain"] == [-1.0, 1.0]
 
 
-def test_model_view_has_a_heatmap_and_a_clickable_marker_per_head():
-    maps = np.full((2, 3, 4, 5), 0.2)
-    fig = heatmaps.model_view(maps)
-    grids = [t for t in fig.data if t.type == "heatmap"]
-    markers = [t for t in fig.data if t.type == "scatter"]
-    assert len(grids) == len(markers) == 6
-    assert [list(m.customdata[0]) for m in markers] == [[layer, head] for layer in range(2) for head in range(3)]
-    assert all(h.hoverinfo == "skip" for h in grids)  # the marker takes hover and click (cells cannot)
-    assert fig.layout.hoverdistance == -1 and fig.layout.dragmode is False
-    assert (markers[5].xaxis, markers[5].yaxis) == ("x6", "y6")  # the sixth subplot: layer 1, head 2
-
-
-# What Streamlit reports in the browser (captured with Chromium): a click on a marker, and a box select that
-# caught the marker; a box over a subplot whose marker it missed has no point but names its axes.
-CLICK = {"points": [{"curve_number": 9, "point_number": 0, "point_index": 0, "x": 2, "y": 1.5,
-                     "customdata": [1, 1]}], "point_indices": [0], "box": [], "lasso": []}
-BOX = {"points": [{"curve_number": 11, "point_number": 0, "customdata": [1, 2]}], "point_indices": [0],
-       "box": [{"xref": "x6", "yref": "y6", "x": [-0.4, 4.4], "y": [-0.3, 3.3]}], "lasso": []}
-EMPTY_BOX = {"points": [], "point_indices": [], "box": [{"xref": "x5", "yref": "y5", "x": [0, 1], "y": [0, 1]}],
-             "lasso": []}
-
-
-@pytest.mark.parametrize(("selection", "pick"), [(CLICK, (1, 1)), (BOX, (1, 2)), (EMPTY_BOX, (1, 1)),
-                                                 ({"points": [], "box": [{"xref": "x"}]}, (0, 0)),
-                                                 ({"points": [], "point_indices": [], "box": [], "lasso": []}, None),
-                                                 ({}, None)])
-def test_model_view_pick_reads_clicks_and_boxes(selection, pick):
-    assert heatmaps.model_view_pick(selection, n_heads=3) == pick
-
-
-def test_long_sentences_get_column_labels_that_do_not_overlap():
-    for n in (5, 30, 60, 90, 127):
-        fig = heatmaps.attention_heatmap(np.full((2, n), 1 / n), ["a", "b"], [f"▁word{i}" for i in range(n)])
-        font, angle, ticks = fig.layout.xaxis.tickfont.size, fig.layout.xaxis.tickangle, fig.layout.xaxis.tickvals
-        footprint = heatmaps.LINE_HEIGHT * font / abs(np.sin(np.radians(angle)))  # px along the axis per label
-        assert footprint <= heatmaps.PLOT_WIDTH / n * (ticks[1] - ticks[0]), (n, font, angle)
-        assert font >= heatmaps.MIN_FONT == 10 and (len(ticks) == n) == (n <= 58)
-        longest = len(f"▁word{n - 1}")
-        assert fig.layout.margin.t >= 50 + 0.6 * font * longest * abs(np.sin(np.radians(angle)))  # labels fit
-    assert heatmaps.column_font(5) == (12, -60, 1) and heatmaps.column_font(60) == (10, -90, 2)
-
-
-def test_positional_heatmap_leaves_room_for_ticks_and_axis_titles():
-    fig = positional_figures.positional_heatmap(np.zeros((200, 256)))
-    assert fig.layout.margin.l >= 70 and fig.layout.margin.b >= 50  # "200" and "position" beside each other
-    assert fig.layout.yaxis.title.text == "position" and fig.layout.xaxis.title.text == "dimension i"
-
-
-def test_chart_config_names_the_file_and_the_format():
-    png = heatmaps.chart_config("cross-attention, layer 2, head 1")
-    assert png["toImageButtonOptions"] == {"format": "png", "filename": "cross-attention-layer-2-head-1", "scale": 2}
-    svg = heatmaps.chart_config("enc_self-layer-0-mean of heads", "svg")["toImageButtonOptions"]
-    assert svg == {"format": "svg", "filename": "enc-self-layer-0-mean-of-heads"}
+def test_positional_heatmap_is_a_cell_per_position_and_dimension_with_sparse_ticks():
+    pe = np.random.default_rng(0).uniform(-1, 1, (200, 256))
+    drawn = Drawn.of(positional_figures.positional_heatmap(pe))
+    encoding = drawn.view("rect")["encoding"]
+    assert encoding["y"]["title"] == "position" and encoding["x"]["title"] == "dimension i"
+    assert encoding["x"]["axis"]["values"] == list(range(0, 256, 16)) and encoding["y"]["axis"]["values"][1] == 10
+    assert np.allclose(drawn.data("rect")["value"], pe.ravel())
+    assert encoding["color"]["scale"]["domain"] == [-1.0, 1.0]
 
 
 def test_attention_views_shapes_rows_and_labels(translator):
@@ -133,7 +69,7 @@ def test_attention_views_shapes_rows_and_labels(translator):
     assert m.shape == (len(rows), len(cols)) == (2, len(src) - 1) and "</s>" not in rows + cols
     assert np.allclose(m, cross[1].mean(0)[:2, :-1])
     notes = families.row_notes(att, "dec_self", hide_special=True)
-    assert notes == [f"<br>query read: {heatmaps.escape(p)}" for p in att.target_input_pieces[:2]]
+    assert notes == piece_labels(att.target_input_pieces[:2])  # plain text: Vega draws "<s>" as it is
     m, rows, cols = families.matrix(att, "dec_self", 0, 3, hide_special=True)
     assert m.shape == (2, 2) and cols == att.target_input_pieces[1:] and np.allclose(m, dec_self[0, 3][:2, 1:])
     assert families.row_notes(att, "enc_self") is None

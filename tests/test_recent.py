@@ -1,6 +1,7 @@
 """What the server keeps so that a page opened again computes nothing twice: the last few values by key
-(`ui.shared.models.recent`), the last translations of each model (`translation_gate.RECENT`) and the last chart drawings
-(`svg_chart.DRAWN`): each gives back what computing it again would, and computes only what it does not hold."""
+(`ui.shared.models.recent`) and the last translations of each model (`translation_gate.RECENT`): each gives back what
+computing it again would, and computes only what it does not hold. (Charts are drawn by Vega in the browser: the
+server keeps no drawings.)"""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ import gc
 import threading
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from tests.app_fixtures import PAIRS, make_checkpoint
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator
-from ui.shared import heatmaps, svg_chart, svg_figure
 from ui.shared.models import translation_gate
 from ui.shared.models.recent import Recent
 
@@ -91,24 +90,3 @@ def test_each_model_keeps_its_own_translations_and_drops_them_with_the_model(tra
     gc.collect()
     assert len(translation_gate.RECENT._by_model) == 1  # weak keys: nothing keeps a dropped model alive
 
-
-def _heatmap(z) -> go.Figure:
-    return heatmaps.mask_heatmap(np.asarray(z), ["a", "b"], ["c", "d"], title="a mask")
-
-
-def test_a_chart_drawn_again_is_the_kept_drawing_and_a_changed_one_is_drawn_anew(monkeypatch):
-    svg_chart.DRAWN.clear()
-    drawn = []
-    real = svg_figure.draw
-    monkeypatch.setattr(svg_figure, "draw", lambda *a, **k: drawn.append(a) or real(*a, **k))
-    fig = _heatmap([[1, 0], [1, 1]])
-    first = svg_chart.payload(fig, 600, config={"a": 1}, modes=[], tip_px=13)
-    again = svg_chart.payload(_heatmap([[1, 0], [1, 1]]), 600, config={"a": 2}, modes=["points"], tip_px=20)
-    assert len(drawn) == 1 and again["svg"] == first["svg"] and again["figure"] == first["figure"]
-    assert (again["config"], again["modes"], again["tip"]) == ({"a": 2}, ["points"], 20)  # not kept: asked each time
-    assert again["svg"] == real(fig, 600, svg_chart.svg_traces.STREAMLIT_COLOURS).svg
-    changed = svg_chart.payload(_heatmap([[1, 0], [0, 1]]), 600, config={}, modes=[], tip_px=13)
-    wider = svg_chart.payload(fig, 700, config={}, modes=[], tip_px=13)
-    plotly_colours = svg_chart.payload(fig, 600, config={}, modes=[], tip_px=13, theme=None)
-    assert len(drawn) == 4 and len({changed["svg"], wider["svg"], first["svg"]}) == 3
-    assert plotly_colours["svg"] == real(fig, 600, svg_chart.svg_traces.PLOTLY_COLOURS).svg

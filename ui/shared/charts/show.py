@@ -19,23 +19,26 @@ FORMAT_KEY = "chart_format"  # session state: the sidebar's "png" or "svg"
 
 
 def selection_names(chart: alt.TopLevelMixin) -> list[str]:
-    """The names of the chart's selection parameters (in its layers and facets too)."""
-    spec = chart.to_dict()
+    """The names of the chart's selection parameters, in its layers, facets and concatenations too (read from the
+    chart's objects: its data is never serialised here)."""
     names: list[str] = []
 
     def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            for param in node.get("params", []) or []:
-                if isinstance(param, Mapping) and "select" in param:
-                    names.append(param["name"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
+        for param in _defined(getattr(node, "params", None)) or []:
+            if _defined(getattr(param, "select", None)) is not None:
+                names.append(param.name)
+        for part in ("layer", "hconcat", "vconcat", "concat"):
+            for child in _defined(getattr(node, part, None)) or []:
+                walk(child)
+        if (spec := _defined(getattr(node, "spec", None))) is not None:
+            walk(spec)
 
-    walk(spec)
+    walk(chart)
     return list(dict.fromkeys(names))
+
+
+def _defined(value: Any) -> Any:
+    return None if value is alt.Undefined else value
 
 
 def file_name(filename: str) -> str:

@@ -51,12 +51,11 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-b
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 IDLE = '[data-testid="stStatusWidget"]'  # "Running…" while a script run is in progress
 RESULT = '[data-testid="stMarkdown"] h3'  # the translation (st.subheader's h3 is an stHeading)
-# The page's own clock: when the user's last Enter or click reached it, and when its DOM last changed (plotly's hover
-# labels aside: a chart that moves under the mouse pointer draws one). A response is complete once the page's script
+# The page's own clock: when the user's last Enter or click reached it, and when its DOM last changed (the chart's
+# tooltip aside: a chart under the mouse pointer draws one). A response is complete once the page's script
 # run is over (Streamlit's `data-test-script-state`) and the page has kept still for QUIET seconds; its time is from
 # the action to the last change. The status widget alone does not tell: Streamlit shows it only after a run's first
-# 0.5 s, and the charts are drawn after the run's last message (a page's first chart also loads plotly's 4.7 MB
-# module, about 0.8 s of one core). And Playwright's waits poll (after the first 0.3 s every 0.5 s), so the time
+# 0.5 s, and the charts are drawn after the run's last message (a page's first chart also loads Vega's module). And Playwright's waits poll (after the first 0.3 s every 0.5 s), so the time
 # at which they return is late or, when a run ends before its status shows, early.
 PAGE_CLOCK = """
 window.__clock = {action: 0, changed: 0};
@@ -65,7 +64,7 @@ document.addEventListener("click", () => { window.__clock.action = performance.n
 new MutationObserver(records => {
     const drawn = records.some(r => {
         const element = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-        return !(element && element.closest(".hoverlayer"));
+        return !(element && element.closest("#vg-tooltip-element"));
     });
     if (drawn) window.__clock.changed = performance.now();
 }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});

@@ -1,6 +1,5 @@
 """AppTest for every page: in-process, no browser. A tiny random-weight checkpoint stands in for the model."""
 
-import base64
 import json
 import os
 import re
@@ -18,36 +17,11 @@ from tests.chart_reading import Drawn, charts
 from tests.conftest import SPECIALS
 from transformer.decoding.search import SearchSettings, search
 from transformer.runs import probe_steps, read_metrics
-from ui.shared import svg_chart
 from ui.shared.models.offline_examples import offline_examples
 from ui.shared.text.plain import plain, table
 from ui.shared.training import jobs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-
-
-def plotly_array(v):
-    """plotly>=6 encodes arrays as {"dtype", "bdata", "shape": "8, 12"}."""
-    if isinstance(v, dict) and "bdata" in v:
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        return a.reshape([int(n) for n in str(v["shape"]).split(",")]) if "shape" in v else a
-    return np.asarray(v)
-
-
-def charts_of(at) -> list:
-    """The page's charts in the order it shows them: st.plotly_chart's and the SVG heatmaps (ui.shared.svg_chart)."""
-    return [el for el in at.main if el.type == "plotly_chart"
-            or (el.type == "bidi_component" and el.proto.component_name == svg_chart.ELEMENT)]
-
-
-def is_svg_chart(el) -> bool:
-    return el.type == "bidi_component"
-
-
-def figures_of(at):
-    """Each chart's plotly figure (an SVG chart carries the figure it was drawn from)."""
-    return [json.loads(el.proto.json)["figure"] if is_svg_chart(el) else json.loads(el.proto.spec)
-            for el in charts_of(at)]
 
 
 def chart_titled(at, start: str) -> Drawn:

@@ -1,4 +1,4 @@
-"""Class mode's sizes on the SVG views and the plotly figures, and the figures' small fixes of issue 37 (items 2,
+"""Class mode's sizes on the SVG views and the Altair charts, and the figures' small fixes of issue 37 (items 2,
 9, 11, 16, 18), checked on the figures' JSON and the views' markup; the browser half is
 tests/test_class_views_e2e.py."""
 
@@ -14,6 +14,7 @@ import pytest
 from tests.app_fixtures import make_checkpoint
 from tests.chart_reading import Drawn
 from transformer.charts import theme
+from transformer.charts.heatmap import mask_map
 from transformer.charts.render import to_svg
 from transformer.charts.theme import CLASS
 from transformer.decoding.search import SearchSettings
@@ -21,7 +22,6 @@ from transformer.decoding.translate import Translator
 from transformer.explain import views
 from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps
-from ui.shared import heatmaps
 from ui.shared.attention import gold_alignment
 from ui.shared.state import class_mode
 from ui.step import candidate_bars
@@ -61,25 +61,26 @@ def test_the_beam_tree_has_a_whole_tree_overview(tiny):
     assert 'viewBox="0 0 ' in view.html  # what lets the overview scale the whole drawing to the page's width
 
 
-@pytest.mark.parametrize("fig", [
-    heatmaps.attention_heatmap(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"]),
-    heatmaps.mask_heatmap(np.ones((3, 3), dtype=bool), ["a", "b", "c"], ["a", "b", "c"]),
-], ids=["attention", "mask"])
-def test_no_heatmap_keeps_plotlys_zero_lines(fig):
-    fig = heatmaps.without_zero_lines(fig)
-    axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
-    assert axes and all(axis.zeroline is False for axis in axes)
+def _axis_labels(chart, width: int) -> int:
+    """How many column labels Vega keeps (greedy overlap removal) when it draws the chart `width` px wide."""
+    svg = to_svg(chart, width)
+    axis = re.search(r'<g class="mark-group role-axis"[^>]*aria-label="X-axis.*?</g></g></g>', svg, flags=re.S)
+    labels = axis.group(0).split("role-axis-label", 1)[1].split("</g>", 1)[0]
+    return len(re.findall(r'<text[^>]*opacity="1"', labels))
 
 
-def test_a_half_width_mask_thins_its_column_labels_to_fit_in_class_mode():
+def test_a_half_width_mask_keeps_fewer_column_labels_than_a_whole_one_in_class_mode():
     labels = [f"▁word{i}" for i in range(18)]
-    fig = class_mode.enlarge(heatmaps.mask_heatmap(np.ones((18, 18), dtype=bool), labels, labels), share=0.5)
-    kept = len(fig.layout.xaxis.tickvals)
-    grid = class_mode.PAGE_PX * 0.5 - fig.layout.margin.l - fig.layout.margin.r
-    room = class_mode.LINE_HEIGHT * class_mode.LABEL_PX / math.sin(math.radians(60))  # a label turned 60 degrees
-    assert grid / kept >= room and kept < 18
-    whole = class_mode.enlarge(heatmaps.mask_heatmap(np.ones((18, 18), dtype=bool), labels, labels))
-    assert len(whole.layout.xaxis.tickvals) > kept  # the full width keeps more of them
+    half, whole = class_mode_sizes(0.5), class_mode_sizes(1.0)
+    half_chart = mask_map(np.ones((18, 18), dtype=bool), labels, labels, sizes=half)
+    whole_chart = mask_map(np.ones((18, 18), dtype=bool), labels, labels, sizes=whole)
+    assert half_chart.to_dict()["config"]["axis"]["labelFontSize"] == class_mode.LABEL_PX  # never shrunk
+    kept_half, kept_whole = _axis_labels(half_chart, half.page - 100), _axis_labels(whole_chart, whole.page - 100)
+    assert 0 < kept_half < 18 and kept_half < kept_whole  # left out where they would overlap, not run together
+
+
+def class_mode_sizes(share: float):
+    return dataclasses.replace(CLASS, page=round(CLASS.page * share))
 
 
 def _cell_texts(chart, sizes, text: str) -> list[tuple[str, str]]:
@@ -158,21 +159,33 @@ def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
     assert "domain" not in Drawn.of(two).view("line")["encoding"]["x"]["scale"]  # more than one step: Vega's own
 
 
-def test_every_chart_in_a_column_says_its_share_of_the_page():
-    """Class mode fits a chart's labels to the part of the page its container has (ui.shared.charts.show.chart's
-    `share`); a chart drawn into a column without it was fitted to the whole page (issue 37 item 2)."""
+def test_every_chart_in_a_column_is_built_for_its_share_of_the_page():
+    """Class mode lays a chart out for the part of the page its container has: a chart drawn into a column
+    (ui.shared.charts.show.chart's first argument not st) is built with `sizes=` (class_mode.sizes(share)), in the
+    call itself or in the assignment of the name it draws (issue 37 item 2)."""
     import ast
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     found, missing = 0, []
     for path in [*sorted((root / "ui").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]:
-        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) in ("chart", "draw_map")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        sized = {name.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                 and {"sizes", "head_sizes"} & {k.arg for k in node.value.keywords}
+                 for t in node.targets for name in ast.walk(t) if isinstance(name, ast.Name)}
+        for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For)):  # for column, drawn in zip(.., sized)
+            if {n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)} & sized:
+                sized |= {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "chart" and len(call.args) > 1):
                 continue
-            container = ast.unparse(call.args[0]) if call.args else "st"
-            found += container != "st"
-            if container not in ("st", "container") and "share" not in {k.arg for k in call.keywords}:
+            container, drawn = ast.unparse(call.args[0]), call.args[1]
+            if container in ("st", "container"):
+                continue
+            found += 1
+            ok = (isinstance(drawn, ast.Call) and "sizes" in {k.arg for k in drawn.keywords}) or (
+                isinstance(drawn, ast.Name) and drawn.id in sized)
+            if not ok:
                 missing.append(f"{path.relative_to(root)}:{call.lineno} {container}")
     assert found >= 10 and missing == []
 

@@ -16,11 +16,9 @@ from tests.test_app import (  # noqa: F401 (fixtures)
     at,
     chart_titled,
     checkpoints,
-    figures_of,
     map_values,
     outlined_cells,
     page,
-    plotly_array,
 )
 from tests.test_explain_app import values
 from transformer.data.corpora.teaching import align

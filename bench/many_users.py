@@ -55,7 +55,8 @@ RESULT = '[data-testid="stMarkdown"] h3'  # the translation (st.subheader's h3 i
 # tooltip aside: a chart under the mouse pointer draws one). A response is complete once the page's script
 # run is over (Streamlit's `data-test-script-state`) and the page has kept still for QUIET seconds; its time is from
 # the action to the last change. The status widget alone does not tell: Streamlit shows it only after a run's first
-# 0.5 s, and the charts are drawn after the run's last message (a page's first chart also loads Vega's module). And Playwright's waits poll (after the first 0.3 s every 0.5 s), so the time
+# 0.5 s, and the charts are drawn after the run's last message (a page's first chart also loads Vega's module).
+# And Playwright's waits poll (after the first 0.3 s every 0.5 s), so the time
 # at which they return is late or, when a run ends before its status shows, early.
 PAGE_CLOCK = """
 window.__clock = {action: 0, changed: 0};

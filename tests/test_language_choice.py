@@ -13,10 +13,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tests import hf_fixtures  # noqa: E402
 from tests.test_app import APP  # noqa: E402
 from transformer.model import hf  # noqa: E402
-from ui.shared.models import (
-    checkpoint_stamp,  # noqa: E402
-    language_choice,  # noqa: E402
-)
+from ui.shared.models import language_choice  # noqa: E402
+from ui.shared.models.catalog import checkpoint_stamp  # noqa: E402
 
 NAME = "tiny-nllb"
 

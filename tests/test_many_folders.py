@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import make_checkpoint
 from tests.test_app import APP
-from ui.shared.models.catalog import APP_MODEL, PAGE_SIZE, catalog
+from ui.shared.models import catalog
+from ui.shared.models.catalog import APP_MODEL, PAGE_SIZE
 from ui.shared.training import jobs
 
 

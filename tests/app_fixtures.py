@@ -1,16 +1,26 @@
-"""A tiny random-weight checkpoint and a tiny TSV corpus for the app's tests."""
+"""The app's tests' shared pieces: a tiny random-weight checkpoint and a tiny TSV corpus, the AppTest of the app
+over tiny checkpoints (`checkpoints`, `at`) or the shipped ones (`shipped`), and pages opened as a link opens them."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from pathlib import Path
 
+import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from transformer.data.tokenizer import train_tokenizer
 from transformer.model.checkpoint import save_checkpoint
 from transformer.model.config import ModelConfig
 from transformer.model.layers import Transformer
+from ui.shared.training import jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+SHIPPED = ROOT / "checkpoints"  # the models the repository ships
 
 PAIRS = [
     ("the cat sleeps .", "le chat dort ."), ("the dog eats .", "le chien mange ."),
@@ -73,3 +83,55 @@ def home_facts(at) -> dict[str, str]:
     """The Home page's table of the loaded model's facts."""
     (facts,) = [markdown_table(m.value) for m in at.markdown if m.value.startswith("|  | value |")]
     return facts
+
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_checkpoint(root / "tiny")
+    make_checkpoint(root / "tiny-ar", seed=1, src="ar")  # listed second: "tiny" stays the default
+    return root
+
+
+@pytest.fixture
+def at(checkpoints, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    app = AppTest.from_file(APP, default_timeout=60)
+    yield app
+    for proc in list(jobs._PROCESSES.values()):  # training runs escape the test's process group
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def page(at, path):
+    at.run()
+    at.switch_page(path).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def selectbox(at, label):
+    (box,) = [b for b in at.selectbox if b.label == label]
+    return box
+
+
+def app(monkeypatch, tmp_path, checkpoints) -> AppTest:
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    return AppTest.from_file(APP, default_timeout=120)
+
+
+def opened(at: AppTest, page: str, **params) -> AppTest:
+    at.query_params.update(params)  # a link opens the page
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def shipped(monkeypatch, tmp_path) -> AppTest:
+    if not (SHIPPED / "en-fr-teaching").is_dir():
+        pytest.skip("needs the shipped models")
+    return app(monkeypatch, tmp_path, SHIPPED)

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS, make_checkpoint
-from tests.chart_reading import Drawn, charts
-from tests.test_app import APP, curves_of
+from tests.app_fixtures import APP, PAIRS, make_checkpoint
+from tests.chart_reading import Drawn, charts, curves_of
 from transformer.bidi import PDI, RLI, ZWJ, piece_labels
 from transformer.charts import theme, training_curves
 from transformer.charts.heatmap import heatmap
@@ -30,7 +29,7 @@ from ui.train import metric_curves
 from ui.translate.probability_table import probability_table, rows
 from ui.translate.teaching_panels import contraction_hint, expand_contractions, gold_links
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "checkpoints"
 GRAMMAR = "The young man buys a green bicycle."
 
@@ -41,19 +40,6 @@ def tiny(tmp_path_factory):
     make_checkpoint(root / "tiny")
     make_checkpoint(root / "tiny-ar", seed=1, tgt="ar")
     return root
-
-
-def app(monkeypatch, tmp_path, checkpoints) -> AppTest:
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
-    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
-    return AppTest.from_file(APP, default_timeout=120)
-
-
-def opened(at: AppTest, page: str, **params) -> AppTest:
-    at.query_params.update(params)  # a link opens the page
-    at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
 
 
 # ----------------------------------------------------------------------------- 3. Resume runs to the run's end
@@ -303,4 +289,3 @@ def test_class_sizes_thin_column_labels_that_would_overlap_and_size_cell_text():
 
     grid = Drawn.of(gold_alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER", sizes=theme.CLASS))
     assert grid.view("text")["mark"]["fontSize"] == theme.CLASS.cell >= class_mode.LABEL_PX
-

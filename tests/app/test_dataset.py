@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.chart_reading import Drawn, charts
-from tests.test_app import map_values
+from tests.chart_reading import Drawn, charts, map_values
 from transformer.bidi import RLI
 from transformer.charts.render import spec
 from transformer.decoding.translate import find_checkpoint
@@ -20,7 +19,7 @@ from ui.dataset.per_slice_figures import slice_bars, slice_heads
 from ui.dataset.projector_figures import CONTEXT_CHARS, around, projector_scatter
 from ui.dataset.sentence_table import filtered, sentence_url
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 
 
@@ -156,7 +155,7 @@ def test_the_cache_lives_outside_the_repository(monkeypatch, tmp_path):
 
 def test_a_corpus_path_outside_the_data_folders_is_never_read(tmp_path, monkeypatch):
     from tests.app_fixtures import make_checkpoint
-    from tests.test_hostile_app import with_metadata
+    from tests.bad_input.test_hostile_models import with_metadata
 
     with_metadata(make_checkpoint(tmp_path / "checkpoints" / "tiny"),
                   corpus={"kind": "tsv", "src": "en", "tgt": "fr", "path": "/etc/passwd"})

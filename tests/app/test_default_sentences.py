@@ -14,8 +14,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
-from tests.chart_reading import charts
-from tests.test_explain_app import colour_scale
+from tests.chart_reading import charts, colour_scale
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translator
@@ -24,7 +23,7 @@ from transformer.model.checkpoint import load_checkpoint
 from ui.explain import importance_ties
 from ui.shared.models.catalog import find_models
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 CHECKPOINTS = ROOT / "checkpoints"
 BIBLE_DEFAULT = "In the beginning God created the heaven and the earth."

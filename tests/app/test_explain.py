@@ -8,10 +8,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS, make_checkpoint, write_tsv
-from tests.chart_reading import Drawn, chart, charts
+from tests.app_fixtures import APP, PAIRS, make_checkpoint, write_tsv
+from tests.chart_reading import Drawn, altair_views, chart, charts, curve_panels, curve_points
 from tests.conftest import SPECIALS
-from tests.test_app import APP, altair_views, curve_panels, curve_points
 from transformer.charts import theme, training_curves
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
@@ -61,17 +60,6 @@ def open_view(at, view, text=SENTENCE):
 
 def translator_of(checkpoints, name="tiny"):
     return Translator(load_checkpoint(checkpoints / name))
-
-
-def values(drawn: Drawn, rows: str = "row", cols: str = "col") -> np.ndarray:
-    """A heatmap's numbers back as a matrix (its rect marks' data: one row per cell)."""
-    data = drawn.data("rect")
-    return data.pivot(index=rows, columns=cols, values="value").to_numpy(dtype=np.float64)
-
-
-def colour_scale(drawn: Drawn) -> dict:
-    """The colour scale of a heatmap's coloured cells."""
-    return next(v for v in drawn.views() if "color" in v["encoding"])["encoding"]["color"]["scale"]
 
 
 def titles(at) -> list[str]:

@@ -3,11 +3,10 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import make_checkpoint
-from tests.chart_reading import Drawn, charts
+from tests.app.test_explain import open_view, translator_of
+from tests.app_fixtures import APP, make_checkpoint
+from tests.chart_reading import Drawn, charts, values
 from tests.conftest import SPECIALS
-from tests.test_app import APP
-from tests.test_explain_app import open_view, translator_of, values
 from transformer.explain.attribution import METHODS, attribute
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import activation_patching
@@ -143,7 +142,7 @@ def test_the_report_carries_the_attribution_lens_and_patching_sections(checkpoin
 
 
 def test_attribution_bars_split_source_and_prefix():
-    from tests.test_attribution import tiny_translator
+    from tests.explain.test_attribution import tiny_translator
     translator = tiny_translator()
     translation = translator.translate(SENTENCE)
     result = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)

@@ -6,9 +6,9 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
 
-from tests.test_attribution import tiny_translator
-from tests.test_explain_app import at, checkpoints, open_view  # noqa: F401  (fixtures)
-from tests.test_forced_comparison import no_difference, one_word, translator  # noqa: F401  (fixtures)
+from tests.app.test_explain import at, checkpoints, open_view  # noqa: F401  (fixtures)
+from tests.explain.test_attribution import tiny_translator
+from tests.explain.test_forced_comparison import no_difference, one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.search import SearchSettings
 from transformer.explain.contrast import contrast
 from transformer.explain.foil import foil_word

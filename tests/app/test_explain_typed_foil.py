@@ -6,12 +6,11 @@ link (`foil_word`) and restore it, and draw the same numbers as the package call
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import make_checkpoint
-from tests.chart_reading import charts
-from tests.test_app import APP
-from tests.test_attribution import tiny_translator
-from tests.test_attribution_app import SENTENCE
-from tests.test_explain_app import open_view, translator_of, values
+from tests.app.test_explain import open_view, translator_of
+from tests.app.test_explain_attribution import SENTENCE
+from tests.app_fixtures import APP, make_checkpoint
+from tests.chart_reading import charts, values
+from tests.explain.test_attribution import tiny_translator
 from transformer.decoding.search import SearchSettings
 from transformer.explain.attribution import attribute
 from transformer.explain.foil import foil_word

@@ -17,8 +17,8 @@ pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) 
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.app_fixtures import APP  # noqa: E402
 from tests.marian_fixtures import write_marian_folder  # noqa: E402
-from tests.test_app import APP  # noqa: E402
 from transformer.decoding.evaluate import evaluate_checkpoint  # noqa: E402
 from transformer.decoding.translate import Translator  # noqa: E402
 from transformer.model import hf  # noqa: E402

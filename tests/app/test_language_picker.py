@@ -11,7 +11,7 @@ pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests import hf_fixtures  # noqa: E402
-from tests.test_app import APP  # noqa: E402
+from tests.app_fixtures import APP  # noqa: E402
 from transformer.model import hf  # noqa: E402
 from ui.shared.models import language_choice  # noqa: E402
 from ui.shared.models.catalog import checkpoint_stamp  # noqa: E402
@@ -31,7 +31,7 @@ def test_the_picker_reads_the_codes_only_of_a_many_to_many_import(checkpoints):
     path = str(checkpoints / NAME)
     codes, src, tgt = language_choice.model_languages(path, checkpoint_stamp(path))
     assert len(codes) == 202 and (src, tgt) == ("eng_Latn", "fra_Latn") and "arb_Arab" in codes
-    shipped = str(hf_fixtures.Path(__file__).resolve().parents[1] / "checkpoints" / "en-fr-bible")
+    shipped = str(hf_fixtures.Path(__file__).resolve().parents[2] / "checkpoints" / "en-fr-bible")
     assert language_choice.model_languages(shipped, checkpoint_stamp(shipped)) == ([], None, None)
 
 

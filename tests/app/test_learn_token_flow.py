@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_views_app import iframes
+from tests.app.test_svg_views import iframes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 TEACHING = "en-fr-teaching"
 SENTENCE = "The young man buys a green bicycle."

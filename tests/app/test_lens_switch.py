@@ -8,19 +8,9 @@ import numpy as np
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS
-from tests.chart_reading import charts
+from tests.app_fixtures import APP, PAIRS, at, checkpoints, page  # noqa: F401 (fixtures)
+from tests.chart_reading import chart_titled, charts, map_values, outlined_cells, values  # noqa: F401 (fixtures)
 from tests.conftest import SPECIALS
-from tests.test_app import (  # noqa: F401 (fixtures)
-    APP,
-    at,
-    chart_titled,
-    checkpoints,
-    map_values,
-    outlined_cells,
-    page,
-)
-from tests.test_explain_app import values
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
 from transformer.explain.lenses import lens_maps
@@ -105,7 +95,7 @@ def test_step_page_and_explain_heads_have_the_switch(at):  # noqa: F811
 
 
 def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypatch):
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root / "checkpoints"))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     app = AppTest.from_file(APP, default_timeout=180)
@@ -130,7 +120,7 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
 def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_path, monkeypatch):
     """Issue 37 item 26: under the norm-weighted lens, "mean of heads" and the AER grid's mean column show the
     layer-level map ||Σ_h alpha^h_ij f^h(x_j)||, not the mean of the per-head maps; a head stays its own map."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root / "checkpoints"))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     app = AppTest.from_file(APP, default_timeout=180)

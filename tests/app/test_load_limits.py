@@ -19,7 +19,7 @@ from ui.shared.models import catalog, translation_gate
 from ui.shared.models.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, OUTPUT_LIMIT, DecodeLimiter, ServerBusy
 from ui.shared.training import jobs
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 @pytest.fixture(scope="module")

@@ -77,9 +77,8 @@ def test_rtl_html_escapes_and_lays_out_right_to_left():
 def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from tests.app_fixtures import PAIRS, make_checkpoint
+    from tests.app_fixtures import APP, PAIRS, make_checkpoint
     from tests.chart_reading import charts
-    from tests.test_app import APP
 
     make_checkpoint(tmp_path / "ckpts" / "en-ar", tgt="ar")
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))

@@ -6,9 +6,11 @@ import random
 import pytest
 from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
 
-from tests.app_fixtures import PAIRS
-from tests.chart_reading import Drawn
-from tests.test_app import at, chart_titled, checkpoints, page  # noqa: F401  (fixtures)
+from tests.app_fixtures import PAIRS, at, checkpoints, page  # noqa: F401  (fixtures)
+from tests.chart_reading import (
+    Drawn,
+    chart_titled,  # noqa: F401  (fixtures)
+)
 from ui.shared.state import links
 from ui.shared.state.search import read_sampling, sampling_params
 from ui.step import candidate_bars

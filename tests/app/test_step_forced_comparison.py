@@ -8,10 +8,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
 
-from tests.app_fixtures import PAIRS
-from tests.chart_reading import Drawn, charts
-from tests.test_app import at, chart_titled, checkpoints, map_values, page  # noqa: F401  (fixtures)
-from tests.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
+from tests.app_fixtures import PAIRS, at, checkpoints, page  # noqa: F401  (fixtures)
+from tests.chart_reading import Drawn, chart_titled, charts, map_values  # noqa: F401  (fixtures)
+from tests.explain.test_forced_comparison import one_word, translator  # noqa: F401  (fixtures)
 from transformer.charts import theme
 from transformer.decoding.session import DecodingSession
 from transformer.explain.forced_comparison import compare_forced

@@ -8,9 +8,11 @@ import re
 
 import pytest
 
-from tests.app_fixtures import PAIRS
-from tests.chart_reading import charts
-from tests.test_app import at, chart_titled, checkpoints, page  # noqa: F401 (fixtures)
+from tests.app_fixtures import PAIRS, at, checkpoints, page  # noqa: F401 (fixtures)
+from tests.chart_reading import (
+    chart_titled,  # noqa: F401 (fixtures)
+    charts,
+)
 from ui.step.candidate_bars import FORCED, FORCED_MARK, MARK
 
 STEP = "pages/2_Step_by_step.py"
@@ -271,7 +273,7 @@ def test_the_candidate_box_opens_at_the_piece_each_step_emitted(at):  # noqa: F8
 
 
 def test_every_fuzz_input_typed_as_a_word_is_forced_or_refused_in_a_message_shown_as_text(at):  # noqa: F811
-    from tests.test_fuzz import INPUTS, _typed, assert_safe
+    from tests.bad_input.test_fuzz import INPUTS, _typed, assert_safe
 
     started(at)
     at.button(key="step_next").click().run()

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.app_fixtures import PAIRS
-from tests.test_app import at, checkpoints, page  # noqa: F401  (pytest fixtures and the page opener)
+from tests.app_fixtures import PAIRS, at, checkpoints, page  # noqa: F401  (pytest fixtures and the page opener)
 from transformer.decoding.translate import Translator
 from transformer.explain import StatisticsAccumulator
 from transformer.model.checkpoint import load_checkpoint

@@ -9,12 +9,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import home_facts, make_checkpoint
-from tests.chart_reading import Drawn, charts
+from tests.app.test_svg_views import iframes
+from tests.app_fixtures import app, home_facts, make_checkpoint, opened
+from tests.chart_reading import Drawn, charts, colour_scale
 from tests.conftest import SPECIALS
-from tests.test_class_ready import app, opened
-from tests.test_explain_app import colour_scale
-from tests.test_views_app import iframes
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from transformer.decoding.translate import Translator
@@ -26,7 +24,7 @@ from ui.explain import attribution_figures
 from ui.shared.state import class_mode
 from ui.translate.probability_table import probability_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "checkpoints"
 
 
@@ -36,8 +34,6 @@ def tiny(tmp_path_factory):
     make_checkpoint(root / "tiny")
     make_checkpoint(root / "other", seed=1)
     return root
-
-
 
 
 # ----------------------------------------------------------------------------- 3. widget keys read before they exist
@@ -67,12 +63,6 @@ def test_a_widget_callback_after_its_key_was_dropped_keeps_the_page_up(monkeypat
 
 
 # ----------------------------------------------------------------------------- 17, 25. the first screen of a model
-
-
-def shipped(monkeypatch, tmp_path) -> AppTest:
-    if not (SHIPPED / "en-fr-teaching").is_dir():
-        pytest.skip("needs the shipped models")
-    return app(monkeypatch, tmp_path, SHIPPED)
 
 
 def test_the_arabic_model_opens_on_a_sentence_of_its_cards_samples_and_translates_it(monkeypatch, tmp_path):  # 17
@@ -339,7 +329,7 @@ def test_the_attribution_view_shows_the_steps_integrated_gradients_used(monkeypa
 
 
 def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # item 26
-    from tests.test_lenses import OUT, SRC, tiny
+    from tests.explain.test_lenses import OUT, SRC, tiny
     from transformer.explain.lenses import lens_maps, renormalise
     from transformer.explain.lenses.trace import trace
 
@@ -363,7 +353,7 @@ def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # ite
 
 
 def test_the_lenses_command_scores_the_norm_lens_layer_by_its_own_map():  # item 26
-    from tests.test_lenses import _examples
+    from tests.explain.test_lenses import _examples
     from transformer.explain.alignment import AlignmentCounts, argmax_links, count_links, word_attention
     from transformer.explain.lenses import lens_maps
     from transformer.explain.lenses.scores import _usable, score_lenses

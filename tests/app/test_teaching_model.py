@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.chart_reading import charts
-from tests.test_app import chart_titled, curve_panels, curve_points, curves_of, map_values, outlined_cells
+from tests.chart_reading import chart_titled, charts, curve_panels, curve_points, curves_of, map_values, outlined_cells
 from transformer.data.corpora.teaching import align, build_teaching_corpus, vocabulary
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
@@ -20,7 +19,7 @@ from transformer.model.checkpoint import load_checkpoint
 from ui.shared.models.catalog import describe, find_models
 from ui.shared.text.plain import plain
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 SENTENCE = "The young man buys a green bicycle."
 # the grammar version of the shipped model's corpus (1 for a model trained before versions, which records none)

@@ -21,100 +21,6 @@ from ui.shared.models.offline_examples import offline_examples
 from ui.shared.text.plain import plain, table
 from ui.shared.training import jobs
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-
-
-def chart_titled(at, start: str) -> Drawn:
-    """The first chart the page drew whose title starts with `start` (a chart without a selection carries no key)."""
-    found = [c for c in charts(at) if c.title.startswith(start)]
-    assert found, f"no chart titled {start!r}...; drawn: {[c.title for c in charts(at)]}"
-    return found[0]
-
-
-def map_values(drawn: Drawn) -> np.ndarray:
-    """A heatmap's (`transformer.charts.heatmap`) values as its matrix, rows top-down (NaN where a cell has none)."""
-    cells = drawn.data("rect")
-    encoding = drawn.view("rect")["encoding"]
-    out = np.full((len(encoding["y"]["scale"]["domain"]), len(encoding["x"]["scale"]["domain"])), np.nan)
-    out[cells["row"].to_numpy(int), cells["col"].to_numpy(int)] = cells["value"].to_numpy(float)
-    return out
-
-
-def outlined_cells(drawn: Drawn, name: str) -> list[tuple[int, int]]:
-    """The (row, col) cells a heatmap outlines as `name` ("gold link", "best", "picked": heatmap.OUTLINES), sorted."""
-    from transformer.charts.heatmap import OUTLINES
-
-    found = []
-    for n, view in enumerate(v for v in drawn.views() if v["mark"] == "rect" or v["mark"]["type"] == "rect"):
-        mark = view["mark"] if isinstance(view["mark"], dict) else {}
-        if mark.get("filled") is False and mark.get("stroke") == OUTLINES[name]:
-            cells = drawn.data("rect", n)
-            assert set(cells["outline"]) == {name}  # the tooltip says what the outline marks
-            found += zip(cells["row"].astype(int), cells["col"].astype(int))
-    return sorted(found)
-
-
-def curves_of(at) -> tuple[dict, dict]:
-    """The training-curves view (`transformer.charts.training_curves`: panels stacked on one step axis)."""
-    return next(view for view in altair_views(at) if "vconcat" in view[0])
-
-
-def colour_domain(drawn: Drawn, mark: str = "rect") -> list:
-    """The colour scale's domain of the first `mark` view that encodes colour."""
-    view = next(v for v in drawn.views() if (v["mark"] if isinstance(v["mark"], str) else v["mark"]["type"]) == mark
-                and "field" in v["encoding"].get("color", {}))
-    return view["encoding"]["color"]["scale"]["domain"]
-
-
-def altair_views(at) -> list[tuple[dict, dict]]:
-    """Each Altair chart's Vega-Lite spec and its datasets (name -> DataFrame)."""
-    return [(json.loads(el.proto.spec),
-             {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in el.proto.datasets})
-            for el in at.get("vega_lite_chart")]
-
-
-def curve_points(view: tuple[dict, dict], metric: str) -> list[tuple[int, float]]:
-    """(step, value) of one metric in the training-curves view."""
-    spec, data = view
-    frame = data[(spec.get("data") or spec["vconcat"][0]["layer"][0]["data"])["name"]]  # hoisted when shared
-    rows = frame[frame["metric"] == metric]
-    return list(zip(rows["step"].tolist(), rows["value"].tolist()))
-
-
-def curve_panels(view: tuple[dict, dict]) -> list[str]:
-    """The training-curves view's panel titles; asserts they share one step axis."""
-    spec, _ = view
-    assert spec["resolve"]["scale"]["x"] == "shared"
-    assert all(layer["encoding"]["x"]["field"] == "step" for panel in spec["vconcat"] for layer in panel["layer"])
-    return [panel["layer"][0]["encoding"]["y"]["title"] for panel in spec["vconcat"]]
-
-
-@pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
-    root = tmp_path_factory.mktemp("checkpoints")
-    make_checkpoint(root / "tiny")
-    make_checkpoint(root / "tiny-ar", seed=1, src="ar")  # listed second: "tiny" stays the default
-    return root
-
-
-@pytest.fixture
-def at(checkpoints, tmp_path, monkeypatch):
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
-    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
-    app = AppTest.from_file(APP, default_timeout=60)
-    yield app
-    for proc in list(jobs._PROCESSES.values()):  # training runs escape the test's process group
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
-def page(at, path):
-    at.run()
-    at.switch_page(path).run()
-    assert not at.exception, at.exception
-    return at
-
 
 def test_home_describes_the_model(at):
     at.run()
@@ -309,11 +215,6 @@ def test_train_page_shows_a_crashed_run(at, tmp_path):
     page(at, "pages/3_Train.py")
     assert "crashed" in at.error[0].value
     assert "out of memory" in at.code[0].value
-
-
-def selectbox(at, label):
-    (box,) = [b for b in at.selectbox if b.label == label]
-    return box
 
 
 def test_translate_view_is_in_the_link_and_a_link_opens_it(at):

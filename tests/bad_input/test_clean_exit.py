@@ -29,7 +29,7 @@ from transformer.explain.dataset_cache import read_cache
 from ui.explain.every_head import ImportanceJob
 from ui.shared.models.translation_gate import DecodeLimiter, Stopped, start_background, stop_background
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ABORT = "terminate called without an active exception"
 shipped = pytest.mark.skipif(find_checkpoint() is None, reason="no shipped teaching model")
 

@@ -30,8 +30,8 @@ from ui.shared.training import jobs
 
 INPUTS = fuzz_inputs()
 TEXTS = [text for _, text in INPUTS]
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-ROOT = Path(__file__).resolve().parents[1]
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+ROOT = Path(__file__).resolve().parents[2]
 MARKDOWN_ACTIVE = set("[]()<>*_`$:#!|~\\")
 MARKDOWN_ELEMENTS = ("markdown", "caption", "info", "warning", "error", "success", "title", "header", "subheader",
                      "toast")

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS, make_checkpoint
-from tests.test_app import APP
+from tests.app_fixtures import APP, PAIRS, make_checkpoint
 from ui.explain import one_sentence
 from ui.shared.models import catalog
 from ui.shared.models.corpus_access import corpus_readable, readable_parts

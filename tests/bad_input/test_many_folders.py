@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import make_checkpoint
-from tests.test_app import APP
+from tests.app_fixtures import APP, make_checkpoint
 from ui.shared.models import catalog
 from ui.shared.models.catalog import APP_MODEL, PAGE_SIZE
 from ui.shared.training import jobs

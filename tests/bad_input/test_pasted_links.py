@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS
-from tests.test_app import APP, at, checkpoints  # noqa: F401 (fixtures)
+from tests.app_fixtures import APP, PAIRS, at, checkpoints  # noqa: F401 (fixtures)
 from ui.shared.state import links
 from ui.shared.state.search import read_sampling, sampling_params
 

@@ -166,7 +166,7 @@ def test_every_chart_in_a_column_is_built_for_its_share_of_the_page():
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     found, missing = 0, []
     for path in [*sorted((root / "ui").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]:
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -244,7 +244,7 @@ def test_evaluate_scores_each_part_and_reproduces_the_bible_test(tmp_path, two_f
 
 
 def test_a_mixed_run_trains_and_scores_each_part(two_files, tmp_path):
-    from tests.test_training import TINY_MODEL
+    from tests.training.test_training import TINY_MODEL
     from transformer.training.loop import Trainer
     from transformer.training.recipe import TokenizerSettings, TrainConfig
     from transformer.training.run import RunSpec
@@ -283,7 +283,7 @@ def train_page(tmp_path, monkeypatch):
         return jobs.run_info(root)
 
     monkeypatch.setattr(jobs, "_launch", launch)
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
     at.switch_page("pages/3_Train.py").run()  # the page itself, without a Home run first
     assert not at.exception, at.exception
     at.launched = launched

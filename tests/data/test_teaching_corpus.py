@@ -28,7 +28,7 @@ from transformer.data.corpora.teaching.parser import parse
 from transformer.data.corpora.teaching.realizer import realize
 from transformer.data.words import format_links, parse_links, words
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "teaching-corpus.md"
 PUNCTUATION = {".", "?"}
 

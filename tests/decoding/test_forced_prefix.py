@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.conftest import SPECIALS, tiny_config
-from tests.test_special_ids import MARIAN, MarianLikeTokenizer, marian_model
-from tests.test_translate import run_cli
+from tests.decoding.test_translate import run_cli
+from tests.model.test_special_ids import MARIAN, MarianLikeTokenizer, marian_model
 from transformer import Transformer
 from transformer.data.corpora.base import normalize_text
 from transformer.data.tokenizer import train_tokenizer

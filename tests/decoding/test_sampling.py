@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.conftest import SPECIALS, random_batch, tiny_config
-from tests.test_translate import PAIRS, run_cli
+from tests.decoding.test_translate import PAIRS, run_cli
 from transformer import Transformer
 from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding import settings as settings_module

@@ -22,7 +22,7 @@ from transformer.model.checkpoint import CheckpointError, save_checkpoint
 PAIRS = [("the house is big", "la maison est grande"), ("a cat", "un chat"), ("the cat is small", "le chat est petit"),
          ("a big house", "une grande maison")]
 MAX_LEN = 12
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

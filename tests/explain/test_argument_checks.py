@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.conftest import SPECIALS as SP
-from tests.test_attribution import SENTENCE, tiny_translator
+from tests.explain.test_attribution import SENTENCE, tiny_translator
 from transformer.decoding.translate import Translator
 from transformer.explain import (
     Intervention,

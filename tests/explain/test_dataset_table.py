@@ -301,7 +301,7 @@ KILLED_WRITER = textwrap.dedent("""
 
 
 def test_a_writer_killed_mid_write_leaves_the_last_whole_cache_and_the_next_run_resumes(translator, tmp_path):
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(root / TEACHING), str(tmp_path)], cwd=root,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tests.conftest import SPECIALS
-from tests.test_attribution import tiny_translator
+from tests.explain.test_attribution import tiny_translator
 from transformer.explain import teacher_forced
 from transformer.explain.attribution import attribute
 from transformer.explain.foil import foil_word

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tests.test_attribution import tiny_translator
-from tests.test_forced_prefix import PAIRS, teacher_forced
+from tests.decoding.test_forced_prefix import PAIRS, teacher_forced
+from tests.explain.test_attribution import tiny_translator
 from transformer import Transformer
 from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding.search import SearchSettings

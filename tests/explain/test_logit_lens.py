@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tests.conftest import SPECIALS
-from tests.test_attribution import SENTENCE, tiny_translator
+from tests.explain.test_attribution import SENTENCE, tiny_translator
 from transformer.decoding.search import SearchSettings
 from transformer.explain.logit_lens import decoder_lens, encoder_cut, logit_lens
 from transformer.explain.stream import Inputs, log_probs_from_embeddings, token_embeddings

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tests.conftest import SPECIALS
-from tests.test_attribution import tiny_translator
+from tests.explain.test_attribution import tiny_translator
 from transformer.explain import patching, teacher_forced
 from transformer.explain.patching import PatchingError, activation_patching, check_pair
 from transformer.explain.stream import replaced

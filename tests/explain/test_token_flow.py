@@ -13,7 +13,7 @@ from transformer.decoding.search import SearchSettings, greedy_decode, sample
 from transformer.explain.flow import TEMPERATURES, neuron_examples, token_flow
 from transformer.model.checkpoint import load_checkpoint
 
-TEACHING = Path(__file__).resolve().parents[1] / "checkpoints" / "en-fr-teaching"
+TEACHING = Path(__file__).resolve().parents[2] / "checkpoints" / "en-fr-teaching"
 # The flow and the hooked pass compute the same float32 sums in a different grouping: on a CPU with AVX-512 their
 # last bits differ (1.1e-5 on a value of 3, a relative 4e-6), so the check is relative too.
 ATOL, RTOL = 1e-5, 1e-5

@@ -267,7 +267,7 @@ def test_a_checkpoint_written_before_checksums_still_loads_and_checksums_change_
     assert load_checkpoint(path).metadata == {"step": 7}
 
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SHIPPED.iterdir() if (p / "config.json").is_file()))

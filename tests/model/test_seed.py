@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = ("import torch; from tests.conftest import tiny_config; from transformer import Transformer; kept = []\n"
          "for i in range(8):\n"
          "    torch.manual_seed(4); m = Transformer(tiny_config(src_vocab_size=20, tgt_vocab_size=20))\n"

@@ -16,7 +16,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 CELL_TIMEOUT = 300  # seconds; the training cell, the longest, takes about a minute on 2 idle CPU cores
 STARTUP_TIMEOUT = 120  # for the kernel to start and answer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OLD_PATHS = {  # old module -> the module it re-exports
     "transformer.train": "transformer.training.cli",
     "transformer.translate": "transformer.decoding.translate",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NO_MODEL_PAGES = ["app.py", "pages/3_Train.py", "pages/5_Teaching_guide.py"]
 
 

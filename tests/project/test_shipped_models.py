@@ -14,7 +14,7 @@ from transformer.decoding.evaluate import corpus_scores
 from transformer.decoding.translate import Translator, find_checkpoint
 from transformer.model.checkpoint import load_checkpoint
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "en-fr-bible"
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "en-fr-bible"
 BLEU_FLOOR = 12.0  # on the first 40 test verses, greedy
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.test_training import ROOT, corpus_file, read_status, tiny_cli_args  # noqa: F401, F811  (a fixture)
+from tests.training.test_training import ROOT, corpus_file, read_status, tiny_cli_args  # noqa: F401, F811  (a fixture)
 from transformer.training.cores import (
     PLAN_REASON,
     WAIT_POLICY,

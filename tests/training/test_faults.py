@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec, train_losses  # noqa: F401 (fixture)
+from tests.training.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec, train_losses  # noqa: F401 (fixture)
 from transformer.model import checkpoint
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import (

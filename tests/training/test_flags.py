@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tests.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
+from tests.training.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
 from transformer.arguments import THREADS_PER_CORE, check_threads, usable_cores
 from transformer.explain.lenses import __main__ as lenses_command
 from transformer.runs import read_status

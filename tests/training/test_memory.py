@@ -108,7 +108,7 @@ TRAINING_SCRIPT = textwrap.dedent("""
 
 
 def test_a_training_run_trims_its_heap_without_collecting(tmp_path):
-    from tests.test_training import WORDS, tiny_spec  # the tiny corpus and run of those tests
+    from tests.training.test_training import WORDS, tiny_spec  # the tiny corpus and run of those tests
     from transformer.training.run import create_run
 
     corpus = tmp_path / "tiny.tsv"

@@ -13,7 +13,7 @@ import sys
 import termios
 import time
 
-from tests.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec  # noqa: F401 - corpus_file is a fixture
+from tests.training.test_training import ROOT, corpus_file, tiny_cli_args, tiny_spec  # noqa: F401 - corpus_file is a fixture
 from transformer import progress
 from transformer.decoding import evaluate
 from transformer.training.loop import Trainer

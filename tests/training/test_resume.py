@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
+from tests.training.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
 from transformer.model import checkpoint
 from transformer.model.checkpoint import CheckpointError, load_checkpoint
 from transformer.runs import read_metrics, read_status

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.fuzz_inputs import RUN_NAMES
-from tests.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
+from tests.training.test_training import corpus_file, tiny_spec  # noqa: F401 (fixture)
 from transformer import files as atomic_files
 from transformer.files import read_json_object
 from transformer.model import checkpoint

@@ -8,7 +8,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.test_training import corpus_file, tiny_spec  # noqa: F401 - corpus_file is a fixture
+from tests.training.test_training import corpus_file, tiny_spec  # noqa: F401 - corpus_file is a fixture
 from transformer.runs import read_metrics
 from transformer.training import tensorboard_log
 from transformer.training.loop import Trainer

@@ -23,7 +23,7 @@ from transformer.training.loop import Trainer
 from transformer.training.recipe import PRESETS, TokenizerSettings, TrainConfig, learning_rate
 from transformer.training.run import RunSpec, TrainingError, create_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = {"the": "le", "cat": "chat", "dog": "chien", "eats": "mange", "sees": "voit", "big": "grand",
          "small": "petit", "house": "maison", "red": "rouge", "man": "homme"}
 TINY_MODEL = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.1, max_len=32)

@@ -85,7 +85,6 @@ def home_facts(at) -> dict[str, str]:
     return facts
 
 
-
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkpoints")
@@ -135,3 +134,19 @@ def shipped(monkeypatch, tmp_path) -> AppTest:
     if not (SHIPPED / "en-fr-teaching").is_dir():
         pytest.skip("needs the shipped models")
     return app(monkeypatch, tmp_path, SHIPPED)
+
+
+@pytest.fixture(scope="module")
+def tiny_en_ar(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_checkpoint(root / "tiny")
+    make_checkpoint(root / "tiny-ar", seed=1, tgt="ar")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny_and_other(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_checkpoint(root / "tiny")
+    make_checkpoint(root / "other", seed=1)
+    return root

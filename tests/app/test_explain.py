@@ -2,28 +2,45 @@
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import APP, PAIRS, make_checkpoint, write_tsv
-from tests.chart_reading import Drawn, altair_views, chart, charts, curve_panels, curve_points
+from tests.app_fixtures import APP, PAIRS, SHIPPED, app, make_checkpoint, opened, write_tsv
+from tests.chart_reading import Drawn, altair_views, chart, charts, colour_scale, curve_panels, curve_points, values
 from tests.conftest import SPECIALS
 from transformer.charts import theme, training_curves
+from transformer.data.corpora.teaching import align
 from transformer.data.load import load_corpus
 from transformer.data.spec import CorpusSpec
 from transformer.decoding.translate import Translator
-from transformer.explain import FAMILIES, STATISTICS, Intervention, cell_arithmetic, intervened_translator
+from transformer.explain import (
+    FAMILIES,
+    STATISTICS,
+    HeadImportance,
+    Intervention,
+    cell_arithmetic,
+    intervened_translator,
+)
 from transformer.model.checkpoint import load_checkpoint
-from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
-from ui.explain import head_maps
+from transformer.runs import (
+    ProbeRecord,
+    RunFiles,
+    append_metrics,
+    write_probes,
+    write_status,
+)
+from ui.explain import head_maps, importance_ties
 from ui.explain.html_report import sentence_report
 from ui.shared.attention.families import FAMILIES as PAGE_FAMILIES
+from ui.shared.models.catalog import find_models
 
 PAGE = "pages/6_Explain_heads.py"
 SENTENCE = PAIRS[3][0]
+GRAMMAR = "The young man buys a green bicycle."  # a sentence of the teaching grammar
 
 
 @pytest.fixture(scope="module")
@@ -311,3 +328,184 @@ def test_the_reports_svg_keeps_each_marks_description_as_its_hover_and_little_el
     assert compact(svg) == ('<g class="mark-rect role-mark"><path d="M6.1,0.9h-139.8Z" fill="#8fc1de">'
                             '<title>key: 1; weight: 0.250</title></path></g><text transform="translate(0,12.3)">▁a'
                             '</text>')
+
+
+def test_explain_heads_keeps_the_typed_sentence_and_its_link_across_views(monkeypatch, tmp_path):
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching")
+    typed = "The young man buys a green bicycle."
+    at.text_input(key="ex_text").input(typed).run()
+    for view in ("stats", "ablate", "importance", "ablate"):
+        at.radio(key="ex_view").set_value(view).run()
+        assert not at.exception, at.exception
+    assert at.text_input(key="ex_text").value == typed
+    assert at.query_params["text"] == typed
+
+
+def test_switch_it_off_in_head_importance_lands_on_the_current_sentence(monkeypatch, tmp_path):
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching")
+    typed = "The young man buys a green bicycle."
+    at.text_input(key="ex_text").input(typed).run()
+    at.radio(key="ex_view").set_value("importance").run()
+    at.session_state["ex_off"] = [("cross", 1, 2)]  # what "Switch it off" (head_views._open_in_ablation) sets,
+    at.session_state["ex_view"] = "ablate"  # without computing every head's importance first
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="ex_text").value == typed and at.query_params["text"] == typed
+
+
+def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner_in_the_link(monkeypatch, tmp_path):
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-bible", view="compare")
+    box = at.selectbox(key="ex_other")
+    partner = next(c for c in find_models() if c.path == box.value)
+    assert partner.languages == ("en", "fr") and at.query_params["partner"] == partner.key
+    box.set_value(str(SHIPPED / "en-ar-bible")).run()
+    assert at.query_params["partner"] == "en-ar-bible"
+    assert len(charts(at)) == 2  # the two maps, no difference of French rows and Arabic rows
+    shown = _walk(at.main)  # issue 37 item 13: the pickers stand above the maps they control
+    picker = next(i for i, e in enumerate(shown) if e.type == "radio" and getattr(e, "key", None) == "ex_cmp_family")
+    drawn = {id(e) for e in at.get("vega_lite_chart")}
+    assert picker < min(i for i, e in enumerate(shown) if id(e) in drawn)
+    assert any("writes French, the other Arabic" in i.value for i in at.info)
+    shared = dict(at.query_params)
+    again = AppTest.from_file(APP, default_timeout=120)  # the link opens the same comparison
+    again.query_params.update(shared)
+    again.switch_page("pages/6_Explain_heads.py").run()
+    assert not again.exception and again.selectbox(key="ex_other").value == str(SHIPPED / "en-ar-bible")
+
+
+def test_a_typed_reference_is_kept_in_the_link(monkeypatch, tmp_path):
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching", view="search",
+           text="The young man buys a green bicycle.")
+    # not the grammar's own reference (that one fills the box by itself and goes without the link)
+    at.text_input(key="ex_ref").input("Un jeune homme achète un vélo vert.").run()
+    assert at.query_params["ref"] == "Un jeune homme achète un vélo vert."
+    again = opened(AppTest.from_file(APP, default_timeout=120), "pages/6_Explain_heads.py", **dict(at.query_params))
+    assert again.text_input(key="ex_ref").value == "Un jeune homme achète un vélo vert."
+    rows = again.dataframe[0].value
+    assert rows["output"].tolist()[2] == "reference (teacher-forced)"
+
+
+def _walk(node) -> list:
+    """Every element under node, in the order the page shows them."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        out += [child, *_walk(child)]
+    return out
+
+
+def test_a_difference_map_only_where_both_maps_have_the_same_tokens(checkpoints, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny", view="compare",
+                text=PAIRS[3][0])
+    mine, other = at.session_state["ex_result"], Translator(load_checkpoint(checkpoints / "tiny-b")).translate(
+        PAIRS[3][0])
+    assert mine.target_pieces != other.target_pieces
+    assert len(charts(at)) == 2 and any("the two outputs are different tokens" in i.value for i in at.info)
+    at.radio(key="ex_cmp_family").set_value("enc_self").run()  # the same source pieces: rows mean the same
+    maps = charts(at)
+    assert len(maps) == 3 and colour_scale(maps[2])["domainMid"] == 0 and not at.info
+
+
+def constructed_importance() -> HeadImportance:
+    """Two layers of two heads per family; by BLEU five heads tie at 0, the log-likelihood tells them apart."""
+    ll = {"enc_self": torch.tensor([[0.5, 0.1], [0.3, 0.0]]), "dec_self": torch.tensor([[0.2, 0.4], [0.05, 0.6]]),
+          "cross": torch.tensor([[0.9, 0.7], [0.8, 0.01]])}
+    bleu = {"enc_self": torch.tensor([[0.0, 0.0], [2.0, 0.0]]), "dec_self": torch.tensor([[0.0, 1.0], [-1.0, 3.0]]),
+            "cross": torch.tensor([[5.0, 4.0], [0.0, 6.0]])}
+    return HeadImportance(ll, bleu, -2.0, 20.0, sentences=8, bleu_sentences=8)
+
+
+def test_a_bleu_ranking_breaks_ties_by_log_likelihood_and_says_so():
+    result = constructed_importance()
+    ranked = result.ranked("bleu")
+    assert [v for _, v in ranked] == [6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, -1]
+    zero = [head for head, v in ranked if v == 0]  # ordered by the drop in log-likelihood: 0.8, 0.5, 0.2, 0.1, 0.0
+    assert zero == [("cross", 1, 0), ("enc_self", 0, 0), ("dec_self", 0, 0), ("enc_self", 0, 1), ("enc_self", 1, 1)]
+    assert result.ties("bleu") == [(6, 11, 0.0)] and result.ties() == []
+    assert result.tie_at(8, "bleu") == (6, 11, 0.0) and result.tie_at(6, "bleu") is None
+    assert result.tie_at(11, "bleu") is None
+    kept = result.keep_top(8, "bleu")  # the two of the five tied heads with the largest log-likelihood drop
+    assert {("cross", 1, 0), ("enc_self", 0, 0)}.isdisjoint(kept.heads_off) and ("dec_self", 0, 0) in kept.heads_off
+    assert importance_ties.ranking_note(result, "bleu", 5) is None  # the first five do not tie
+    assert "heads 7 to 11 of 12 tie at +0.00 BLEU" in importance_ties.ranking_note(result, "bleu", 8)
+    note = importance_ties.keep_note(result, 8, "bleu")
+    assert note.startswith("The top 8 keeps 2 of the 5 heads that tie at +0.00 BLEU (ranks 7 to 11)")
+    assert importance_ties.keep_note(result, 6, "bleu") is None
+    assert importance_ties.keep_note(result, 8, "log_likelihood") is None
+
+
+def test_head_importance_by_bleu_says_when_heads_tie(checkpoints, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny",
+                view="importance")
+    at.select_slider(key="ex_imp_n").set_value(8)
+    at.select_slider(key="ex_imp_bleu").set_value(8).run()
+    at.button(key="ex_imp_start").click().run()
+    job = at.session_state["ex_imp_job"]
+    job.thread.join(timeout=120)
+    assert job.result is not None, job.error
+    at.run()
+    at.radio(key="ex_imp_by").set_value("bleu").run()
+    assert not at.exception, at.exception
+    runs = job.result.ties("bleu")
+    assert runs  # random weights: most heads leave BLEU where it was
+    tied = {i for first, end, _ in runs for i in range(first, end)}
+    listed = [m.value for m in at.markdown if m.value[:2] in {f"{i}." for i in range(1, 6)}]
+    assert len(listed) == 5 and [("(tie)" in line) for line in listed] == [i in tied for i in range(5)]
+    notes = [i.value for i in at.info]
+    assert (importance_ties.ranking_note(job.result, "bleu", 5) in notes) == any(first < 5 for first, _, _ in runs)
+    first, end, _ = runs[0]
+    at.slider(key="ex_imp_k").set_value(first + 1).run()
+    note = importance_ties.keep_note(job.result, first + 1, "bleu")
+    assert note is not None and note in [i.value for i in at.info]
+
+
+def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_its_weights(checkpoints, tmp_path,
+                                                                                          monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
+    at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny", view="ablate",
+                text=PAIRS[3][0])
+    at.multiselect(key="ex_off").set_value([("cross", 1, 2)]).run()
+    assert not at.exception, at.exception
+    assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
+            ) == ("cross", 1, 2)
+    base, changed = charts(at)
+    assert "head 2" in base.title and "head 2" in changed.title and changed.subtitle == "(this head is off)"
+    assert not base.subtitle  # the trained model's head is on
+    assert any("still computes its attention weights" in c.value and "output is removed" in c.value
+               for c in at.caption)
+    at.selectbox(key="ex_ab_head").set_value(0).run()  # the user's own pick stays while the heads off do not change
+    assert at.selectbox(key="ex_ab_head").value == 0
+    at.multiselect(key="ex_off").set_value([("cross", 1, 2), ("enc_self", 0, 1)]).run()
+    assert (at.radio(key="ex_ab_family").value, at.session_state["ex_ab_layer"], at.selectbox(key="ex_ab_head").value
+            ) == ("enc_self", 0, 1)
+
+
+def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_reference(monkeypatch, tmp_path):  # 8
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching", text=GRAMMAR, view="search")
+    assert at.text_input(key="ex_ref").value == align(GRAMMAR).tgt  # a train sentence: the grammar's French
+    table = at.dataframe[0].value
+    assert "None" not in table.astype(str).to_numpy().ravel().tolist()
+    assert table["log-probability"].iloc[-1] == "—" and re.fullmatch(r"-\d+\.\d{3}", table["log-probability"][0])
+    assert any("write the same output" in s.value for s in at.success)  # greedy and beam 4 agree here
+    assert not any("dashed line" in c.value for c in at.caption)
+    assert all(" − " not in drawn.title for drawn in charts(at))  # no all-grey difference map
+    at.selectbox(key="ex_search_b").set_value("reference").run()  # the model is exact: the reference agrees too
+    assert not at.exception and any("write the same output" in s.value for s in at.success)
+
+
+def test_leaving_compare_models_takes_the_partner_out_of_the_link(monkeypatch, tmp_path, tiny_and_other):  # item 23
+    at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny", view="compare",
+                partner="other", text="the cat sleeps .")
+    assert at.query_params["partner"] == "other"
+    at.radio(key="ex_view").set_value("ablate").run()
+    assert not at.exception, at.exception
+    assert at.query_params["view"] == "ablate" and "partner" not in at.query_params

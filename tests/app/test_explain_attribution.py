@@ -1,15 +1,19 @@
 """AppTest of the Explain page's Attribution, Logit lens and Patching views, their figures and report sections."""
 
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_explain import open_view, translator_of
-from tests.app_fixtures import APP, make_checkpoint
+from tests.app_fixtures import APP, app, make_checkpoint, opened
 from tests.chart_reading import Drawn, charts, values
 from tests.conftest import SPECIALS
-from transformer.explain.attribution import METHODS, attribute
+from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translator
+from transformer.explain.attribution import MAX_IG_STEPS, METHODS, attribute, candidates
 from transformer.explain.logit_lens import decoder_lens, logit_lens
 from transformer.explain.patching import activation_patching
+from transformer.model.checkpoint import load_checkpoint
 from ui.explain import attribution_figures
 from ui.explain.attribution import report_sections, swapped
 from ui.explain.html_report import sentence_report
@@ -95,7 +99,6 @@ def test_patching_view_maps_a_gender_swap_and_refuses_unequal_lengths(at, checkp
     assert not charts(at)
 
 
-
 def test_the_patching_pair_position_and_token_are_kept_in_the_link(at, checkpoints):
     open_view(at, "patching", SENTENCE)
     assert "other" not in at.query_params and "pos" not in at.query_params  # the defaults are not written
@@ -130,7 +133,6 @@ def test_the_report_carries_the_attribution_lens_and_patching_sections(checkpoin
     translation = translator.translate(SENTENCE, attention=True)
     picks = {"attribution": (1, None, 20, "zeros"), "clean": SENTENCE, "other": swapped(SENTENCE), "position": 0,
              "token": None}
-    from transformer.decoding.search import SearchSettings
     sections = report_sections(translator, translation, SearchSettings(), picks)
     html = sentence_report(translation, model="tiny", extra=sections)
     for title in ("Attribution of output token 1", "Logit lens", "DecoderLens", "Activation patching"):
@@ -151,3 +153,41 @@ def test_attribution_bars_split_source_and_prefix():
     assert bars.data("bar", 0)["value"].tolist() == list(result.methods["saliency"].source)
     assert bars.data("bar", 1)["value"].tolist() == list(result.methods["saliency"].prefix)
     assert len(bars.labels("x", "bar", 1)) == len(result.prefix_words) >= 1
+
+
+def test_patching_an_equal_pair_draws_no_map(monkeypatch, tmp_path, tiny_and_other):  # item 6
+    at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny", view="patching",
+                text="the cat sleeps .")  # no word to swap: the counterfactual is the clean source
+    assert any("The two sources are the same" in i.value for i in at.info)
+    assert not charts(at) and not at.metric
+
+
+WOMAN = "the woman reads a book ."
+
+
+def test_the_attribution_token_and_foil_are_kept_in_the_link(monkeypatch, tmp_path, tiny_and_other):  # item 15
+    translator = Translator(load_checkpoint(tiny_and_other / "tiny"))
+    translation = translator.translate(WOMAN)
+    foil = next(c.token for c in candidates(translator.model, translation.source_ids, translation.token_ids, 1,
+                                         specials=translator.specials)
+                if c.token != translation.token_ids[1])
+    at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny",
+                view="attribution", text=WOMAN, pos="1", foil=str(foil))
+    assert at.session_state["ex_attr_pos"] == 1 and at.session_state["ex_attr_foil"] == foil
+    assert at.query_params["pos"] == "1" and at.query_params["foil"] == str(foil)
+    assert not [w.value for w in at.warning if "link" in w.value]
+    (box,) = [s for s in at.selectbox if s.label == "…rather than (contrastive)"]
+    box.set_value(box.options[0]).run()  # no foil: out of the link
+    assert "foil" not in at.query_params and at.query_params["pos"] == "1"
+    at.radio(key="ex_view").set_value("lens").run()  # another view: attribution's picks leave the link
+    assert "pos" not in at.query_params and "foil" not in at.query_params
+
+
+def test_the_attribution_view_shows_the_steps_integrated_gradients_used(monkeypatch, tmp_path, tiny_and_other):  # item 27
+    at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny",
+                view="attribution", text=WOMAN)
+    assert at.selectbox(key="ex_attr_steps").value == "auto"
+    (gap,) = [m for m in at.metric if m.label.startswith("IG gap at ")]
+    assert len(gap.label) <= 20  # a third of the page shows about 22 characters in class mode at 1280 px
+    steps = int(gap.label.split(" at ")[1].split()[0])
+    assert float(gap.value.rstrip("%")) < 5 or steps == MAX_IG_STEPS

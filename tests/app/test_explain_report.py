@@ -4,15 +4,19 @@ case without a difference map, their size, and the Explain page's fields that as
 import re
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
 
-from tests.app.test_explain import at, checkpoints, open_view  # noqa: F401  (fixtures)
+from tests.app.test_explain import at, checkpoints, open_view  # noqa: F401  (the Explain page's fixtures)
+from tests.app_fixtures import make_checkpoint
 from tests.explain.test_attribution import tiny_translator
 from tests.explain.test_forced_comparison import no_difference, one_word, translator  # noqa: F401  (fixtures)
 from transformer.decoding.search import SearchSettings
+from transformer.decoding.translate import Translator
 from transformer.explain.contrast import contrast
 from transformer.explain.foil import foil_word
 from transformer.explain.forced_comparison import compare_forced
+from transformer.model.checkpoint import load_checkpoint
 from ui.explain import html_report
 from ui.explain.report_download import asked_sections
 
@@ -105,3 +109,18 @@ def test_the_report_view_checks_the_prefix_and_the_foil_it_is_asked_for(at):  # 
     at.text_input(key="ex_report_prefix").input("la maison").run()
     at.text_input(key="ex_report_foil").input("chat").run()
     assert not at.exception and not at.warning and at.get("download_button")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Translator:
+    return Translator(load_checkpoint(make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny")))
+
+
+def test_the_report_of_a_short_sentence_draws_static_svg_and_stays_small(tiny):
+    from ui.explain import html_report
+
+    translation = tiny.translate("the woman reads a book .", attention=True)
+    doc = html_report.sentence_report(translation, model="tiny")
+    assert len(doc.encode()) < 1_600_000  # 24 maps, 20 output pieces: was 5.4 MB with plotly.js, 2.8 MB packed
+    figures = doc.count('<div class="map"><svg')
+    assert figures == 3 * 2 * 4 and "plotly" not in doc.lower() and doc.count("<script") == 3  # the head views'

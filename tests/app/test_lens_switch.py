@@ -5,11 +5,13 @@ the link."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import APP, PAIRS, at, checkpoints, page  # noqa: F401 (fixtures)
-from tests.chart_reading import chart_titled, charts, map_values, outlined_cells, values  # noqa: F401 (fixtures)
+from tests.app.test_svg_views import iframes
+from tests.app_fixtures import APP, PAIRS, opened, page, shipped
+from tests.chart_reading import chart_titled, charts, map_values, outlined_cells, values
 from tests.conftest import SPECIALS
 from transformer.data.corpora.teaching import align
 from transformer.explain import sentence_aer
@@ -116,7 +118,6 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
     assert any("the test-split grid scores the raw weights" in c.value for c in app.caption)
 
 
-
 def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_path, monkeypatch):
     """Issue 37 item 26: under the norm-weighted lens, "mean of heads" and the AER grid's mean column show the
     layer-level map ||Σ_h alpha^h_ij f^h(x_j)||, not the mean of the per-head maps; a head stays its own map."""
@@ -171,3 +172,26 @@ def test_the_step_pages_norm_lens_adds_the_layers_own_row_under_the_heads(at):  
         assert np.allclose(z[-1], layer_row, atol=1e-5) and np.isclose(z[-1].sum(), 1, atol=1e-5)
         assert not np.allclose(z[-1], z[:heads].mean(0), atol=1e-4)  # the head-summed vector's norm, not a mean
     assert any(LAYER_ROW_NOTE in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("lens", ["rollout", "alti", "value_zeroing"])
+def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):  # item 10
+    at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-fr-teaching", lens=lens, head="1")
+    assert at.selectbox(key="tr_lens").value == lens
+    assert not [s for s in at.selectbox if s.label == "Head"]  # one map per layer: nothing to pick
+    assert not [w.value for w in at.warning if "heads 0 to 0" in w.value]  # the link's head is ignored
+    assert "head" not in at.query_params
+    drawn = charts(at)
+    (aer_sentence,) = [c for c in drawn if c.title == "AER %, this sentence"]
+    assert drawn[0].title.endswith("layer 0, all heads together")
+    assert aer_sentence.labels("x") == ["all heads"]  # one column, the layer's map: no head
+    (lines,) = [html for html in iframes(at) if 'class="hv"' in html]  # the head view
+    assert 'class="head"' not in lines and ">head 0<" not in lines
+
+
+def test_the_rollout_help_says_what_rollout_to_the_source_carries_and_what_not():  # item 28
+    from ui.shared.attention.lens_switch import NOTES
+
+    note = " ".join(NOTES["rollout"].split())
+    assert "mean cross-attention" in note and "no residual" in note
+    assert "nothing through the decoder's self-attention" in note and "ALTI+" in note

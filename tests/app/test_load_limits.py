@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import PAIRS, make_checkpoint
+from tests.app_fixtures import PAIRS, SHIPPED, app, make_checkpoint, opened
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import TranslationError, Translator
 from ui.shared.attention import families
@@ -277,3 +277,22 @@ def test_the_server_defaults_take_effect_through_streamlits_own_config_parser(mo
         assert config.get_option("client.showErrorDetails") == "none"  # no traceback ever reaches a user
     finally:
         config.get_config_options(force_reparse=True)
+
+
+SENTENCE_PAGES = {"pages/2_Step_by_step.py": "step_text", "pages/4_Learn.py": "learn_sentence",
+                  "pages/6_Explain_heads.py": "ex_text", "pages/1_Translate.py": "tr_text"}
+
+
+@pytest.mark.parametrize("page", list(SENTENCE_PAGES))
+def test_an_over_long_text_is_refused_without_backticks_and_stays_out_of_the_link(page, monkeypatch, tmp_path):
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    key = SENTENCE_PAGES[page]
+    opened(at, page, model="en-fr-teaching", text="The young man buys a green bicycle.")
+    at.text_input(key=key).input("The cat sleeps. " * 70).run()  # 1,120 characters
+    assert not at.exception, at.exception
+    said = [e.value.replace("\\", "") for e in [*at.info, *at.warning]]  # as read: Markdown escapes undone
+    said = [s for s in said if "1,000" in s]
+    assert said and not any("`" in s for s in said), said
+    assert at.query_params["text"] == "The young man buys a green bicycle."
+
+

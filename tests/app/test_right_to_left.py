@@ -3,11 +3,17 @@
 import html
 import re
 
-from tests.chart_reading import Drawn
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from tests.app_fixtures import APP, PAIRS, app, make_checkpoint, opened
+from tests.chart_reading import Drawn, charts
 from transformer.bidi import PDI, RLI, RLM, ZWJ, is_rtl, isolate, piece_labels
 from transformer.charts.heatmap import heatmap
+from ui.explain.html_report import sentence_report
 from ui.shared.text.plain import rtl_html
 from ui.step import candidate_bars
+from ui.translate.probability_table import probability_table
 
 
 def test_direction_follows_the_majority_of_strong_letters():
@@ -49,7 +55,6 @@ def test_latin_special_and_marked_pieces():
 
 
 def test_heatmap_labels_and_tooltip_show_arabic_pieces_marked_and_joined():
-    import numpy as np
 
     rows = ["▁ال", "له", "</s>"]
     drawn = Drawn.of(heatmap(np.full((3, 2), 0.5), rows, ["▁God", "</s>"]))
@@ -75,9 +80,8 @@ def test_rtl_html_escapes_and_lays_out_right_to_left():
 
 
 def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
-    from tests.app_fixtures import APP, PAIRS, make_checkpoint
+    from tests.app_fixtures import PAIRS
     from tests.chart_reading import charts
 
     make_checkpoint(tmp_path / "ckpts" / "en-ar", tgt="ar")
@@ -96,3 +100,45 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
                                                                for p in piece_labels(translation.target_pieces)]
     rows = charts(at)[0].labels("y")  # cross-attention rows: the Arabic pieces
     assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))
+
+
+def test_explain_heads_isolates_an_arabic_translation_and_the_report_too(monkeypatch, tmp_path, tiny_en_ar):  # item 5
+    at = app(monkeypatch, tmp_path, tiny_en_ar)
+    opened(at, "pages/6_Explain_heads.py", model="tiny-ar", text=PAIRS[0][0])
+    translation = at.session_state["ex_result"]
+    (line,) = [m.value for m in at.markdown if m.value.startswith("**Translation:**")]
+    assert RLI in line and line.endswith(PDI)  # one right-to-left run: its full stop stays on its left
+    report = sentence_report(translation, model="tiny-ar")
+    assert f'<b>Translation:</b> <bdi dir="rtl">{translation.text}</bdi>' in report.replace("&#x27;", "'")
+    assert report.count('<bdi dir="rtl">') >= 1 + len(translation.target_pieces) - 1  # pieces isolated too
+
+
+def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypatch, tmp_path, tiny_en_ar):  # item 5
+    at = app(monkeypatch, tmp_path, tiny_en_ar)
+    opened(at, "pages/1_Translate.py", model="tiny-ar", text=PAIRS[0][0])
+    translation = at.session_state["tr_result"]
+    (table,) = [m.value for m in at.markdown if "prob-table" in m.value]
+    assert 'dir="rtl"' in table  # the first piece on the right
+    heatmap_rows = charts(at)[0].labels("y")
+    for label in piece_labels(translation.target_pieces):  # the heatmap's labels, joiners and marks included
+        assert f"<th><bdi>{label.replace('<', '&lt;').replace('>', '&gt;')}</bdi></th>" in table
+    assert piece_labels(translation.target_pieces) == heatmap_rows  # Vega draws text: no escaping
+    joined = probability_table(["▁ال", "له", "▁لي"], [0.5, 0.5, 0.5], rtl=True)
+    assert f"<th><bdi>\u200f▁ال{ZWJ}</bdi></th><th><bdi>\u200f{ZWJ}له</bdi></th>" in joined
+
+
+def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
+    from transformer.bidi import FSI, PDI, RLI
+    from ui.shared.text.plain import piece_line
+    from ui.translate.probability_table import probability_table
+
+    pieces = ["▁الله", "▁قال", ".", "</s>"]
+    line = piece_line(pieces, [False, True, False, False])
+    assert line.startswith(RLI) and line.endswith(PDI)  # the line reads right to left: "</s>" ends it, on the left
+    inner = line[1:-1].split(" ")
+    assert all(part.count(FSI) == 1 for part in inner) and len(inner) == 4  # every piece kept apart
+    assert inner[1].startswith(":orange-background[" + FSI)
+    assert inner[3] == FSI + "\\<\\/s\\>" + PDI  # "</s>" whole, not "<s/>"
+    assert piece_line(["▁the", "</s>"]) == f"{FSI}▁the{PDI} {FSI}\\<\\/s\\>{PDI}"  # left to right: no line isolate
+    assert piece_line([]) == "∅"
+    assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 4, rtl=True)

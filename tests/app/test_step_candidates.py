@@ -6,11 +6,8 @@ import random
 import pytest
 from streamlit.testing.v1 import AppTest  # noqa: F401  (the app tests below run pages)
 
-from tests.app_fixtures import PAIRS, at, checkpoints, page  # noqa: F401  (fixtures)
-from tests.chart_reading import (
-    Drawn,
-    chart_titled,  # noqa: F401  (fixtures)
-)
+from tests.app_fixtures import PAIRS, page
+from tests.chart_reading import Drawn, chart_titled
 from ui.shared.state import links
 from ui.shared.state.search import read_sampling, sampling_params
 from ui.step import candidate_bars
@@ -105,22 +102,6 @@ def test_step_page_samples_marks_the_drawn_token_and_draw_again_keeps_the_step(a
     assert not at.exception
     redrawn = at.session_state["step_session"]
     assert redrawn.settings.seed == seed + 1 and redrawn.n_steps == 2  # the new draw, at the same step
-
-
-def test_translate_page_draws_again_with_attention(at):  # noqa: F811
-    page(at, "pages/1_Translate.py")
-    at.text_input(key="tr_text").input(PAIRS[0][0])
-    at.radio(key="tr_method").set_value("sample").run()
-    assert not at.exception, at.exception
-    first = at.session_state["tr_result"]
-    assert first.attention is not None and at.session_state["tr_request"][2].do_sample
-    seen = {tuple(first.token_ids)}
-    for _ in range(4):
-        at.button(key="tr_draw_again").click().run()
-        seen.add(tuple(at.session_state["tr_result"].token_ids))
-    assert not at.exception and at.session_state["tr_request"][2].seed == 4
-    assert len(seen) > 1  # a random-weight model at temperature 1 draws different outputs
-    assert at.session_state["tr_result"].attention is not None
 
 
 @pytest.mark.parametrize("text", ["0", "nan"])

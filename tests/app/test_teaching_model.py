@@ -5,11 +5,13 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app_fixtures import SHIPPED, app, opened
 from tests.chart_reading import chart_titled, charts, curve_panels, curve_points, curves_of, map_values, outlined_cells
 from transformer.data.corpora.teaching import align, build_teaching_corpus, vocabulary
 from transformer.data.spec import CorpusSpec
@@ -18,6 +20,7 @@ from transformer.explain import AlignedExample, cross_attention_aer, link_cells,
 from transformer.model.checkpoint import load_checkpoint
 from ui.shared.models.catalog import describe, find_models
 from ui.shared.text.plain import plain
+from ui.translate.teaching_panels import contraction_hint, expand_contractions, gold_links
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -179,3 +182,20 @@ def test_training_probes_get_gold_cells_only_when_the_output_is_the_grammars_fre
     assert cells == link_cells(gold.links, piece_words(src), piece_words(tgt)) and len(cells) >= len(gold.links)
     wrong = ProbeRecord(gold.src, "Le jeune homme achète un vélo.", src, tgt, tgt, format_links(gold.links))
     assert probe_gold_cells(wrong) == [] and probe_gold_cells(ProbeRecord(gold.src, gold.tgt, src, tgt, tgt)) == []
+
+
+def test_outside_the_grammar_the_message_points_at_the_word_list_and_contractions_get_a_hint():  # item 9
+    _, why = gold_links("The spaceship lands.", None)
+    assert "“Words the teaching model knows” at the top of this page" in why and "below" not in why
+    assert expand_contractions("My sister doesn't eat bread. I'm sure we've won't") == \
+        "My sister does not eat bread. I am sure we have will not"
+    assert "does not eat" in contraction_hint("My sister doesn't eat bread.") and not contraction_hint(GRAMMAR)
+    dropped = SimpleNamespace(text="Ma sœur mange du pain.")  # what the shipped model writes: the negation is gone
+    _, why = gold_links("My sister doesn't eat bread.", dropped)
+    assert "write “My sister does not eat bread\\.”" in why
+
+
+def test_the_translate_page_warns_about_a_contraction(monkeypatch, tmp_path):  # item 9
+    at = app(monkeypatch, tmp_path, SHIPPED)
+    opened(at, "pages/1_Translate.py", model="en-fr-teaching", text="My sister doesn't eat bread.")
+    assert any("write “My sister does not eat bread" in w.value for w in at.warning)

@@ -10,15 +10,10 @@ import re
 import urllib.parse
 
 import pytest
-from playwright.sync_api import expect  # noqa: I001  (after test_e2e's skip, below)
+from playwright.sync_api import expect
 
 from tests.app_fixtures import PAIRS, make_checkpoint
-from tests.test_e2e import (  # noqa: F401  (pytest fixtures)
-    EXCEPTION,
-    app_server,
-    browser_context_args,
-    browser_type_launch_args,
-)
+from tests.browser.browsing import EXCEPTION, app_server
 
 pytestmark = pytest.mark.e2e
 CARD = """# A crafted card

@@ -6,24 +6,21 @@ overlapping and no label of a chart cut at its edges. Labels are measured in the
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
+from tests.app_fixtures import PAIRS
+from tests.browser.browsing import EXCEPTION, HEATMAP, LABEL_SIZES_JS, PLOT, class_shot, translate_url
 from tests.label_boxes import clipped, measure, overlapping
-from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
-    EXCEPTION,
-    PLOT,
-    browser_context_args,
-    browser_type_launch_args,
-    server,
-)
 from transformer.decoding.translate import find_checkpoint
 from ui.shared.state import class_mode
 
 pytestmark = pytest.mark.e2e
-if find_checkpoint() is None:
-    pytest.skip("the views are measured on the shipped teaching model", allow_module_level=True)
+# the views are measured on the shipped teaching model
+needs_teaching_model = pytest.mark.skipif(find_checkpoint() is None, reason="needs the shipped teaching model")
 
 # page -> (link, what to click before measuring, what must be on the page then): every view of issue 37's item 2.
 RUN, EVERY = 'button:has-text("Run to end")', 'button:has-text("Every")'  # the first: every encoder self-attention head
@@ -65,9 +62,10 @@ def _views(page) -> int:
                               "'div.tv').length, 0)") for frame in page.frames)
 
 
+@needs_teaching_model
 @pytest.mark.parametrize("mode", ["class", "normal"])
 @pytest.mark.parametrize("name", list(PAGES))
-def test_every_view_has_readable_labels_that_never_overlap(server, browser, name, mode, tmp_path):  # noqa: F811
+def test_every_view_has_readable_labels_that_never_overlap(server, browser, name, mode, tmp_path):
     link, click, ready = PAGES[name]
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
@@ -133,9 +131,10 @@ def _head_view(page) -> dict | None:
     return next((f for f in found if f), None)
 
 
+@needs_teaching_model
 @pytest.mark.parametrize("mode", ["class", "normal"])
-def test_the_head_view_fits_its_frame_and_follows_the_pages_layer_and_the_sidebar_fits(  # noqa: F811
-        server, browser, mode, tmp_path):  # noqa: F811
+def test_the_head_view_fits_its_frame_and_follows_the_pages_layer_and_the_sidebar_fits(
+        server, browser, mode, tmp_path):
     """Issue 37 items 20 and 22: the head view's frame is its height (not 100 px more) and shows the layer of the
     explorer's Layer picker, from the link and after a pick; the model's name and the toggle's label are whole."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
@@ -161,3 +160,38 @@ def test_the_head_view_fits_its_frame_and_follows_the_pages_layer_and_the_sideba
         page.screenshot(path=str(folder / f"head-view-{mode}.png"))
     finally:
         context.close()
+
+
+def _sentence() -> str:
+    """A sentence of the teaching grammar, or of the tiny corpus without the shipped models."""
+    return "The young man buys a green bicycle." if find_checkpoint() else PAIRS[3][0]
+
+
+def test_class_mode_at_1280x720_draws_labels_readable_from_the_back(server, projector, tmp_path):
+    page = projector
+    page.goto(translate_url(server, _sentence(), **{"class": "1"}))
+    chart = page.locator(PLOT).first
+    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
+    page.wait_for_timeout(1000)  # the page's layout settles
+    columns, rows = chart.evaluate(LABEL_SIZES_JS)
+    assert columns and rows
+    assert min(columns) >= class_mode.LABEL_PX and min(rows) >= class_mode.LABEL_PX, (columns, rows)
+    root_px = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
+    assert root_px == class_mode.ROOT_PX
+    expect(page.get_by_role("switch", name="Class mode (projector)")).to_be_checked()
+    assert page.locator(EXCEPTION).count() == 0
+    class_shot(page, "class-translate-top", tmp_path)
+    chart.scroll_into_view_if_needed()
+    class_shot(page, "class-translate-heatmap", tmp_path)
+    page.locator('[data-testid="stSidebar"] a[href$="Learn"]').first.click()  # another page keeps it
+    expect(page.get_by_role("heading", name="Learn").first).to_be_visible(timeout=60_000)
+    page.wait_for_url(re.compile(r"class=1"), timeout=30_000)
+    expect(page.get_by_role("switch", name="Class mode (projector)")).to_be_checked()
+
+
+def test_without_class_mode_the_labels_stay_at_their_usual_size(server, projector):
+    projector.goto(translate_url(server, _sentence()))
+    chart = projector.locator(PLOT).first
+    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
+    columns, rows = chart.evaluate(LABEL_SIZES_JS)
+    assert max(columns) <= 12 and max(rows) <= 12  # the switch is what makes them larger

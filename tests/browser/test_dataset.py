@@ -6,21 +6,15 @@ import re
 import urllib.parse
 
 import pytest
-from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip)
+from playwright.sync_api import expect
 
-from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
-    EXCEPTION,
-    PLOT,
-    browser_context_args,
-    browser_type_launch_args,
-    server,
-)
+from tests.browser.browsing import EXCEPTION, PLOT
 from transformer.decoding.translate import find_checkpoint
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(find_checkpoint() is None, reason="no shipped teaching model")]
 
 
-def test_the_dataset_page_shows_the_table_and_the_projector_and_opens_a_sentence(server, page):  # noqa: F811
+def test_the_dataset_page_shows_the_table_and_the_projector_and_opens_a_sentence(server, page):
     page.goto(f"{server}/Dataset?model=en-fr-teaching&split=test&limit=10")
     expect(page.get_by_role("heading", name="Projector")).to_be_visible(timeout=180_000)  # after the computation
     expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(2, timeout=60_000)  # slices, sentences

@@ -1,36 +1,46 @@
-"""Real browser: clicking a heatmap cell on the Explain heads page opens its arithmetic, the snapshots of a run
-move under their slider in the browser, and the HTML report opens without the app (and without the network).
-Shares the server of tests/test_e2e.py (skipped there, and so here, without chromium)."""
+"""The Explain heads page in a real browser: a heatmap cell clicked opens its arithmetic, a run's snapshots move under
+their slider, the HTML report opens without the app (and without the network), a typed sentence stays in the box and
+the address bar across views, the Attribution, Logit lens and Patching views draw their charts, and a typed foil is
+said in every chart with readable labels (tests/label_boxes.py) and kept in the address bar."""
 
 import os
+import re
+import urllib.parse
 from pathlib import Path
+from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 import torch
-from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip)
+from playwright.sync_api import expect
 
-from tests.app_fixtures import make_checkpoint
-from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
+from tests.app_fixtures import PAIRS, make_checkpoint
+from tests.browser.browsing import (
     EXCEPTION,
     HEATMAP,
     PLOT,
-    _in_view,
-    _loopback_only,
-    _sentence,
     app_server,
-    browser_context_args,
-    browser_type_launch_args,
-    server,
+    in_view,
+    loopback_only,
+    needs_shipped_models,
+    sentence,
 )
+from tests.label_boxes import clipped, measure, overlapping
 from transformer.decoding.translate import Translator, find_checkpoint
 from transformer.explain import FAMILIES
 from transformer.model.checkpoint import load_checkpoint
 from transformer.runs import ProbeRecord, RunFiles, append_metrics, write_probes, write_status
 from ui.explain.html_report import sentence_report
+from ui.shared.state import class_mode
 
 pytestmark = pytest.mark.e2e
 TITLE = ".role-title-text text"  # a Vega chart's title, as SVG text
 CELLS = ".mark-rect.role-mark path"  # a heatmap's cells (not its legend's gradient)
+TYPED = "The old woman reads a book."
+SWAPPABLE = "The woman gave her father water."  # "woman" -> "man": the same number of pieces
+FOIL_TEACHING = "model=en-fr-teaching&text=The+man+is+here."  # L'homme: why ▁L' rather than ▁La?
+FOIL_ARABIC = "model=en-ar-bible&text=And+he+said+to+the+woman.&foil_word=" + quote("الارض")
+FOIL_LINKS = {"attribution": f"{FOIL_TEACHING}&foil_word=La", "patching": f"{FOIL_TEACHING}&foil_word=La",
+              "attribution-ar": f"{FOIL_ARABIC}&pos=1", "patching-ar": FOIL_ARABIC}
 
 
 def _shot(page, name: str, tmp_path: Path) -> None:
@@ -40,12 +50,12 @@ def _shot(page, name: str, tmp_path: Path) -> None:
     page.screenshot(path=str(folder / f"{name}.png"))
 
 
-def test_clicking_a_cell_opens_its_arithmetic(server, page, tmp_path):  # noqa: F811
-    page.goto(server + "/Explain_heads?view=cell&text=" + _sentence().replace(" ", "+"))
+def test_clicking_a_cell_opens_its_arithmetic(server, page, tmp_path):
+    page.goto(server + "/Explain_heads?view=cell&text=" + sentence().replace(" ", "+"))
     plot = page.locator(PLOT).first
     plot.locator(HEATMAP).first.wait_for(timeout=60_000)
     expect(page.get_by_text("Click a cell of the map")).to_be_visible()
-    cell = _in_view(plot.locator(HEATMAP).first)  # the top-left cell: row 0, column 0
+    cell = in_view(plot.locator(HEATMAP).first)  # the top-left cell: row 0, column 0
     x, y = cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2
     page.mouse.move(x, y)
     page.mouse.click(x, y)
@@ -111,7 +121,7 @@ def test_the_html_report_opens_in_the_browser_and_shows_its_charts(page, tmp_pat
     report = tmp_path / "report.html"
     report.write_text(sentence_report(translator.translate("the cat sleeps .", attention=True), model="tiny"),
                       encoding="utf-8")
-    outside = _loopback_only(page)
+    outside = loopback_only(page)
     page.goto(report.as_uri())
     charts = page.locator(".map svg")
     expect(charts.first).to_be_visible(timeout=30_000)
@@ -124,3 +134,78 @@ def test_the_html_report_opens_in_the_browser_and_shows_its_charts(page, tmp_pat
     expect(page.get_by_role("heading", name="the cat sleeps .")).to_be_visible()
     assert outside == []  # nothing fetched: the report works offline
     _shot(page, "explain-report", tmp_path)
+
+
+@needs_shipped_models
+def test_explain_heads_keeps_the_typed_sentence_in_the_box_and_the_address_bar(server, page):
+    page.goto(server + "/Explain_heads?model=en-fr-teaching&view=ablate")
+    box = page.get_by_label("Sentence (press Enter)")
+    box.wait_for(timeout=180_000)
+    assert box.input_value() != TYPED
+    box.fill(TYPED)
+    box.press("Enter")
+    expect(page).to_have_url(re.compile(r"[?&]text=" + re.escape(urllib.parse.quote_plus(TYPED))), timeout=30_000)
+    page.get_by_text("Head statistics", exact=True).click()
+    expect(page.get_by_text("Dev sentences", exact=True)).to_be_visible(timeout=60_000)
+    page.locator(PLOT).first.wait_for(timeout=120_000)  # the run ends: Streamlit forgets the boxes it did not draw
+    page.wait_for_timeout(1000)
+    page.get_by_text("Switch heads off", exact=True).click()
+    expect(box).to_have_value(TYPED, timeout=30_000)
+    assert urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["text"] == [TYPED]
+    assert page.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize(("view", "charts", "text"), [("attribution", 1, "IG gap at"),
+                                                      ("lens", 1, "DecoderLens"),
+                                                      ("patching", 4, "difference to restore")])
+def test_each_view_draws_its_charts(server, page, view, charts, text):
+    sentence = SWAPPABLE if find_checkpoint() else PAIRS[3][0]  # the shipped model, or the tiny one
+    page.goto(f"{server}/Explain_heads?view={view}&text={urllib.parse.quote_plus(sentence)}")
+    expect(page.get_by_text(text).first).to_be_visible(timeout=120_000)  # the first page also loads the model
+    expect(page.locator(PLOT)).to_have_count(charts, timeout=60_000)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+def _opened(browser, link: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(link)
+    page.locator(PLOT).first.wait_for(timeout=180_000)
+    page.wait_for_timeout(3000)  # the charts' layout pass
+    assert page.locator(EXCEPTION).count() == 0
+    return context, page
+
+
+@needs_shipped_models
+@pytest.mark.parametrize("mode", ["class", "normal"])
+@pytest.mark.parametrize("name", list(FOIL_LINKS))
+def test_a_linked_typed_foil_is_said_in_every_chart_with_readable_labels(server, browser, name, mode):
+    view = name.removesuffix("-ar")
+    context, page = _opened(browser, f"{server}/Explain_heads?view={view}&{FOIL_LINKS[name]}"
+                            + ("&class=1" if mode == "class" else ""))
+    try:
+        titles = page.locator(f"{PLOT} :is(.role-title-text, .role-title-subtitle) text").evaluate_all(
+            "els => els.map(e => e.textContent)")  # SVG text: no innerText
+        contrasts = [t for t in titles if re.search(r"log p\(.+\) ?− log p\(.+\)", t)]  # lines joined
+        assert len(contrasts) == (1 if view == "attribution" else 4), titles  # the bars; the four patching maps
+        for group in measure(page):
+            assert overlapping(group.labels) == [] and clipped(group) == [], (name, mode)
+            if mode == "class":
+                assert [label.text for label in group.labels if label.font < class_mode.LABEL_PX - 0.5] == []
+    finally:
+        context.close()
+
+
+@needs_shipped_models
+def test_a_word_typed_as_the_foil_is_drawn_and_kept_in_the_address_bar(server, browser):
+    context, page = _opened(browser, f"{server}/Explain_heads?view=attribution&{FOIL_TEACHING}")
+    try:
+        box = page.get_by_role("textbox", name="…or type a word")
+        box.fill("femmes")
+        box.press("Enter")
+        page.wait_for_function("() => location.search.includes('foil_word=femmes')", timeout=60_000)
+        page.locator(f"{PLOT} .role-title-text text", has_text="− log p(▁femmes)").wait_for(timeout=60_000)
+        assert parse_qs(urlparse(page.url).query)["foil_word"] == ["femmes"]
+        assert page.get_by_text("Explained:").count() == 1 and page.locator(EXCEPTION).count() == 0
+    finally:
+        context.close()

@@ -14,13 +14,11 @@ import os
 import pytest
 
 pytest.importorskip("transformers", reason="transformers (requirements-dev.txt) writes the Marian folder")
+from playwright.sync_api import expect
 
-from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip, below)
-
-from tests.marian_fixtures import write_marian_folder  # noqa: E402
-from tests.test_e2e import (  # noqa: E402, F401  (the last two are pytest fixtures)
-    EXCEPTION, HEATMAP, PLOT, app_server, browser_context_args, browser_type_launch_args)
-from transformer.model import hf  # noqa: E402
+from tests.browser.browsing import EXCEPTION, HEATMAP, PLOT, app_server
+from tests.marian_fixtures import write_marian_folder
+from transformer.model import hf
 
 pytestmark = pytest.mark.e2e
 NAME = "opus-mt-en-fr"

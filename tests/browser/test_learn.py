@@ -4,22 +4,29 @@ marked, no text under 18 px, no sideways scroll on the page or in the view, and 
 probabilities. Shares the server of tests/test_e2e.py. CLASS_SHOTS=DIR keeps the pictures for a look."""
 
 import os
+import re
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
-from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
+from tests.browser.browsing import (
+    BIBLE,
     EXCEPTION,
-    browser_context_args,
-    browser_type_launch_args,
-    server,
+    PLOT,
+    PROJECTOR,
+    TOOLTIP,
+    in_view,
+    needs_shipped_models,
+    screenshot,
+    select_box,
 )
 from transformer.decoding.translate import find_checkpoint
 from ui.shared.state import class_mode
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(find_checkpoint() is None, reason="needs the shipped models")]
-PROJECTOR = {"width": 1280, "height": 720}
+pytestmark = pytest.mark.e2e
 LINKS = {
     "teaching": {"model": "en-fr-teaching", "text": "The young man buys a green bicycle.", "token": "10",
                  "stage": "dec.1.cross_attn"},
@@ -33,15 +40,9 @@ SMALLEST_TEXT_JS = """() => Math.min(...[...document.querySelectorAll('body *')]
 SIDEWAYS_JS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 
 
-@pytest.fixture
-def projector(browser):
-    context = browser.new_context(viewport=PROJECTOR)
-    yield context.new_page()
-    context.close()
-
-
+@needs_shipped_models
 @pytest.mark.parametrize("name", list(LINKS))
-def test_the_flow_opens_from_a_link_readable_in_class_mode(server, projector, name, tmp_path):  # noqa: F811
+def test_the_flow_opens_from_a_link_readable_in_class_mode(server, projector, name, tmp_path):
     page, params = projector, LINKS[name]
     page.goto(f"{server}/Learn?" + urllib.parse.urlencode({**params, "class": "1"}))
     frame_element = page.locator("""iframe[srcdoc*='class="tf"']""")
@@ -79,3 +80,43 @@ def test_the_flow_opens_from_a_link_readable_in_class_mode(server, projector, na
     page.screenshot(path=str(folder / f"flow-{name}-softmax.png"))
     scroll, client = frame.locator("html").evaluate("h => [h.scrollWidth, h.clientWidth]")
     assert scroll <= client
+
+
+def test_select_boxes_show_the_new_options_text(server, page, tmp_path):
+    page.goto(server + "/Learn?" + (BIBLE if find_checkpoint() else ""))
+    query = select_box(page, "Query token")
+    expect(query).to_have_value("0: ▁In" if find_checkpoint() else "0: <unk>", timeout=60_000)
+    box = page.get_by_label("Your sentence")
+    box.fill("the king speaks to the people .")
+    box.press("Enter")
+    expect(query).to_have_value("0: ▁the", timeout=30_000)
+    page.get_by_text("may attend").first.wait_for()
+    assert page.locator(EXCEPTION).count() == 0
+    encodings = page.locator(PLOT).first  # 60 x d_model cells (canvas: more than 2,000 of them)
+    cells = in_view(encodings.locator("canvas, svg").first)
+    page.mouse.move(cells["x"] + cells["width"] * 0.5, cells["y"] + cells["height"] * 0.5)
+    expect(page.locator(TOOLTIP)).to_contain_text(re.compile(r"position\s*\d+\s*dimension\s*\d+\s*value\s*-?\d\.\d{3}"))
+    page.mouse.move(0, 0)
+    page.get_by_role("heading", name="3. Scaled dot-product attention, step by step").scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    screenshot(page, "tour-learn", tmp_path)
+
+
+@needs_shipped_models
+def test_the_eq1_table_shows_its_pad_rows_without_scrolling_inside_it(server, page, tmp_path):
+    page.goto(server + "/Learn?model=en-fr-teaching")
+    tables = page.get_by_text("The same numbers as tables")  # the Eq. 1 picture comes first, the tables one click away
+    tables.wait_for(timeout=240_000)  # the teaching corpus is built first (30 s on a loaded 2-core machine)
+    tables.click()
+    table = page.locator('[data-testid="stDataFrame"]').filter(has_text="-inf")
+    table.wait_for(timeout=60_000)
+    table.scroll_into_view_if_needed()
+    inner = table.locator(".dvn-scroller").evaluate("s => [s.scrollHeight, s.clientHeight]")
+    assert inner[0] <= inner[1] + 1, f"the table scrolls inside: {inner}"
+    assert table.get_by_text("-inf").count() == 3  # the three <pad> keys of the default padding, all drawn
+    rows = table.locator('[data-testid^="glide-cell-1-"]').count()  # the grid's cells of the key column
+    box = table.bounding_box()
+    assert rows >= 4 and box["height"] >= 30 * (rows + 1)  # tall enough for the header and every row
+    expect(page.get_by_text("its score becomes -inf before the softmax")).to_be_visible()
+    assert page.locator(EXCEPTION).count() == 0
+    page.screenshot(path=str(tmp_path / "learn-eq1.png"))

@@ -7,16 +7,10 @@ import re
 import urllib.parse
 
 import pytest
-from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip)
+from playwright.sync_api import expect
 
+from tests.browser.browsing import EXCEPTION, PLOT, SENTENCE
 from tests.label_boxes import clipped, measure, overlapping
-from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
-    EXCEPTION,
-    PLOT,
-    browser_context_args,
-    browser_type_launch_args,
-    server,
-)
 from transformer.decoding.translate import find_checkpoint
 from ui.shared.state import class_mode
 
@@ -49,7 +43,7 @@ def _forced_in_page(page) -> None:
     assert "La" in read.locator("span", has_text="✎").first.inner_text()  # the forced piece it read, marked
 
 
-def test_force_femme_into_the_man_is_here_and_find_it_in_the_output_the_tree_and_the_link(server, page):  # noqa: F811
+def test_force_femme_into_the_man_is_here_and_find_it_in_the_output_the_tree_and_the_link(server, page):
     query = {"model": "en-fr-teaching", "text": "The man is here.", "search": "beam", "beam": "3"}
     page.goto(f"{server}/Step_by_step?" + urllib.parse.urlencode(query))
     page.get_by_role("button", name="Next").click()
@@ -84,7 +78,7 @@ def test_force_femme_into_the_man_is_here_and_find_it_in_the_output_the_tree_and
 
 
 @pytest.mark.parametrize("mode", ["class", "normal"])
-def test_a_forced_step_reads_at_1280_by_720_without_overlapping_labels(server, browser, mode):  # noqa: F811
+def test_a_forced_step_reads_at_1280_by_720_without_overlapping_labels(server, browser, mode):
     """The forced page as a projector shows it: the ✎ label and the violet ring fit, the force panel's buttons whole."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
@@ -109,3 +103,40 @@ def test_a_forced_step_reads_at_1280_by_720_without_overlapping_labels(server, b
         assert page.locator(EXCEPTION).count() == 0
     finally:
         context.close()
+
+
+def _step(page, n: int) -> None:
+    expect(page.get_by_text(re.compile(rf"^Step {n}\.")).first).to_be_visible(timeout=60_000)
+
+
+def test_beam_result_is_the_trees_winner_after_pressing_next_to_the_end(server, projector):  # item 1
+    page = projector
+    query = {"model": "en-fr-bible", "text": SENTENCE, "search": "beam", "beam": "5", "alpha": "0.6", "nbest": "3"}
+    page.goto(f"{server}/Step_by_step?" + urllib.parse.urlencode(query))
+    _step(page, 0)
+    n = 0
+    while page.get_by_role("button", name="Next").is_enabled():
+        page.get_by_role("button", name="Next").click()
+        n += 1
+        _step(page, n)
+        page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState"
+                               " === 'notRunning'", timeout=60_000)  # the whole run drawn: the list and Result
+        page.wait_for_timeout(300)
+        radios = page.locator('[data-testid="stRadio"]').filter(has_text="Open a hypothesis")
+        if radios.count():
+            checked = radios.locator("input:checked")
+            options = radios.locator('[role="radiogroup"] label')
+            result = page.locator("p", has_text=re.compile(r"^Result:")).first.inner_text()
+            picked = options.nth(radios.locator("input").evaluate_all(
+                "inputs => inputs.findIndex(i => i.checked)")).inner_text()
+            assert checked.count() == 1 and options.first.locator("input").is_checked()  # the best, none picked
+            assert result.removeprefix("Result:").strip() in picked, (n, result, picked)
+        assert n < 40
+    labels = page.locator('[data-testid="stRadio"]').filter(has_text="Open a hypothesis").locator(
+        '[role="radiogroup"] label')
+    scores = [float(re.search(r"score (-?\d+\.\d+)\)", t).group(1)) for t in labels.all_inner_texts()]
+    assert scores == sorted(scores, reverse=True)
+    best = labels.first.inner_text().split(" (log-prob")[0]
+    result = page.locator("p", has_text=re.compile(r"^Result:")).first.inner_text()
+    assert result.removeprefix("Result:").strip() == best.strip()
+    assert page.locator(EXCEPTION).count() == 0

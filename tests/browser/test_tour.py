@@ -2,94 +2,27 @@
 long sentence's probability table (issue 23, items 6, 12 and 18). Shares the server of tests/test_e2e.py (skipped
 there, and so here, without chromium). CLASS_SHOTS=DIR keeps the pictures for a look."""
 
-import os
 import re
-import urllib.parse
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect  # noqa: E402, I001  (after test_e2e's skip)
+from playwright.sync_api import expect
 
-from tests.app_fixtures import PAIRS
-from tests.test_e2e import (  # noqa: F401, F811  (pytest fixtures)
+from tests.browser.browsing import (
     EXCEPTION,
-    HEATMAP,
     PLOT,
-    browser_context_args,
-    browser_type_launch_args,
-    server,
+    SENTENCE,
+    VEGA_SVG,
+    class_shot,
+    needs_shipped_models,
+    screenshot,
+    select_box,
+    sentence,
 )
-from transformer.decoding.translate import find_checkpoint
-from ui.shared.state import class_mode
 
 pytestmark = pytest.mark.e2e
-PROJECTOR = {"width": 1280, "height": 720}
-TEACHING = "en-fr-teaching"
-LONG = ("The young man buys a green bicycle and the old woman sells some fresh cakes at the closed supermarket on "
-        "Thursdays while my sister does not eat bread and the clever daughter will take the beautiful mirrors to the "
-        "market.")
-# Font sizes (px on screen) of the first chart's column and row labels, as Vega's SVG draws them (its axes are
-# named X-axis and Y-axis for screen readers).
-_LABEL_SIZES_JS = """chart => ['X', 'Y'].map(axis =>
-    [...chart.querySelectorAll('g.role-axis')].filter(g => (g.getAttribute('aria-label') || '').startsWith(axis))
-      .flatMap(g => [...g.querySelectorAll('.role-axis-label text')]).map(t => { const m = t.getScreenCTM();
-        return parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1); }))"""
 
 
-@pytest.fixture
-def projector(browser):
-    context = browser.new_context(viewport=PROJECTOR)
-    yield context.new_page()
-    context.close()
-
-
-def _shot(page, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("CLASS_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"))
-
-
-def _translate_url(url: str, text: str | None = None, **params: str) -> str:
-    model = {"model": TEACHING} if find_checkpoint() else {}
-    query = {**model, **({"text": text} if text else {}), **params}
-    return f"{url}/Translate?" + urllib.parse.urlencode(query)
-
-
-def _sentence() -> str:
-    return "The young man buys a green bicycle." if find_checkpoint() else PAIRS[3][0]
-
-
-def test_class_mode_at_1280x720_draws_labels_readable_from_the_back(server, projector, tmp_path):  # noqa: F811
-    page = projector
-    page.goto(_translate_url(server, _sentence(), **{"class": "1"}))
-    chart = page.locator(PLOT).first
-    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
-    page.wait_for_timeout(1000)  # the page's layout settles
-    columns, rows = chart.evaluate(_LABEL_SIZES_JS)
-    assert columns and rows
-    assert min(columns) >= class_mode.LABEL_PX and min(rows) >= class_mode.LABEL_PX, (columns, rows)
-    root_px = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
-    assert root_px == class_mode.ROOT_PX
-    expect(page.get_by_role("switch", name="Class mode (projector)")).to_be_checked()
-    assert page.locator(EXCEPTION).count() == 0
-    _shot(page, "class-translate-top", tmp_path)
-    chart.scroll_into_view_if_needed()
-    _shot(page, "class-translate-heatmap", tmp_path)
-    page.locator('[data-testid="stSidebar"] a[href$="Learn"]').first.click()  # another page keeps it
-    expect(page.get_by_role("heading", name="Learn").first).to_be_visible(timeout=60_000)
-    page.wait_for_url(re.compile(r"class=1"), timeout=30_000)
-    expect(page.get_by_role("switch", name="Class mode (projector)")).to_be_checked()
-
-
-def test_without_class_mode_the_labels_stay_at_their_usual_size(server, projector):  # noqa: F811
-    projector.goto(_translate_url(server, _sentence()))
-    chart = projector.locator(PLOT).first
-    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
-    columns, rows = chart.evaluate(_LABEL_SIZES_JS)
-    assert max(columns) <= 12 and max(rows) <= 12  # the switch is what makes them larger
-
-
-def test_the_guides_model_card_and_corpus_links_open_in_the_app(server, projector, tmp_path):  # noqa: F811
+def test_the_guides_model_card_and_corpus_links_open_in_the_app(server, projector, tmp_path):
     page = projector
     for name, heading in (("model card", "en-fr-teaching"), ("the corpus", "teaching corpus")):
         page.goto(server + "/Teaching_guide")
@@ -107,26 +40,72 @@ def test_the_guides_model_card_and_corpus_links_open_in_the_app(server, projecto
         expect(shown.get_by_role("heading", name=re.compile(heading, re.IGNORECASE)).first).to_be_visible(
             timeout=60_000)
         assert shown.get_by_text("Page not found").count() == 0 and shown.locator(EXCEPTION).count() == 0
-        _shot(shown, f"guide-{name.replace(' ', '-')}", tmp_path)
+        class_shot(shown, f"guide-{name.replace(' ', '-')}", tmp_path)
         if shown is not page:
             shown.close()
 
 
-def test_a_long_sentences_probability_table_ends_on_screen(server, projector, tmp_path):  # noqa: F811
+def test_train_page_gives_a_fresh_name_and_shows_the_runs_new_state(server, page, tmp_path):
+    page.goto(server + "/Train")
+    expect(page.get_by_role("heading", name="Train")).to_be_visible(timeout=60_000)
+    page.get_by_text("Tokens per batch").wait_for(timeout=30_000)
+    screenshot(page, "tour-train", tmp_path, until=page.get_by_role("button", name="Start training"))
+    page.get_by_text("TSV file", exact=True).click()
+    path = page.get_by_label("…or a TSV path on this machine")
+    path.fill(str(tmp_path / "missing.tsv"))
+    path.press("Enter")
+    name = page.get_by_label("Run name")
+    name.fill("e2e-missing-corpus")
+    name.press("Enter")
+    page.wait_for_timeout(500)
+    page.get_by_role("button", name="Start training").click()
+    expect(name).not_to_have_value("e2e-missing-corpus", timeout=30_000)
+    expect(name).to_have_value(re.compile(r"run-\d{8}-\d{6}"))
+    run = select_box(page, "Run")
+    expect(run).to_have_value(re.compile(r"e2e-missing-corpus \((failed|crashed)\)"), timeout=90_000)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+def test_tour_of_the_other_pages(server, page, tmp_path):
+    """Home, Decode step by step and the teacher's guide open without an error (and give docs/tour.md's pictures)."""
+    page.goto(server + "/")
+    expect(page.get_by_role("heading", name="Attention Explorer")).to_be_visible(timeout=60_000)
+    page.get_by_text("d_model").first.wait_for(timeout=30_000)
+    screenshot(page, "tour-home", tmp_path, until=page.get_by_text("Learn how attention works"))
+    page.goto(server + "/Step_by_step?search=beam&beam=3&text=" + sentence().replace(" ", "+"))
+    next_button = page.get_by_role("button", name="Next")
+    for _ in range(4):
+        next_button.click()
+        page.wait_for_timeout(700)
+    expect(page.get_by_text("Step 4.")).to_be_visible(timeout=30_000)
+    page.get_by_role("heading", name="Beam tree").wait_for(timeout=30_000)
+    bars = page.locator(PLOT).first  # the candidate bars: one per candidate, the chosen one outlined
+    bars.locator(".mark-rect path, .mark-bar path, .role-mark path").first.wait_for(timeout=30_000)
+    expect(bars.locator(".role-axis-label text", has_text="▶").first).to_be_visible()
+    expect(page.locator(VEGA_SVG)).to_have_count(3)  # candidates, cross-attention and self-attention rows
+    page.wait_for_timeout(1500)  # the views' layout, for the picture only
+    screenshot(page, "tour-step", tmp_path)
+    page.goto(server + "/Teaching_guide")
+    expect(page.get_by_role("heading", name="Teaching with the Attention Explorer")).to_be_visible(timeout=60_000)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+@needs_shipped_models
+def test_a_guide_step_link_opens_its_model_and_sentence_on_this_server(server, projector):  # item 4
     page = projector
-    text = LONG if find_checkpoint() else " ".join(s for s, _ in PAIRS[:12])
-    page.goto(_translate_url(server, text))
-    table = page.locator("table.prob-table")
-    table.wait_for(timeout=120_000)
-    end = table.locator("th").last
-    assert end.inner_text() == "</s>"
-    box = end.bounding_box()
-    assert box["x"] + box["width"] <= PROJECTOR["width"]  # no horizontal scroll hides it
-    chart = page.locator(PLOT).first
-    chart.locator(HEATMAP).first.wait_for(timeout=120_000)
-    columns, _ = chart.evaluate(_LABEL_SIZES_JS)
-    assert min(columns) >= 10
-    table.scroll_into_view_if_needed()
-    _shot(page, "long-probabilities", tmp_path)
-    chart.scroll_into_view_if_needed()
-    _shot(page, "long-heatmap", tmp_path)
+    page.goto(server + "/Teaching_guide")
+    link = page.locator("a", has_text=re.compile(r"^Translate & Attention with")).first
+    link.wait_for(timeout=60_000)
+    assert link.get_attribute("href").startswith("Translate?model=en-fr-bible&text=")  # relative: this server
+    if link.get_attribute("target") == "_blank":
+        with page.context.expect_page() as opened:
+            link.click()
+        shown = opened.value
+    else:
+        link.click()
+        shown = page
+    shown.wait_for_url(re.compile(r"/Translate\?.*model=en-fr-bible"), timeout=60_000)
+    box = shown.get_by_label(re.compile("English sentence"))
+    expect(box).to_have_value(SENTENCE, timeout=120_000)
+    expect(shown.get_by_text(re.compile(r"Dieu dit")).first).to_be_attached(timeout=120_000)  # its translation
+    assert shown.locator(EXCEPTION).count() == 0

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect  # noqa: I001  (after test_e2e's skip, below)
+from playwright.sync_api import expect
 
 from tests.app_fixtures import make_checkpoint
-from tests.test_e2e import browser_context_args, browser_type_launch_args  # noqa: F401  (pytest fixtures)
 from transformer.decoding.search import SearchSettings
 from transformer.decoding.translate import Translator, find_checkpoint
 from transformer.explain import cell_arithmetic, views
@@ -121,7 +120,6 @@ def test_eq1_picture_reveals_its_stages_and_follows_a_clicked_key(page, tiny):
         assert float(page.get_attribute("rect.hl", "y")) == pytest.approx(y0 + 2 * 22), part
         page.locator("svg.eq g.row[data-j='0'] text").click()
         assert float(page.get_attribute("rect.hl", "y")) == pytest.approx(y0), part
-
 
 
 # the line from q to the highlighted key (its points) and the boxes of the bars it must keep clear of, as drawn

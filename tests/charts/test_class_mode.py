@@ -7,14 +7,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from tests.app_fixtures import make_checkpoint
 from tests.chart_reading import Drawn
+from transformer.bidi import PDI
 from transformer.charts import theme
-from transformer.charts.heatmap import mask_map
+from transformer.charts.heatmap import heatmap, mask_map
 from transformer.charts.render import to_svg
 from transformer.charts.theme import CLASS
 from transformer.decoding.search import SearchSettings
@@ -24,7 +27,6 @@ from transformer.model.checkpoint import load_checkpoint
 from ui.explain import head_maps
 from ui.shared.attention import gold_alignment
 from ui.shared.state import class_mode
-from ui.step import candidate_bars
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +53,6 @@ def test_every_view_knows_its_smallest_text_and_class_mode_zooms_it_to_18_px(tin
         assert big.height == math.ceil(view.height * exact) and big.width == math.ceil(view.width * exact)
         assert big.zoomed(class_mode.LABEL_PX) is big  # already large enough: unchanged
     assert {view.font_px for view in drawn} == {theme.NORMAL.label, theme.NORMAL.view}  # the theme's sizes
-
-
-def test_the_beam_tree_has_a_whole_tree_overview(tiny):
-    session = tiny.session("the woman reads a book .", SearchSettings(beam_size=3))
-    session.run_to_end()
-    view = views.beam_tree(session.history, tiny.tokenizer.target_pieces)
-    assert '<button class="fit"' in view.html and "svg.fit{width:100%;height:auto}" in view.html
-    assert 'viewBox="0 0 ' in view.html  # what lets the overview scale the whole drawing to the page's width
 
 
 def _axis_labels(chart, width: int) -> int:
@@ -99,17 +93,6 @@ def test_cell_numbers_are_written_only_where_they_fit():
     assert len(big) == 2 * 4 and set(big) == {(str(class_mode.LABEL_PX), "1")}  # at the class size
 
 
-def test_the_sampling_charts_title_stands_above_its_legend():
-    bars = candidate_bars.ordered([1, 2], ["▁a", "▁b"], [0.6, 0.4], chosen={1}, tempered=[0.5, 0.5],
-                                  sampled=[0.5, 0.5])
-    drawn = Drawn.of(candidate_bars.candidates_chart(bars, title="next token",
-                                                     subtitle="model → temperature → drawn from", kept=2))
-    assert (drawn.title, drawn.subtitle) == ("next token", "model → temperature → drawn from")  # over everything
-    assert drawn.spec["config"]["title"]["anchor"] == "start"  # at the left, where the legend starts: not centred
-    legend = drawn.view("bar")["encoding"]["color"]["legend"]
-    assert (legend["orient"], legend["direction"]) == ("top", "horizontal")  # Vega lays it under the title
-
-
 def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hover():
     heads = [[10.0, 20.0, 30.0, 40.0], [30.0, 40.0, 50.0, 60.0]]
     half = dataclasses.replace(theme.CLASS, page=theme.CLASS.page // 2)  # class mode, one of two columns
@@ -122,49 +105,11 @@ def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hov
     assert class_half.data("rect")["col_label"].tolist()[:5] == ["0", "1", "2", "3", "mean"]
 
 
-def test_arabic_piece_lines_isolate_every_piece_and_read_from_the_right():
-    from transformer.bidi import FSI, PDI, RLI
-    from ui.shared.text.plain import piece_line
-    from ui.translate.probability_table import probability_table
-
-    pieces = ["▁الله", "▁قال", ".", "</s>"]
-    line = piece_line(pieces, [False, True, False, False])
-    assert line.startswith(RLI) and line.endswith(PDI)  # the line reads right to left: "</s>" ends it, on the left
-    inner = line[1:-1].split(" ")
-    assert all(part.count(FSI) == 1 for part in inner) and len(inner) == 4  # every piece kept apart
-    assert inner[1].startswith(":orange-background[" + FSI)
-    assert inner[3] == FSI + "\\<\\/s\\>" + PDI  # "</s>" whole, not "<s/>"
-    assert piece_line(["▁the", "</s>"]) == f"{FSI}▁the{PDI} {FSI}\\<\\/s\\>{PDI}"  # left to right: no line isolate
-    assert piece_line([]) == "∅"
-    assert "<th><bdi>&lt;/s&gt;</bdi></th>" in probability_table(pieces, [0.5] * 4, rtl=True)
-
-
-def test_the_report_of_a_short_sentence_draws_static_svg_and_stays_small(tiny):
-    from ui.explain import html_report
-
-    translation = tiny.translate("the woman reads a book .", attention=True)
-    doc = html_report.sentence_report(translation, model="tiny")
-    assert len(doc.encode()) < 1_600_000  # 24 maps, 20 output pieces: was 5.4 MB with plotly.js, 2.8 MB packed
-    figures = doc.count('<div class="map"><svg')
-    assert figures == 3 * 2 * 4 and "plotly" not in doc.lower() and doc.count("<script") == 3  # the head views'
-
-
-def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
-    from ui.train.metric_curves import metric_curves
-
-    x = Drawn.of(metric_curves([{"step": 250, "tokens_per_s": 1234.0}], ["tokens_per_s"])).view("line")["encoding"]["x"]
-    assert x["scale"]["domain"] == [249, 251]  # a range around the one step
-    assert (x["axis"]["format"], x["axis"]["tickMinStep"]) == ("~d", 1)  # whole steps: never "250 250" at halves
-    two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
-    assert "domain" not in Drawn.of(two).view("line")["encoding"]["x"]["scale"]  # more than one step: Vega's own
-
-
 def test_every_chart_in_a_column_is_built_for_its_share_of_the_page():
     """Class mode lays a chart out for the part of the page its container has: a chart drawn into a column
     (ui.shared.charts.show.chart's first argument not st) is built with `sizes=` (class_mode.sizes(share)), in the
     call itself or in the assignment of the name it draws (issue 37 item 2)."""
     import ast
-    from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     found, missing = 0, []
@@ -193,9 +138,8 @@ def test_every_chart_in_a_column_is_built_for_its_share_of_the_page():
 def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
     """Class mode dropped the logit lens's cell texts, the table's whole content: a cell's width was counted with
     its <b> tags and a piece's bidi isolates, and the colour bar twice (enlarge's right margin already holds it)."""
-    from types import SimpleNamespace
 
-    from transformer.bidi import FSI, PDI
+    from transformer.bidi import FSI
     from ui.explain import attribution_figures
 
     pieces = {1: "▁jeune", 2: "▁homme", 3: f"{FSI}▁وكلم{PDI}", 4: "</s>"}
@@ -212,3 +156,14 @@ def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
     small = _cell_texts(attribution_figures.lens_table(lens, list(pieces.values()), pieces.get, sizes=third), third,
                         "▁homme")
     assert len(small) == 4 and {o for _, o in small} == {"0"}  # where they cannot fit, still left out
+
+
+def test_class_sizes_thin_column_labels_that_would_overlap_and_size_cell_text():  # item 18
+    big = Drawn.of(heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)], sizes=theme.CLASS))
+    assert big.spec["config"]["axis"]["labelFontSize"] == class_mode.LABEL_PX
+    assert big.spec["config"]["axis"]["labelOverlap"] == "greedy"  # Vega leaves out the labels that would overlap
+    assert big.view("rect")["encoding"]["x"]["axis"]["labelAngle"] == -90  # 60 columns: turned upright
+    from ui.shared.attention import gold_alignment
+
+    grid = Drawn.of(gold_alignment.aer_grid([[0.1, 0.2]], [0.15], title="AER", sizes=theme.CLASS))
+    assert grid.view("text")["mark"]["fontSize"] == theme.CLASS.cell >= class_mode.LABEL_PX

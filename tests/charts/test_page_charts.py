@@ -6,18 +6,20 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from tests.app_fixtures import PAIRS, make_checkpoint
-from tests.chart_reading import Drawn
+from tests.chart_reading import Drawn, colour_scale
 from transformer.bidi import piece_labels
-from transformer.decoding.search import SearchSettings
-from transformer.decoding.translate import TranslationError, Translator
+from transformer.charts import training_curves
+from transformer.charts.render import to_svg
+from transformer.decoding.translate import Translator
+from transformer.explain.attribution import attribute
 from transformer.model.checkpoint import load_checkpoint
+from ui.explain import attribution_figures, head_maps
 from ui.learn import positional_figures
 from ui.learn.attention_steps import encoder_attention_steps
 from ui.shared.attention import families
-from ui.shared.models.translation_gate import MAX_CHARS, MAX_SOURCE_TOKENS, follow_prefix, translate
+from ui.step import candidate_bars
 from ui.train import metric_curves
 
 
@@ -107,44 +109,81 @@ def test_hand_computed_attention_masks_padding(checkpoint):
     assert np.allclose(unpadded.weights, s.weights[:-3], atol=1e-6)  # padding changes nothing for real tokens
 
 
-def test_follow_prefix_follows_a_hypothesis_by_identity():
-    assert follow_prefix((1, 5, 7), [(1, 5, 8, 2), (1, 4, 7, 9), (1, 5, 7, 3)]) == 2  # after Next: its extension
-    assert follow_prefix((1, 5, 7, 3), [(1, 4, 7), (1, 5, 7)]) == 1  # after Back: its ancestor
-    assert follow_prefix((1, 5, 7), [(1, 5, 8, 2), (1, 4, 7, 9)]) is None  # it left the beam
-    assert follow_prefix(None, [(1,)]) is None
+def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 14
+    one = training_curves.training_curves([{"step": 25, "train_loss": 7.822314}]).to_dict()["vconcat"][0]["layer"][0]
+    assert one["encoding"]["x"]["scale"]["domain"] == [24, 26] and one["encoding"]["x"]["axis"]["format"] == "~d"
+    lo, hi = one["encoding"]["y"]["scale"]["domain"]
+    assert lo < 7.822314 < hi and hi - lo > 1 and one["encoding"]["y"]["axis"]["format"] == ",~f"  # no "1e+2"
+    records = [{"step": 25, "train_loss": 7.822314, "lr": 1e-4}, {"step": 25, "dev_loss": 7.9}]
+    loss, rate = training_curves.training_curves(records).to_dict()["vconcat"]
+    lines = loss["layer"][0]["encoding"]
+    assert lines["color"]["scale"]["domain"] == ["train loss", "dev loss"]
+    blue, orange = lines["color"]["scale"]["range"]
+    assert blue != orange
+    assert {blue, orange} == {training_curves.COLORS["train_loss"], training_curves.COLORS["dev_loss"]}
+    assert rate["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["learning rate"]
+    curve = Drawn.of(metric_curves.metric_curves([{"step": 25, "tokens_per_s": 812.5}], ["tokens_per_s"]))
+    x = curve.view("line")["encoding"]["x"]
+    assert x["scale"]["domain"] == [24, 26] and (x["axis"]["format"], x["axis"]["tickMinStep"]) == ("~d", 1)
+    assert curve.data("line")["series"].tolist() == ["tokens / s"]
+    assert metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 
-def test_translate_gives_probabilities_attention_and_nbest(translator):
-    torch.manual_seed(0)
-    greedy = translate(translator, PAIRS[0][0], SearchSettings())
-    assert len(greedy.target_pieces) == len(greedy.token_probs) and all(0 < p <= 1 for p in greedy.token_probs)
-    assert families.stacked(greedy.attention, "cross").shape[2] == len(greedy.target_pieces)
-    beam = translate(translator, PAIRS[0][0], SearchSettings(beam_size=3, nbest=3))
-    assert 1 <= 1 + len(beam.alternatives) <= 3
-    with pytest.raises(TranslationError, match="Type a sentence"):
-        translate(translator, "   ", SearchSettings())
-    with pytest.raises(TranslationError, match=f"the app reads at most {MAX_SOURCE_TOKENS}"):
-        translate(translator, "the " * MAX_SOURCE_TOKENS, SearchSettings())  # + </s>: one piece too many
-    with pytest.raises(TranslationError, match=f"translates at most {MAX_CHARS:,} at a time"):
-        translate(translator, "x" * (MAX_CHARS + 1), SearchSettings())
+def test_the_snapshots_chart_names_its_step_in_the_title_and_moves_by_a_slider_of_steps():  # item 14
+    frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (25, 50, 60)]
+    drawn = Drawn.of(head_maps.training_animation(frames, title="cross", query_name="q", key_name="k"))
+    (slider,) = [p for p in drawn.params() if "bind" in p]  # an input of its own, under the map (no Play to sit on)
+    assert slider["bind"] == {"input": "range", "min": 25, "max": 60, "step": 5, "name": "step "}
+    assert slider["value"] == 60  # the newest snapshot first
+    title = drawn.spec["title"]["text"]["expr"]  # the shown snapshot's step, in the title (left, off the toolbar)
+    assert title.startswith('"cross: step " + [25, 50, 60][') and drawn.spec["title"]["subtitle"]
+    svg = to_svg(drawn.spec)
+    assert "cross: step 60" in svg and "▁a" in svg
 
 
-def test_links_read_valid_values_and_explain_the_rest():
-    from ui.shared.state import links
+def test_a_patching_map_never_stretches_its_colours_over_rounding_noise():  # item 6
+    noise = [[1e-6, -2e-6], [0.0, 3e-7]]
+    heat = attribution_figures.patching_map(noise, ["layer 0", "layer 1"], ["h0", "h1"], title="t", scale=4e-7)
+    low, high = colour_scale(Drawn.of(heat))["domain"]
+    assert high == -low >= attribution_figures.MIN_SCALE > 1e-3  # all four cells near white
+    real = attribution_figures.patching_map([[0.8, -0.1]], ["layer 0"], ["h0", "h1"], title="t", scale=1.2)
+    assert colour_scale(Drawn.of(real))["domain"][1] == 1.2  # a real difference keeps its own scale
 
-    assert links.read_model({"model": "en-fr"}, ["en-fr", "run/x/best"]) == ("en-fr", [])
-    key, problems = links.read_model({"model": "../../etc/passwd"}, ["en-fr"])
-    assert key is None and "not on this server" in problems[0]
-    assert links.read_search({"search": "beam", "beam": "3", "alpha": "1.23", "nbest": "2"}) == (
-        {"method": "beam", "beam": 3, "alpha": 1.2, "nbest": 2}, [])
-    values, problems = links.read_search({"search": "nucleus", "beam": "99", "alpha": "x", "nbest": "0"})
-    assert values == {} and len(problems) == 4 and "between 2 and 8" in problems[1]
-    n_layers = {"cross": 2, "enc_self": 3, "dec_self": 2}
-    assert links.read_view({"att": "enc_self", "layer": "2", "head": "mean", "hide": "1"}, n_layers, 4) == (
-        {"family": "enc_self", "layer": 2, "head": None, "hide": True}, [])
-    values, problems = links.read_view({"att": "cross", "layer": "2", "head": "4"}, n_layers, 4)
-    assert values == {"family": "cross"} and "layers 0 to 1" in problems[0] and "heads 0 to 3" in problems[1]
-    assert links.read_text({"text": "a\x00b" + "c" * 2000})[0] == "ab" + "c" * (links.MAX_TEXT - 2)
-    assert links.search_params("greedy") == {"search": "greedy", "beam": None, "alpha": None, "nbest": None,
-                                             "temperature": None, "top_k": None, "top_p": None, "seed": None}
-    assert links.view_params("cross", 1, None, False) == {"att": "cross", "layer": "1", "head": "mean", "hide": None}
+
+WOMAN = "the woman reads a book ."
+
+
+def test_attribution_bars_have_axis_titles_and_say_why_token_0_has_no_prefix(translator):
+    translation = translator.translate(WOMAN)
+    first = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0)
+    panels = Drawn.of(attribution_figures.attribution_bars(first)).views()
+    titles = [" ".join(p["title"]["text"]) if isinstance(p["title"]["text"], list) else p["title"]["text"]
+              for p in panels]
+    assert any("empty" in t and "read only <s>" in t for t in titles if t.startswith("target prefix"))
+    titled = lambda channel: [p["encoding"][channel].get("title") for p in panels]  # noqa: E731
+    assert all(titled("x")) and len(titled("x")) == 2 * len(first.methods)
+    assert len([t for t in titled("y") if t]) == len(first.methods)  # one per row of bars, on the left
+    later = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 2)
+    titles = [str(p["title"]) for p in Drawn.of(attribution_figures.attribution_bars(later)).views()]
+    assert "empty" not in " ".join(titles)
+
+
+def test_the_sampling_charts_title_stands_above_its_legend():
+    bars = candidate_bars.ordered([1, 2], ["▁a", "▁b"], [0.6, 0.4], chosen={1}, tempered=[0.5, 0.5],
+                                  sampled=[0.5, 0.5])
+    drawn = Drawn.of(candidate_bars.candidates_chart(bars, title="next token",
+                                                     subtitle="model → temperature → drawn from", kept=2))
+    assert (drawn.title, drawn.subtitle) == ("next token", "model → temperature → drawn from")  # over everything
+    assert drawn.spec["config"]["title"]["anchor"] == "start"  # at the left, where the legend starts: not centred
+    legend = drawn.view("bar")["encoding"]["color"]["legend"]
+    assert (legend["orient"], legend["direction"]) == ("top", "horizontal")  # Vega lays it under the title
+
+
+def test_a_single_logged_step_gets_one_tick_not_half_steps_printed_twice():
+    from ui.train.metric_curves import metric_curves
+
+    x = Drawn.of(metric_curves([{"step": 250, "tokens_per_s": 1234.0}], ["tokens_per_s"])).view("line")["encoding"]["x"]
+    assert x["scale"]["domain"] == [249, 251]  # a range around the one step
+    assert (x["axis"]["format"], x["axis"]["tickMinStep"]) == ("~d", 1)  # whole steps: never "250 250" at halves
+    two = metric_curves([{"step": 250, "tokens_per_s": 1.0}, {"step": 500, "tokens_per_s": 2.0}], ["tokens_per_s"])
+    assert "domain" not in Drawn.of(two).view("line")["encoding"]["x"]["scale"]  # more than one step: Vega's own

@@ -1,17 +1,21 @@
 """Attributions of one output token (transformer/explain/attribution.py) on constructed cases with known answers."""
 
+
 import pytest
 import torch
 from torch import Tensor
 
-from tests.app_fixtures import PAIRS
+from tests.app_fixtures import (
+    PAIRS,
+    tiny_and_other,  # noqa: F401  (a fixture)
+)
 from tests.conftest import SPECIALS
 from transformer.data.tokenizer import train_tokenizer
 from transformer.decoding.translate import Translator
 from transformer.explain import Intervention, intervened, teacher_forced
-from transformer.explain.attribution import METHODS, attribute, candidates, word_labels
+from transformer.explain.attribution import MAX_IG_STEPS, METHODS, attribute, candidates, word_labels
 from transformer.explain.stream import Inputs, log_probs_from_embeddings, token_embeddings
-from transformer.model.checkpoint import Checkpoint
+from transformer.model.checkpoint import Checkpoint, load_checkpoint
 from transformer.model.config import ModelConfig
 from transformer.model.layers import Transformer
 
@@ -161,3 +165,18 @@ def test_input_x_gradient_is_the_derivative_of_scaling_each_embedding():
             down = torch.tensor([1.0 if w != word else 1.0 - h for w in index], dtype=torch.float64)
             assert (f(scale) - f(down)) / (2 * h) == pytest.approx(expected, abs=1e-6, rel=1e-5)
     assert all(s >= 0 for s in result.methods["saliency"].source)
+
+
+WOMAN = "the woman reads a book ."
+
+
+def test_integrated_gradients_raises_its_steps_until_the_gap_is_under_5_percent(tiny_and_other):  # noqa: F811
+    translator = Translator(load_checkpoint(tiny_and_other / "tiny"))
+    translation = translator.translate(WOMAN)
+    args = (translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 1)
+    coarse = attribute(*args, steps=1, methods=["integrated_gradients"]).completeness
+    assert coarse.steps == 1 and coarse.relative_gap >= 0.05  # one point misses: the case to raise
+    raised = attribute(*args, steps=1, methods=["integrated_gradients"], target_gap=0.05).completeness
+    assert raised.relative_gap < 0.05 and 1 < raised.steps <= MAX_IG_STEPS
+    bounded = attribute(*args, steps=1, methods=["integrated_gradients"], target_gap=1e-9, max_steps=8).completeness
+    assert bounded.steps == 8  # never past the bound, even when the gap stays over the target

@@ -99,3 +99,12 @@ def test_the_train_split_builds_only_the_pairs_the_limit_asks_for(capsys, monkey
     # a larger train split begins with the pairs of a smaller one: these are the full split's first two
     longer = load_corpus(dataclasses.replace(specs[0], train_pairs=20))
     assert load_corpus(specs[0]).train == longer.train[:2]
+
+
+def test_the_lenses_command_help_says_its_description_whole(capsys):  # item 29
+    from transformer.explain.lenses.__main__ import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "scored on a teaching model's gold links" in shown and "faithfulness to occlusion." in shown

@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from tests.app_fixtures import SHIPPED
 from tests.conftest import SPECIALS
 from transformer.data.corpora.base import ParallelCorpus
 from transformer.data.corpora.teaching import align
@@ -15,6 +16,7 @@ from transformer.explain.lenses import LENSES, as_attention, lens_maps, renormal
 from transformer.explain.lenses import __main__ as cli
 from transformer.explain.lenses.scores import occlusion_drops, ranks, score_lenses, spearman
 from transformer.explain.lenses.trace import head_outputs, trace
+from transformer.model.checkpoint import load_checkpoint
 from transformer.model.config import ModelConfig
 from transformer.model.layers import Transformer
 
@@ -292,3 +294,49 @@ def test_occluded_rows_hide_each_words_pieces_and_nothing_else():
     rows = occluded_rows(torch.tensor([[5, 6, 7, 2]]), index, SPECIALS.unk)
     assert rows.tolist() == [[SPECIALS.unk, SPECIALS.unk, 7, 2], [5, 6, SPECIALS.unk, 2]]
     assert occluded_rows([5, 6, 7, 2], [None] * 4, SPECIALS.unk).shape == (0, 4)
+
+
+def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # item 26
+    from tests.explain.test_lenses import OUT, SRC, tiny
+    from transformer.explain.lenses import lens_maps, renormalise
+    from transformer.explain.lenses.trace import trace
+
+    model = tiny()
+    traced = trace(model, SRC, OUT, specials=SPECIALS)
+    maps = lens_maps(model, SRC, OUT, "norm", specials=SPECIALS)
+    attn, sub = model.decoder_layers[1].cross_attn, traced.cross[1]
+    H, Dh = model.config.n_heads, model.config.d_head
+    _, v = attn.project_kv(sub.keys_input[None])  # (1, H, S, Dh)
+    moved = torch.zeros(sub.weights.shape[1], len(SRC), model.config.d_model)  # Σ_h alpha^h_ij f^h(x_j): (Lq, S, D)
+    for h in range(H):
+        concat = torch.zeros(len(SRC), H * Dh)
+        concat[:, h * Dh : (h + 1) * Dh] = v[0, h]
+        moved += sub.weights[h][:, :, None] * (attn.w_o(concat) - attn.w_o.bias)[None]
+    expected = renormalise(moved.norm(dim=-1))[: len(OUT)]
+    (layer,) = maps.layer_maps.cross[1]  # one map: the layer's
+    torch.testing.assert_close(layer, expected, atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(layer, maps.cross[1].mean(dim=0), atol=1e-3)  # not the mean of the per-head maps
+    assert len(maps.cross[1]) == H  # the per-head maps stay as they are
+    assert lens_maps(model, SRC, OUT, "raw", specials=SPECIALS).layer_maps is None  # the others: the heads' mean
+
+
+def test_the_lenses_command_scores_the_norm_lens_layer_by_its_own_map():  # item 26
+    from tests.explain.test_lenses import _examples
+    from transformer.explain.alignment import AlignmentCounts, argmax_links, count_links, word_attention
+    from transformer.explain.lenses import lens_maps
+    from transformer.explain.lenses.scores import _usable, score_lenses
+
+    if not (SHIPPED / "en-fr-teaching").is_dir():
+        pytest.skip("needs the shipped models")
+    teaching = Translator(load_checkpoint(SHIPPED / "en-fr-teaching"))
+    examples = _examples()
+    expected = [AlignmentCounts() for _ in range(teaching.model.config.n_decoder_layers)]
+    for ex in examples:
+        src_ids, output, src_words, tgt_words = _usable(teaching.tokenizer, ex, teaching.model.config.max_len - 1)
+        layers = lens_maps(teaching.model, src_ids, output, "norm", specials=teaching.specials).layer_maps.cross
+        for i, layer in enumerate(layers):
+            expected[i] += count_links(argmax_links(word_attention(layer, tgt_words, src_words)[0]), ex.links,
+                                       ex.possible)
+    scores = score_lenses(teaching.model, teaching.tokenizer, examples, ["norm"])["norm"]
+    assert sum(c.sure for c in expected) > 0
+    assert scores.layer_mean == pytest.approx([c.aer for c in expected])

@@ -396,3 +396,11 @@ def test_the_line_from_q_to_a_key_crosses_no_bars_and_no_label(translator, compa
         crossed = [(what, segment) for segment in zip(points, points[1:]) for what, box in _drawn_boxes(root)
                    if _crosses(*segment, box)]
         assert crossed == [], (key, crossed[:3])
+
+
+def test_the_beam_tree_has_a_whole_tree_overview(translator):
+    session = translator.session("the woman reads a book .", SearchSettings(beam_size=3))
+    session.run_to_end()
+    view = views.beam_tree(session.history, translator.tokenizer.target_pieces)
+    assert '<button class="fit"' in view.html and "svg.fit{width:100%;height:auto}" in view.html
+    assert 'viewBox="0 0 ' in view.html  # what lets the overview scale the whole drawing to the page's width

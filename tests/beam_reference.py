@@ -1,5 +1,5 @@
-"""The beam search as it was before issue 28's speed work (one top-k over K * V, the whole cache reordered every
-step): the reference that tests/test_fast_decoding.py holds the fast one to. Not used by the package."""
+"""The beam search as it was before its speed work (one top-k over K * V, the whole cache reordered every step): the
+reference that tests/decoding/test_search_against_reference.py holds the fast one to. Not used by the package."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@ import io
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from transformer import ModelConfig, Transformer
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding import translate
 
-# our vocabularies' special ids, as every trained `Tokenizer.specials` gives them (tests/test_tokenizer.py checks)
+# our vocabularies' special ids, as every trained `Tokenizer.specials` gives them (tests/data/test_tokenizer.py checks)
 SPECIALS = SpecialIds(pad=0, start=1, eos=2, unk=3, never=(0, 1))
 
 
@@ -40,14 +41,22 @@ def random_batch(config: ModelConfig, B=3, S=7, T=6, seed=0):
     return src, tgt
 
 
-# The files that take longest on 2 cores (-n 2 runs in pyproject's addopts), longest first. xdist's --dist loadfile
-# hands out whole files in collection order, so these start first and the end of the run is many short files that
-# even out the two workers, not one long file that keeps one worker busy while the other idles (a file of one slow
-# test, such as test_marian_browser.py, used to come last: xdist's own order puts files with fewer tests later).
-# A name missing here, or one that no longer exists, only costs time.
-LONGEST_FIRST = ["test_class_views_e2e.py", "test_marian_browser.py", "test_fuzz.py", "test_teaching_corpus.py",
-                 "test_typed_foil_e2e.py", "test_e2e.py", "test_faults.py", "test_training.py", "test_teaching_app.py",
-                 "test_forced_step_e2e.py", "test_class_pass3_e2e.py", "test_docs_commands.py", "test_cores.py"]
+# The files that take longest on 2 cores (-n 2 runs in pyproject's addopts), longest first, by their path under tests/.
+# xdist's --dist loadfile hands out whole files in collection order, so these start first and the end of the run is
+# many short files that even out the two workers, not one long file that keeps one worker busy while the other idles
+# (a file of one slow test, such as browser/test_imported_model.py, used to come last: xdist's own order puts files
+# with fewer tests later). A name missing here, or one that no longer exists, only costs time.
+LONGEST_FIRST = ["browser/test_class_mode.py", "browser/test_imported_model.py", "browser/test_explain.py",
+                 "bad_input/test_fuzz.py", "data/test_teaching_corpus.py", "browser/test_translate.py",
+                 "browser/test_step.py", "browser/test_learn.py", "browser/test_tour.py", "training/test_faults.py",
+                 "training/test_training.py", "app/test_teaching_model.py", "project/test_docs_commands.py",
+                 "training/test_cores.py"]
+TESTS = Path(__file__).resolve().parent
+
+
+def _under_tests(item) -> str:
+    path = item.path.resolve()
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else str(path)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -56,9 +65,10 @@ def pytest_collection_modifyitems(config, items):
     file's tests together and in their order."""
     per_file: dict[str, int] = {}
     for item in items:
-        per_file[item.path.name] = per_file.get(item.path.name, 0) + 1
+        per_file[_under_tests(item)] = per_file.get(_under_tests(item), 0) + 1
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -per_file[item.path.name], str(item.path)))
+    items.sort(key=lambda item: (rank.get(_under_tests(item), len(rank)), -per_file[_under_tests(item)],
+                                 str(item.path)))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -89,8 +99,8 @@ def scan_component_packages_once():
 def translate_cli(capsys, monkeypatch):
     """`python -m transformer.translate`'s main in this process, run as its own process runs it: stdin as bytes (the
     command reads sys.stdin.buffer), its log lines on stderr in basicConfig's format; a CompletedProcess back, as
-    tests/test_translate.py's run_cli gives. It saves the torch import a process of its own pays (about 2 s of CPU)
-    where the process itself is not what a test checks."""
+    tests/decoding/test_translate.py's run_cli gives. It saves the torch import a process of its own pays (about 2 s
+    of CPU) where the process itself is not what a test checks."""
     def run(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
         data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))

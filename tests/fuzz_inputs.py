@@ -1,10 +1,10 @@
 """A generated set of hostile and odd inputs for every text the app, the Translator and the CLI take.
 
 `fuzz_inputs()` returns (category, text) pairs, the same on every call: hand-picked cases of each category, then
-seeded random strings and mixtures of them. `tests/test_fuzz.py` runs them everywhere; `bench/app_limits.py`
+seeded random strings and mixtures of them. `tests/bad_input/test_fuzz.py` runs them everywhere; `bench/app_limits.py`
 times them with the shipped model. HOSTILE_CHECKPOINTS damages a checkpoint directory in one way each, with the
 error load_checkpoint must give; STDIN_LINES, SEARCH_FLAGS, RUN_NAMES and UPLOADS are the other entry points'
-hostile inputs (issue 27).
+hostile inputs.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def fuzz_inputs(n_random: int = 60, n_mixed: int = 30, seed: int = 12) -> list[t
     return cases
 
 
-# ----------------------------------------------------------------------------- hostile checkpoints (issue 27)
+# ----------------------------------------------------------------------------- hostile checkpoints
 
 def _config_value(name: str, raw: str):
     """Set one config.json field to raw JSON text (so that 1e400 and NaN reach the parser as written)."""
@@ -207,7 +207,7 @@ HOSTILE_CHECKPOINTS: dict[str, tuple] = {
 }
 
 
-# ----------------------------------------------------------------------------- other entry points (issue 27)
+# ----------------------------------------------------------------------------- other entry points
 
 # run names a runs folder copied to Windows could not hold
 RUN_NAMES = ["con", "CON", "nul", "Nul", "aux", "prn", "com1", "COM9", "lpt1", "LPT9", "con.txt", "nul.tar.gz",

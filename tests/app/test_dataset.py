@@ -1,4 +1,4 @@
-"""The Dataset page (issue 40): the teaching test split as a table with links to one sentence, slices and the
+"""The Dataset page: the teaching test split as a table with links to one sentence, slices and the
 projector; its pure pieces (links, filters, figures) and where its cache lives."""
 
 import time

@@ -1,9 +1,6 @@
-"""Issue 23, part A (AppTest): class-ready defaults and honest views on the shipped models.
-
-The default sentence follows the model on every page, Explain heads keeps its sentence across views, Compare models
-compares like with like, ties in head importance are said, the step page's messages and scores are honest, and the
-views a person sets up are kept in the link.
-"""
+"""The sentence each page opens on (AppTest): one the chosen model translates well, from its own corpus (a sentence of
+the teaching grammar, a test verse its card shows, the examples of its corpus), following the model the sidebar picks
+but never replacing a sentence the user typed; a newcomer's first screen is the one the teacher's guide quotes."""
 
 import json
 import re
@@ -122,7 +119,7 @@ def _guide_first_screen() -> tuple[str, str]:
     return " ".join(match.group(1).split()), " ".join(match.group(2).split())
 
 
-def test_a_newcomers_first_translation_is_right_and_the_guide_quotes_it(monkeypatch, tmp_path):  # item 13
+def test_a_newcomers_first_translation_is_right_and_the_guide_quotes_it(monkeypatch, tmp_path):
     at = app(monkeypatch, tmp_path, SHIPPED)
     at.run()
     assert Path(at.session_state["model_path"]).name == catalog.APP_MODEL == "en-fr-teaching"
@@ -133,7 +130,7 @@ def test_a_newcomers_first_translation_is_right_and_the_guide_quotes_it(monkeypa
     assert translation.text == output == align(sentence).tgt  # the grammar's French: a right translation
 
 
-def test_the_arabic_model_opens_on_a_sentence_of_its_cards_samples_and_translates_it(monkeypatch, tmp_path):  # 17
+def test_the_arabic_model_opens_on_a_sentence_of_its_cards_samples_and_translates_it(monkeypatch, tmp_path):
     at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-ar-bible")
     text = at.text_input(key="tr_text").value
     card = (SHIPPED / "en-ar-bible" / "MODEL_CARD.md").read_text(encoding="utf-8")
@@ -144,7 +141,7 @@ def test_the_arabic_model_opens_on_a_sentence_of_its_cards_samples_and_translate
     assert translation.text == samples[text] and min(translation.token_probs) > 0.5
 
 
-def test_the_teaching_model_opens_on_a_short_everyday_sentence_it_translates_exactly(monkeypatch, tmp_path):  # 25
+def test_the_teaching_model_opens_on_a_short_everyday_sentence_it_translates_exactly(monkeypatch, tmp_path):
     at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-fr-teaching")
     text = at.text_input(key="tr_text").value
     gold = align(normalize_text(text))

@@ -364,7 +364,7 @@ def test_compare_models_defaults_to_the_same_language_pair_and_keeps_the_partner
     box.set_value(str(SHIPPED / "en-ar-bible")).run()
     assert at.query_params["partner"] == "en-ar-bible"
     assert len(charts(at)) == 2  # the two maps, no difference of French rows and Arabic rows
-    shown = _walk(at.main)  # issue 37 item 13: the pickers stand above the maps they control
+    shown = _walk(at.main)  # the pickers stand above the maps they control
     picker = next(i for i, e in enumerate(shown) if e.type == "radio" and getattr(e, "key", None) == "ex_cmp_family")
     drawn = {id(e) for e in at.get("vega_lite_chart")}
     assert picker < min(i for i, e in enumerate(shown) if id(e) in drawn)
@@ -488,7 +488,7 @@ def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_i
             ) == ("enc_self", 0, 1)
 
 
-def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_reference(monkeypatch, tmp_path):  # 8
+def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_reference(monkeypatch, tmp_path):
     at = app(monkeypatch, tmp_path, SHIPPED)
     opened(at, "pages/6_Explain_heads.py", model="en-fr-teaching", text=GRAMMAR, view="search")
     assert at.text_input(key="ex_ref").value == align(GRAMMAR).tgt  # a train sentence: the grammar's French
@@ -502,7 +502,7 @@ def test_search_view_says_when_greedy_and_beam_agree_and_fills_the_grammars_refe
     assert not at.exception and any("write the same output" in s.value for s in at.success)
 
 
-def test_leaving_compare_models_takes_the_partner_out_of_the_link(monkeypatch, tmp_path, tiny_and_other):  # item 23
+def test_leaving_compare_models_takes_the_partner_out_of_the_link(monkeypatch, tmp_path, tiny_and_other):
     at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny", view="compare",
                 partner="other", text="the cat sleeps .")
     assert at.query_params["partner"] == "other"

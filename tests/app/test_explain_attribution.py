@@ -48,7 +48,7 @@ def test_attribution_view_draws_every_method_and_the_completeness(at, checkpoint
     translator = translator_of(checkpoints)
     translation = translator.translate(SENTENCE)
     expected = attribute(translator.model, translator.tokenizer, translation.source_ids, translation.token_ids, 0,
-                         target_gap=0.05)  # the view's "auto" steps (issue 37 item 27)
+                         target_gap=0.05)  # the view's "auto" steps
     (bars,) = charts(at)
     assert bars.marks() == ["bar"] * 2 * len(METHODS)  # source and prefix bars per method
     ig = bars.data("bar", 2 * list(METHODS).index("integrated_gradients"))
@@ -155,7 +155,7 @@ def test_attribution_bars_split_source_and_prefix():
     assert len(bars.labels("x", "bar", 1)) == len(result.prefix_words) >= 1
 
 
-def test_patching_an_equal_pair_draws_no_map(monkeypatch, tmp_path, tiny_and_other):  # item 6
+def test_patching_an_equal_pair_draws_no_map(monkeypatch, tmp_path, tiny_and_other):
     at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny", view="patching",
                 text="the cat sleeps .")  # no word to swap: the counterfactual is the clean source
     assert any("The two sources are the same" in i.value for i in at.info)
@@ -165,7 +165,7 @@ def test_patching_an_equal_pair_draws_no_map(monkeypatch, tmp_path, tiny_and_oth
 WOMAN = "the woman reads a book ."
 
 
-def test_the_attribution_token_and_foil_are_kept_in_the_link(monkeypatch, tmp_path, tiny_and_other):  # item 15
+def test_the_attribution_token_and_foil_are_kept_in_the_link(monkeypatch, tmp_path, tiny_and_other):
     translator = Translator(load_checkpoint(tiny_and_other / "tiny"))
     translation = translator.translate(WOMAN)
     foil = next(c.token for c in candidates(translator.model, translation.source_ids, translation.token_ids, 1,
@@ -183,7 +183,7 @@ def test_the_attribution_token_and_foil_are_kept_in_the_link(monkeypatch, tmp_pa
     assert "pos" not in at.query_params and "foil" not in at.query_params
 
 
-def test_the_attribution_view_shows_the_steps_integrated_gradients_used(monkeypatch, tmp_path, tiny_and_other):  # item 27
+def test_the_attribution_view_shows_the_steps_integrated_gradients_used(monkeypatch, tmp_path, tiny_and_other):
     at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/6_Explain_heads.py", model="tiny",
                 view="attribution", text=WOMAN)
     assert at.selectbox(key="ex_attr_steps").value == "auto"

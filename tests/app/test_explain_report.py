@@ -1,5 +1,6 @@
-"""The HTML report's forced decoding and typed-foil sections (issue 38 item 5): the numbers they print and draw, the
-case without a difference map, their size, and the Explain page's fields that ask for them."""
+"""The HTML report of Explain heads (ui.explain.html_report): its forced decoding and typed-foil sections (the numbers
+they print and draw, the case without a difference map, their size, the Explain page's fields that ask for them), and
+a short sentence's whole report drawn as static SVG and kept small."""
 
 import re
 

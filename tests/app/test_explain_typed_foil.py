@@ -1,4 +1,4 @@
-"""AppTest of a typed foil on the Explain page (issue 38 item 4): the Attribution and Patching views take any target
+"""AppTest of a typed foil on the Explain page: the Attribution and Patching views take any target
 word as the contrastive foil (its first piece), say what is wrong with a word they cannot use, keep the pick in the
 link (`foil_word`) and restore it, and draw the same numbers as the package called with the foil's id."""
 

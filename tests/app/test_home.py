@@ -49,7 +49,7 @@ def test_the_facts_table_shows_each_cell_as_typed():
     assert markdown_table(table(rows, ("", "value"))) == rows
 
 
-def test_readme_home_and_examples_say_what_ships(monkeypatch, tmp_path):  # item 17
+def test_readme_home_and_examples_say_what_ships(monkeypatch, tmp_path):
     shipped = [p for p in SHIPPED.iterdir() if (p / "config.json").is_file()]
     numbers = {3: "Three", 4: "Four", 5: "Five", 6: "Six"}
     assert f"{numbers[len(shipped)]} trained models ship" in (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
@@ -64,7 +64,7 @@ def test_readme_home_and_examples_say_what_ships(monkeypatch, tmp_path):  # item
 
 
 @pytest.mark.parametrize("key", ["_model_select", class_mode.TOGGLE])
-def test_a_widget_callback_after_its_key_was_dropped_keeps_the_page_up(monkeypatch, tmp_path, tiny_and_other, key):  # item 3
+def test_a_widget_callback_after_its_key_was_dropped_keeps_the_page_up(monkeypatch, tmp_path, tiny_and_other, key):
     at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/1_Translate.py")
     widget = at.sidebar.selectbox(key=key) if key == "_model_select" else at.sidebar.toggle(key=key)
     del at.session_state[key]  # as open_model does, between the browser's widget state and its rerun
@@ -72,7 +72,7 @@ def test_a_widget_callback_after_its_key_was_dropped_keeps_the_page_up(monkeypat
     assert not at.exception, at.exception
 
 
-def test_the_home_page_says_the_teaching_models_vocabulary_is_shared(monkeypatch, tmp_path):  # item 7
+def test_the_home_page_says_the_teaching_models_vocabulary_is_shared(monkeypatch, tmp_path):
     at = shipped(monkeypatch, tmp_path)
     at.query_params["model"] = "en-fr-teaching"
     at.run()

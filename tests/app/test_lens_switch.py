@@ -1,6 +1,6 @@
-"""The lens switch in the app (ui.shared.attention.lens_switch):
-on Translate, Decode step by step and Explain heads, kept in
-the link."""
+"""The lens switch in the app (ui.shared.attention.lens_switch): on Translate, Decode step by step and Explain heads,
+kept in the link; a layer-level lens (one map per layer) shows no head anywhere; each lens's note says what it
+carries."""
 
 from pathlib import Path
 
@@ -40,7 +40,7 @@ def test_translate_draws_the_chosen_lens_and_keeps_it_in_the_link(at):  # noqa: 
     z = map_values(charts(at)[0])  # cross-attention, layer 0, the one map of the layer
     assert np.allclose(z, expected.numpy(), atol=1e-5)
     assert (z.sum(1) < 1 + 1e-5).all() and (z.sum(1) < 1 - 1e-3).any()  # ALTI+: the prefix takes the rest
-    assert not [s for s in at.selectbox if s.key == "tr_head"]  # one map per layer: no head to pick (issue 37)
+    assert not [s for s in at.selectbox if s.key == "tr_head"]  # one map per layer: no head to pick
     at.selectbox(key="tr_lens").set_value("norm").run()
     assert at.query_params["lens"] == "norm" and len(at.selectbox(key="tr_head").options) == 5
     shared = dict(at.query_params)
@@ -119,7 +119,7 @@ def test_the_teaching_models_gold_links_are_drawn_over_a_lens(tmp_path, monkeypa
 
 
 def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_path, monkeypatch):
-    """Issue 37 item 26: under the norm-weighted lens, "mean of heads" and the AER grid's mean column show the
+    """Under the norm-weighted lens, "mean of heads" and the AER grid's mean column show the
     layer-level map ||Σ_h alpha^h_ij f^h(x_j)||, not the mean of the per-head maps; a head stays its own map."""
     root = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(root / "checkpoints"))
@@ -147,7 +147,7 @@ def test_the_norm_lenss_layer_map_is_kobayashis_norm_of_the_summed_vector(tmp_pa
 
 
 def test_the_step_pages_norm_lens_adds_the_layers_own_row_under_the_heads(at):  # noqa: F811
-    """Issue 37 item 26 on Decode step by step: under the norm-weighted lens the per-head rows get the layer's own
+    """On Decode step by step, under the norm-weighted lens the per-head rows get the layer's own
     row, Kobayashi et al.'s ||Σ_h alpha^h_ij f^h(x_j)|| (the package's layer map at this step), named and said."""
     from ui.shared.attention.lens_switch import LAYER_ROW_NOTE
     from ui.shared.attention.query_rows import LAYER_ROW
@@ -175,7 +175,7 @@ def test_the_step_pages_norm_lens_adds_the_layers_own_row_under_the_heads(at):  
 
 
 @pytest.mark.parametrize("lens", ["rollout", "alti", "value_zeroing"])
-def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):  # item 10
+def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):
     at = opened(shipped(monkeypatch, tmp_path), "pages/1_Translate.py", model="en-fr-teaching", lens=lens, head="1")
     assert at.selectbox(key="tr_lens").value == lens
     assert not [s for s in at.selectbox if s.label == "Head"]  # one map per layer: nothing to pick
@@ -189,7 +189,7 @@ def test_a_layer_level_lens_shows_no_head_anywhere(monkeypatch, tmp_path, lens):
     assert 'class="head"' not in lines and ">head 0<" not in lines
 
 
-def test_the_rollout_help_says_what_rollout_to_the_source_carries_and_what_not():  # item 28
+def test_the_rollout_help_says_what_rollout_to_the_source_carries_and_what_not():
     from ui.shared.attention.lens_switch import NOTES
 
     note = " ".join(NOTES["rollout"].split())

@@ -102,7 +102,7 @@ def test_translate_page_shows_an_arabic_translation_right_to_left(tmp_path, monk
     assert all(label.startswith(RLM) for label, p in zip(rows, translation.target_pieces) if is_rtl(p))
 
 
-def test_explain_heads_isolates_an_arabic_translation_and_the_report_too(monkeypatch, tmp_path, tiny_en_ar):  # item 5
+def test_explain_heads_isolates_an_arabic_translation_and_the_report_too(monkeypatch, tmp_path, tiny_en_ar):
     at = app(monkeypatch, tmp_path, tiny_en_ar)
     opened(at, "pages/6_Explain_heads.py", model="tiny-ar", text=PAIRS[0][0])
     translation = at.session_state["ex_result"]
@@ -113,7 +113,7 @@ def test_explain_heads_isolates_an_arabic_translation_and_the_report_too(monkeyp
     assert report.count('<bdi dir="rtl">') >= 1 + len(translation.target_pieces) - 1  # pieces isolated too
 
 
-def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypatch, tmp_path, tiny_en_ar):  # item 5
+def test_the_probability_table_joins_arabic_pieces_as_the_heatmap_does(monkeypatch, tmp_path, tiny_en_ar):
     at = app(monkeypatch, tmp_path, tiny_en_ar)
     opened(at, "pages/1_Translate.py", model="tiny-ar", text=PAIRS[0][0])
     translation = at.session_state["tr_result"]

@@ -96,7 +96,7 @@ def _step_page_words(at: AppTest) -> str:
                      + [o for r in at.radio for o in r.options])
 
 
-def test_greedy_step_by_step_shows_no_length_penalty(monkeypatch, tmp_path, tiny_and_other):  # item 12
+def test_greedy_step_by_step_shows_no_length_penalty(monkeypatch, tmp_path, tiny_and_other):
     at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/2_Step_by_step.py", text="the cat sleeps .")
     at.button(key="step_run_to_end").click().run()
     words = _step_page_words(at)
@@ -105,7 +105,7 @@ def test_greedy_step_by_step_shows_no_length_penalty(monkeypatch, tmp_path, tiny
     assert re.search(rf"{TOTAL} -\d+\.\d{{3}}", words)
 
 
-def test_beam_names_the_total_and_the_normalised_score_the_same_everywhere(monkeypatch, tmp_path, tiny_and_other):  # item 12
+def test_beam_names_the_total_and_the_normalised_score_the_same_everywhere(monkeypatch, tmp_path, tiny_and_other):
     at = opened(app(monkeypatch, tmp_path, tiny_and_other), "pages/2_Step_by_step.py", text="the cat sleeps .",
                 search="beam", beam="3", nbest="2")
     at.button(key="step_next").click().run()

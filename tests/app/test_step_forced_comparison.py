@@ -1,4 +1,4 @@
-"""The step page's side by side of the model's own translation and a forced one (issue 38 item 3): the charts' numbers
+"""The step page's side by side of the model's own translation and a forced one: the charts' numbers
 read back from their spec and data, and the page drawing them for a session with a forced prefix only."""
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""The step page forces any candidate or a typed word and decodes on (issue 38 item 2): the forced pieces marked in
+"""The step page forces any candidate or a typed word and decodes on: the forced pieces marked in
 the candidate list, the output, the Result and the beam tree; Back takes a forced piece back; the link keeps the
 prefix as text, and a prefix the page cannot force is a message that loses nothing else."""
 

@@ -1,5 +1,7 @@
-"""Issue 37 (class-ready, third pass), AppTest and figure checks, the item number in each test's comment; the
-browser-only ones are in tests/test_class_pass3_e2e.py."""
+"""The Teacher's guide page and the guide itself (AppTest): every link of docs/teaching-guide.md names its model and
+opens what its step says, on this server; the model cards and corpus notes open in the app, an unknown document
+falls back to the guide; the outputs the guide quotes are the shipped models' own. In a browser:
+tests/browser/test_tour.py."""
 
 import re
 import urllib.parse
@@ -40,7 +42,7 @@ def _darkest_source(translation, target: str) -> set[str]:
             for layer in translation.attention.cross}
 
 
-def test_every_guide_link_names_its_model_and_opens_what_its_step_says(monkeypatch, tmp_path):  # item 4
+def test_every_guide_link_names_its_model_and_opens_what_its_step_says(monkeypatch, tmp_path):
     links = _guide_links()
     assert len(links) >= 12 and all("model" in params for _, params in links), links
     for page, params in links:
@@ -67,18 +69,18 @@ def test_every_guide_link_names_its_model_and_opens_what_its_step_says(monkeypat
     assert search and search[0]["beam"] == "3"  # step 3's beam tree
 
 
-def test_the_guide_page_opens_its_app_links_on_this_server(monkeypatch, tmp_path):  # item 4
+def test_the_guide_page_opens_its_app_links_on_this_server(monkeypatch, tmp_path):
     at = opened(shipped(monkeypatch, tmp_path), "pages/5_Teaching_guide.py")
     guide = "".join(m.value for m in at.markdown)
     assert "](Translate?model=en-fr-bible&text=And+God+said" in guide and "](http://HOST" not in guide
 
 
-def test_the_guides_links_open_documents_in_the_app(monkeypatch, tmp_path):  # item 6
+def test_the_guides_links_open_documents_in_the_app(monkeypatch, tmp_path):
     docs = guide_documents.documents()
     text = docs[guide_documents.GUIDE].path.read_text(encoding="utf-8")
     rewritten = guide_documents.in_app_links(text, docs[guide_documents.GUIDE], docs)
     assert "[model card](?doc=card-en-fr-teaching)" in rewritten and "[the corpus](?doc=teaching-corpus)" in rewritten
-    app_page = r"(?:Translate|Step_by_step|Learn|Explain_heads)\?model="  # a link into the app (issue 37 item 4)
+    app_page = r"(?:Translate|Step_by_step|Learn|Explain_heads)\?model="  # a link into the app
     assert not re.search(rf"\]\((?!https?:|\?doc=|#|{app_page})[^)]*\)", rewritten)  # none to a repository path
     at = app(monkeypatch, tmp_path, SHIPPED)
     opened(at, "pages/5_Teaching_guide.py", doc="card-en-fr-teaching")
@@ -87,14 +89,14 @@ def test_the_guides_links_open_documents_in_the_app(monkeypatch, tmp_path):  # i
     assert at.query_params["doc"] == "card-en-fr-teaching"
 
 
-def test_an_unknown_document_falls_back_to_the_guide(monkeypatch, tmp_path):  # item 6
+def test_an_unknown_document_falls_back_to_the_guide(monkeypatch, tmp_path):
     at = app(monkeypatch, tmp_path, SHIPPED)
     opened(at, "pages/5_Teaching_guide.py", doc="../README")
     assert any("is not one this page shows" in w.value for w in at.warning)
     assert any(m.value.startswith("# Teaching with the Attention Explorer") for m in at.markdown)
 
 
-def test_the_guides_modern_sentence_quotes_greedy_outputs():  # item 13: the app's default search is greedy
+def test_the_guides_modern_sentence_quotes_greedy_outputs():  # the app's default search is greedy
     text = " ".join((ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8").split())
     quoted = re.search(r"greedy search, the app's default: \"(.+?)\" against \"(.+?)\"\)", text)
     assert quoted

@@ -184,7 +184,7 @@ def test_training_probes_get_gold_cells_only_when_the_output_is_the_grammars_fre
     assert probe_gold_cells(wrong) == [] and probe_gold_cells(ProbeRecord(gold.src, gold.tgt, src, tgt, tgt)) == []
 
 
-def test_outside_the_grammar_the_message_points_at_the_word_list_and_contractions_get_a_hint():  # item 9
+def test_outside_the_grammar_the_message_points_at_the_word_list_and_contractions_get_a_hint():
     _, why = gold_links("The spaceship lands.", None)
     assert "“Words the teaching model knows” at the top of this page" in why and "below" not in why
     assert expand_contractions("My sister doesn't eat bread. I'm sure we've won't") == \
@@ -195,7 +195,7 @@ def test_outside_the_grammar_the_message_points_at_the_word_list_and_contraction
     assert "write “My sister does not eat bread\\.”" in why
 
 
-def test_the_translate_page_warns_about_a_contraction(monkeypatch, tmp_path):  # item 9
+def test_the_translate_page_warns_about_a_contraction(monkeypatch, tmp_path):
     at = app(monkeypatch, tmp_path, SHIPPED)
     opened(at, "pages/1_Translate.py", model="en-fr-teaching", text="My sister doesn't eat bread.")
     assert any("write “My sister does not eat bread" in w.value for w in at.warning)

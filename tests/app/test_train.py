@@ -128,7 +128,7 @@ def test_train_page_fine_tunes_a_trained_model(at, checkpoints, tmp_path, monkey
     assert tuned == json.loads((checkpoints / "tiny" / "config.json").read_text())
 
 
-def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny_en_ar):  # item 3
+def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny_en_ar):
     at = app(monkeypatch, tmp_path, tiny_en_ar)
     root = tmp_path / "runs" / "stopped-run"
     make_checkpoint(RunFiles(root).checkpoint("latest"))
@@ -136,7 +136,7 @@ def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny_en_ar)
     opened(at, "pages/3_Train.py")
     (more,) = [n for n in at.number_input if n.label == "Resume until step"]
     assert more.value == 1500  # not 740, twice the current step
-    columns = list(at.columns)  # issue 37 item 21: after Stop, Resume stands in the first of the three columns
+    columns = list(at.columns)  # after Stop, Resume stands in the first of the three columns
     i = next(k for k, c in enumerate(columns) if any(n.label == "Resume until step" for n in c.number_input))
     assert [b.label for b in columns[i + 2].button] == ["Open in the explorer"]
     write_status(RunFiles(root), "finished", step=1500, max_steps=1500)  # at its end: as many steps again
@@ -145,7 +145,7 @@ def test_resume_offers_the_runs_own_max_steps(monkeypatch, tmp_path, tiny_en_ar)
     assert more.value == 3000
 
 
-def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny_en_ar):  # item 14
+def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny_en_ar):
     at = app(monkeypatch, tmp_path, tiny_en_ar)
     root = tmp_path / "runs" / "one-point"
     root.mkdir(parents=True)
@@ -157,7 +157,7 @@ def test_the_train_page_shows_human_legend_names(monkeypatch, tmp_path, tiny_en_
     assert names == {"train loss", "learning rate"}
 
 
-def test_open_in_the_explorer_then_another_model_picks_it_without_a_key_error(monkeypatch, tmp_path, tiny_and_other):  # item 3
+def test_open_in_the_explorer_then_another_model_picks_it_without_a_key_error(monkeypatch, tmp_path, tiny_and_other):
     at = app(monkeypatch, tmp_path, tiny_and_other)
     root = tmp_path / "runs" / "stopped-run"
     make_checkpoint(RunFiles(root).checkpoint("latest"))

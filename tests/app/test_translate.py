@@ -1,4 +1,6 @@
-"""AppTest for every page: in-process, no browser. A tiny random-weight checkpoint stands in for the model."""
+"""The Translate page (AppTest, a tiny random-weight checkpoint): the translation and its heatmap, the model view,
+beam search's n-best list, the view kept in the link, downloads, captions, the probability table, sampling's Draw
+again, and the translation gate the page calls (ui.shared.models.translation_gate)."""
 
 import re
 
@@ -123,7 +125,7 @@ def test_n_best_scores_share_one_precision(monkeypatch, tmp_path):
     assert len(nbest) == 3 and all(re.fullmatch(r"-\d+\.\d{3}", s) for s in nbest["normalised score"])
 
 
-def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readable(monkeypatch, tmp_path, tiny_en_ar):  # 12
+def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readable(monkeypatch, tmp_path, tiny_en_ar):
     pieces = [f"▁w{i}" for i in range(57)] + ["</s>"]
     wrapped = rows(pieces, [0.5] * 58)
     assert [len(r) for r in wrapped] == [10] * 5 + [8] and wrapped[-1][-1][:2] == (58, "</s>")
@@ -139,7 +141,7 @@ def test_a_long_translation_wraps_its_probability_table_and_keeps_labels_readabl
     assert table.count("<tr>") == 3 * -(-len(at.session_state["tr_result"].target_pieces) // 10)
 
 
-def test_the_probability_table_never_rounds_a_sampled_piece_to_zero():  # item 8
+def test_the_probability_table_never_rounds_a_sampled_piece_to_zero():
     table = probability_table(["▁le", "▁chat", "</s>"], [0.4123, 2.34e-5, 0.0009996])
     cells = re.findall(r"<td>([^<]*)</td>", table)
     assert cells == ["0.412", "2.3e-05", "1.0e-03"]

@@ -1,4 +1,4 @@
-"""Background work ends cleanly (issue 51): every page rendered in one process, then the process exits 0 with a
+"""Background work ends cleanly: every page rendered in one process, then the process exits 0 with a
 split's table and head importance still being computed; a server stopped with Ctrl+C (SIGINT) during a table exits
 0 and leaves a readable cache; the gate's background threads stop when asked and are joined at exit.
 

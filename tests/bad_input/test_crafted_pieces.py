@@ -1,7 +1,7 @@
-"""Pieces a crafted vocabulary may hold (issue 41 items 1 and 2): markup that would end or comment out an inline
+"""Pieces a crafted vocabulary may hold: markup that would end or comment out an inline
 script, and pieces thousands of characters long. Every view keeps its script whole and every label short (the
 full piece in its title or hover), and shortening runs in linear time. The browser's side:
-tests/test_views_browser.py."""
+tests/browser/test_views.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The fuzz set (tests/fuzz_inputs.py, 232 inputs) through the Translator, the translate CLI and every text field of
 the app (the Explain page's reference translation included): each gets a translation or a clear message, never
 another exception, and no user text reaches the page as Markdown or HTML that could make a link, an image or a
-script. Issue 27 adds stdin line by line, hostile search and device flags, Windows-reserved run names and every
-hostile checkpoint beside a good one (uploads: tests/test_uploads.py)."""
+script. The other entry points too: stdin line by line, hostile search and device flags, Windows-reserved run
+names and every hostile checkpoint beside a good one (uploads: tests/bad_input/test_uploads.py)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_a_lone_surrogate_is_a_translation_error_not_a_type_error(translator):
 
 def test_cli_answers_every_input_with_output_or_one_error_line(checkpoints, capsys, monkeypatch):
     # one load of the checkpoint for the 290 commands (loading it each time took 40% of this test): the Translator
-    # holds no state between translations, and tests/test_translate.py loads it through the command
+    # holds no state between translations, and tests/decoding/test_translate.py loads it through the command
     loaded = functools.cache(translate.Translator)
     monkeypatch.setattr(translate, "Translator", lambda *args, **kwargs: loaded(*args, **kwargs))
     for i, (category, text) in enumerate(INPUTS):
@@ -248,7 +248,7 @@ def test_run_names_are_checked_before_anything_is_written(tmp_path, monkeypatch)
     assert not {p.name.lower() for p in runs.iterdir()} & {name.lower() for name in RUN_NAMES}
 
 
-# ----------------------------------------------------------------------------- issue 27: the other entry points
+# ----------------------------------------------------------------------------- the other entry points
 
 @pytest.mark.parametrize("stride", [12, pytest.param(1, marks=[FULL, pytest.mark.timeout(1800)])])
 def test_every_input_in_the_reference_translation_box_is_scored_or_refused_with_a_message(app, stride):

@@ -1,4 +1,4 @@
-"""The app against hostile models and fields (issue 27): a malformed or blocking metadata.json or status.json, a
+"""The app against hostile models and fields: a malformed or blocking metadata.json or status.json, a
 symlink out of checkpoints/ or the runs folder, a corpus path to any file, a 20,000-character reference. One bad
 model is listed as unreadable with the reason; every page still opens; nothing is read from elsewhere."""
 

@@ -1,4 +1,4 @@
-"""Thousands of checkpoints and run folders (issue 41 item 20): the model picker, Home and the Train page list a page
+"""Thousands of checkpoints and run folders: the model picker, Home and the Train page list a page
 at a time, newest run first, and read only the folders they list, however many there are. Counted, not timed."""
 
 from __future__ import annotations

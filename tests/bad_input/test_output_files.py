@@ -1,4 +1,4 @@
-"""Issue 41 item 10: a file a command writes never replaces a device, a FIFO, a link or a folder, and a path where
+"""A file a command writes never replaces a device, a FIFO, a link or a folder, and a path where
 no file can be written is refused before any work is done."""
 
 import os

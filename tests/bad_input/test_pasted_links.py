@@ -1,4 +1,4 @@
-"""Links a user may paste (issue 41 items 6, 12 and 13): numbers keep their digits, unknown and over-long
+"""Links a user may paste: numbers keep their digits, unknown and over-long
 parameters are dropped at once and quoted short, and a link's values are judged against what the page shows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Uploads the Train page's checker used to accept but training could not use (issue 27): refused, with the reason,
+"""Uploads the Train page's checker used to accept but training could not use: refused, with the reason,
 before a run is created; a byte-order mark never reaches the first sentence."""
 
 import pytest

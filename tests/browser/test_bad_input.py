@@ -1,7 +1,8 @@
-"""Real browser, issue 41 items 3 and 12: a model card with remote images makes the browser fetch nothing, and a
-link with a thousand unknown parameters opens its page with them dropped from the address.
+"""Bad input in a real browser: a model card with remote images makes the browser fetch nothing, and a link with a
+thousand unknown parameters opens its page with them dropped from the address.
 
-A server of its own (tests/test_e2e.py's helpers), over a folder whose model carries a crafted MODEL_CARD.md."""
+A server of its own (tests/browser/browsing.py's app_server), over a folder whose model carries a crafted
+MODEL_CARD.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Real browser at a projector's 1280x720, in both modes, on every SVG view and chart of the pages a class uses
-(issue 37, items 2 and 22): in class mode no label under 18 px; in both modes no two labels of a chart or view
-overlapping and no label of a chart cut at its edges. Labels are measured in the page as Chromium lays them out
-(tests/label_boxes.py). One server for the module (tests/test_e2e.py's); CLASS_SHOTS=DIR keeps the pictures."""
+"""Class mode in a real browser at a projector's 1280x720, on every SVG view and chart of the pages a class uses, in
+both modes: in class mode no label under 18 px (the heatmap's labels too, and the page's root font); in both modes no
+two labels of a chart or view overlapping and no label of a chart cut at its edges; the head view fits its frame and
+follows the page's layer; without the switch the labels keep their usual size. Labels are measured in the page as
+Chromium lays them out (tests/label_boxes.py). CLASS_SHOTS=DIR keeps the pictures."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.e2e
 # the views are measured on the shipped teaching model
 needs_teaching_model = pytest.mark.skipif(find_checkpoint() is None, reason="needs the shipped teaching model")
 
-# page -> (link, what to click before measuring, what must be on the page then): every view of issue 37's item 2.
+# page -> (link, what to click before measuring, what must be on the page then): every view of the pages a class uses.
 RUN, EVERY = 'button:has-text("Run to end")', 'button:has-text("Every")'  # the first: every encoder self-attention head
 PAGES = {
     "translate": ("Translate?model=en-fr-teaching", None, PLOT),  # heatmap, AER grids
@@ -33,7 +34,7 @@ PAGES = {
                  "+to+the+lucky+accuser.&other=The+chaplains+offered+your+wide+saxophones+to+the+lucky+judge.", None,
                  PLOT),  # the pair in the link: the model's first sentence is another
     "sampling": ("Step_by_step?model=en-fr-teaching&search=sample", RUN, PLOT),
-    "compare": ("Explain_heads?model=en-fr-bible&view=compare&partner=en-fr-bible-debian", None, PLOT),  # item 13
+    "compare": ("Explain_heads?model=en-fr-bible&view=compare&partner=en-fr-bible-debian", None, PLOT),  # one pair
     "importance": ("Explain_heads?model=en-fr-teaching&view=importance",
                    'button:has-text("Compute head importance")', PLOT),  # three maps in a row, a third each
     "ablate": ("Explain_heads?model=en-fr-teaching&view=ablate", EVERY, PLOT),  # two maps side by side
@@ -86,10 +87,10 @@ def test_every_view_has_readable_labels_that_never_overlap(server, browser, name
         assert groups and all(group.labels for group in groups)
         if name in ("learn", "step", "step-norm", "learn-ar", "step-ar"):
             assert _views(page) >= 1
-        if name.startswith("learn"):  # item 2: Eq. 1 whole in its frame, no sideways scroll (class mode)
+        if name.startswith("learn"):  # Eq. 1 whole in its frame, no sideways scroll (class mode)
             eq = [f.evaluate(EQ1_JS) for f in page.frames[1:]]
             assert [d for d in eq if d is not None and d["scroll"] > d["room"] + 1] == [] and any(eq), eq
-        if name == "translate":  # item 22: the search methods on one line at 1280 px
+        if name == "translate":  # the search methods on one line at 1280 px
             radio = page.locator('[data-testid="stRadio"]', has_text="sample").first
             tops = radio.locator("label").evaluate_all("ls => ls.slice(1).map(l => l.getBoundingClientRect().top)")
             assert len(tops) == 3 and max(tops) - min(tops) < 2, tops
@@ -135,7 +136,7 @@ def _head_view(page) -> dict | None:
 @pytest.mark.parametrize("mode", ["class", "normal"])
 def test_the_head_view_fits_its_frame_and_follows_the_pages_layer_and_the_sidebar_fits(
         server, browser, mode, tmp_path):
-    """Issue 37 items 20 and 22: the head view's frame is its height (not 100 px more) and shows the layer of the
+    """The head view's frame is its height (not 100 px more) and shows the layer of the
     explorer's Layer picker, from the link and after a pick; the model's name and the toggle's label are whole."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()

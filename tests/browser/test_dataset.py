@@ -1,6 +1,5 @@
 """Real browser: the Dataset page on the teaching test split shows the table and the projector, and a sentence's
-link opens it on Translate (issue 40). Shares the server of tests/test_e2e.py (skipped there, and so here, without
-chromium)."""
+link opens it on Translate."""
 
 import re
 import urllib.parse

@@ -1,7 +1,8 @@
-"""Real browser at a projector's 1280x720, class mode: the Learn page's "one token through the whole model" opened
-from a link (token and stage) for the teaching model and for the Arabic model: the link's stage is drawn open and
-marked, no text under 18 px, no sideways scroll on the page or in the view, and the temperature slider redraws the
-probabilities. Shares the server of tests/test_e2e.py. CLASS_SHOTS=DIR keeps the pictures for a look."""
+"""The Learn page in a real browser: a select box shows its new options' text, the Eq. 1 table shows its <pad> rows
+without scrolling inside it, and "one token through the whole model" opened from a link (token and stage) at a
+projector's 1280x720 in class mode, for the teaching model and the Arabic one: the link's stage drawn open and marked,
+no text under 18 px, no sideways scroll on the page or in the view, the temperature slider redrawing the
+probabilities. CLASS_SHOTS=DIR keeps the pictures for a look; UPDATE_SCREENSHOT=1 saves docs/tour-learn.png."""
 
 import os
 import re

@@ -1,7 +1,7 @@
-"""Issue 38 "Done when" in a real browser: force "femme" into "The man is here." on the teaching model and find the
-forced word in the output, the step line, the candidate bars (violet), the beam tree and the link, and the link
-restoring it. Shares the server of tests/test_e2e.py (skipped there, and so here, without chromium); the page logic:
-tests/test_forced_step.py."""
+"""Decode step by step in a real browser: "femme" forced into "The man is here." on the teaching model is found in the
+output, the step line, the candidate bars (violet), the beam tree and the link, and the link restores it; a forced
+step reads at 1280x720 without overlapping labels; after Next to the end, beam search's Result is the tree's winner.
+The page logic in AppTest: tests/app/test_step_forcing.py."""
 
 import re
 import urllib.parse
@@ -109,7 +109,7 @@ def _step(page, n: int) -> None:
     expect(page.get_by_text(re.compile(rf"^Step {n}\.")).first).to_be_visible(timeout=60_000)
 
 
-def test_beam_result_is_the_trees_winner_after_pressing_next_to_the_end(server, projector):  # item 1
+def test_beam_result_is_the_trees_winner_after_pressing_next_to_the_end(server, projector):
     page = projector
     query = {"model": "en-fr-bible", "text": SENTENCE, "search": "beam", "beam": "5", "alpha": "0.6", "nbest": "3"}
     page.goto(f"{server}/Step_by_step?" + urllib.parse.urlencode(query))

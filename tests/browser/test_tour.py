@@ -1,6 +1,7 @@
-"""Real browser at a projector's 1280x720: class mode's label sizes in the heatmap's SVG, the guide's links, and a
-long sentence's probability table (issue 23, items 6, 12 and 18). Shares the server of tests/test_e2e.py (skipped
-there, and so here, without chromium). CLASS_SHOTS=DIR keeps the pictures for a look."""
+"""The other pages in a real browser: Home, Decode step by step and the Teacher's guide open without an error, the
+Train page gives a run a fresh name and shows its new state, and the guide's links (model card, corpus notes, a step's
+link into the app) open on this server. UPDATE_SCREENSHOT=1 saves docs/tour-*.png (docs/tour.md); CLASS_SHOTS=DIR
+keeps the guide's pictures."""
 
 import re
 
@@ -91,7 +92,7 @@ def test_tour_of_the_other_pages(server, page, tmp_path):
 
 
 @needs_shipped_models
-def test_a_guide_step_link_opens_its_model_and_sentence_on_this_server(server, projector):  # item 4
+def test_a_guide_step_link_opens_its_model_and_sentence_on_this_server(server, projector):
     page = projector
     page.goto(server + "/Teaching_guide")
     link = page.locator("a", has_text=re.compile(r"^Translate & Attention with")).first

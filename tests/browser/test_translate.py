@@ -1,9 +1,8 @@
-"""Real browser: `streamlit run app.py` driven by Playwright with Debian's chromium (see shared TESTING.md).
-
-Skipped when chromium is missing, unless REQUIRE_E2E=1 (CI), where a missing browser is an error.
-With UPDATE_SCREENSHOT=1 it saves the docs' pictures: docs/screenshot.png (README) and docs/tour-*.png (docs/tour.md).
-These tests cover what only a browser shows: clicks on charts (Vega-Lite selections), what a select box displays, the
-address bar, and the requests the page makes.
+"""The Translate page in a real browser (`streamlit run app.py`, Playwright, Debian's chromium; the fixtures are in
+tests/browser/conftest.py): what only a browser shows, clicks on charts (Vega-Lite selections), what a select box
+displays, the address bar, the requests the page makes, right-to-left text, a long sentence's probability table at a
+projector's width, the lens switch. With UPDATE_SCREENSHOT=1 it saves docs/screenshot.png (README) and
+docs/tour-arabic.png (docs/tour.md).
 """
 
 import re
@@ -121,7 +120,7 @@ def test_text_from_a_link_or_the_box_shows_as_typed_never_as_a_link_or_html(serv
     warning.wait_for(timeout=60_000)
     page.locator('[data-testid="stMarkdownContainer"] h3').first.wait_for(timeout=60_000)
     shown = warning.inner_text().replace("\u2060", "")
-    assert payload[:39] + "…" in shown, shown  # quoted as typed, shortened to 40 characters (issue 41 item 12)
+    assert payload[:39] + "…" in shown, shown  # quoted as typed, shortened to 40 characters
     assert page.locator('a[href*="evil.example"]').count() == 0 and page.locator('img[src="x"]').count() == 0
     assert not dialogs and page.locator(EXCEPTION).count() == 0
 

@@ -131,7 +131,7 @@ QK_JS = """() => { const e = document.querySelector('svg.eq .qk'), a = n => +e.g
 
 
 def test_the_compact_eq1_line_follows_a_clicked_key_clear_of_every_bar(page, tiny):
-    """Issue 37: the compact Eq. 1's line from q to a key crossed the k bars; as the browser draws it after each
+    """The compact Eq. 1's line from q to a key crossed the k bars; as the browser draws it after each
     click, no segment runs through a bar vector and the line ends at the clicked row."""
     from tests.explain.test_views import _crosses
 

@@ -1,6 +1,7 @@
-"""Class mode's sizes on the SVG views and the Altair charts, and the figures' small fixes of issue 37 (items 2,
-9, 11, 16, 18), checked on the figures' JSON and the views' markup; the browser half is
-tests/test_class_views_e2e.py."""
+"""Class mode's sizes on the SVG views and the Altair charts, checked on the charts' specs (and their SVG as
+vl-convert draws it) and the views' markup: 18 px text at the least, labels left out rather than shrunk where they
+would overlap, every chart in a column built for its share of the page. In a browser:
+tests/browser/test_class_mode.py."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def test_the_aer_grids_columns_are_short_upright_and_keep_their_names_in_the_hov
 def test_every_chart_in_a_column_is_built_for_its_share_of_the_page():
     """Class mode lays a chart out for the part of the page its container has: a chart drawn into a column
     (ui.shared.charts.show.chart's first argument not st) is built with `sizes=` (class_mode.sizes(share)), in the
-    call itself or in the assignment of the name it draws (issue 37 item 2)."""
+    call itself or in the assignment of the name it draws."""
     import ast
 
     root = Path(__file__).resolve().parents[2]
@@ -158,7 +159,7 @@ def test_the_logit_lens_keeps_its_top_tokens_in_class_mode():
     assert len(small) == 4 and {o for _, o in small} == {"0"}  # where they cannot fit, still left out
 
 
-def test_class_sizes_thin_column_labels_that_would_overlap_and_size_cell_text():  # item 18
+def test_class_sizes_thin_column_labels_that_would_overlap_and_size_cell_text():
     big = Drawn.of(heatmap(np.full((2, 60), 1 / 60), ["a", "b"], [f"▁w{i}" for i in range(60)], sizes=theme.CLASS))
     assert big.spec["config"]["axis"]["labelFontSize"] == class_mode.LABEL_PX
     assert big.spec["config"]["axis"]["labelOverlap"] == "greedy"  # Vega leaves out the labels that would overlap

@@ -1,4 +1,6 @@
-"""Figure builders and the attention arithmetic behind the pages (no streamlit)."""
+"""The pages' own chart builders (ui/*, no streamlit), read back from their Vega-Lite specs: training and metric
+curves, the positional encodings, the snapshots' slider, the candidate bars' title, attribution bars and patching maps;
+and the attention arithmetic the pages draw (the explorer's maps, Eq. 1 by hand)."""
 
 import csv
 import io
@@ -109,7 +111,7 @@ def test_hand_computed_attention_masks_padding(checkpoint):
     assert np.allclose(unpadded.weights, s.weights[:-3], atol=1e-6)  # padding changes nothing for real tokens
 
 
-def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 14
+def test_one_point_gives_sane_axes_distinct_colours_and_human_names():
     one = training_curves.training_curves([{"step": 25, "train_loss": 7.822314}]).to_dict()["vconcat"][0]["layer"][0]
     assert one["encoding"]["x"]["scale"]["domain"] == [24, 26] and one["encoding"]["x"]["axis"]["format"] == "~d"
     lo, hi = one["encoding"]["y"]["scale"]["domain"]
@@ -129,7 +131,7 @@ def test_one_point_gives_sane_axes_distinct_colours_and_human_names():  # item 1
     assert metric_curves.metric_name("dev_aer_layer1") == "layer 1 (mean of heads)"
 
 
-def test_the_snapshots_chart_names_its_step_in_the_title_and_moves_by_a_slider_of_steps():  # item 14
+def test_the_snapshots_chart_names_its_step_in_the_title_and_moves_by_a_slider_of_steps():
     frames = [(s, np.full((2, 3), 1 / 3), ["▁a", "▁b"], ["▁x", "▁y", "▁z"]) for s in (25, 50, 60)]
     drawn = Drawn.of(head_maps.training_animation(frames, title="cross", query_name="q", key_name="k"))
     (slider,) = [p for p in drawn.params() if "bind" in p]  # an input of its own, under the map (no Play to sit on)
@@ -141,7 +143,7 @@ def test_the_snapshots_chart_names_its_step_in_the_title_and_moves_by_a_slider_o
     assert "cross: step 60" in svg and "▁a" in svg
 
 
-def test_a_patching_map_never_stretches_its_colours_over_rounding_noise():  # item 6
+def test_a_patching_map_never_stretches_its_colours_over_rounding_noise():
     noise = [[1e-6, -2e-6], [0.0, 3e-7]]
     heat = attribution_figures.patching_map(noise, ["layer 0", "layer 1"], ["h0", "h1"], title="t", scale=4e-7)
     low, high = colour_scale(Drawn.of(heat))["domain"]

@@ -1,4 +1,4 @@
-"""Forced prefixes (issue 38): every engine emits the given pieces first, with the probabilities a teacher-forced pass
+"""Forced prefixes: every engine emits the given pieces first, with the probabilities a teacher-forced pass
 gives them, and decodes on from there; a prefix the tokenizer cannot make is refused with its reason."""
 
 import json

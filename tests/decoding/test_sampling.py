@@ -218,7 +218,7 @@ def test_translator_and_cli_sample_the_same_seeded_draws(checkpoint, translate_c
     assert done.returncode == 2 and "only apply when sampling" in done.stderr
 
 
-# ----------------------------------------------------------------------------- issue 41 items 4, 5 and 7
+# ----------------------------------------------------------------------------- vanishing, negative or infinite numbers
 
 
 @pytest.mark.parametrize("temperature", [1e-320, 1e-310, 5e-324, 1e-6])

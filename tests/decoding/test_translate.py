@@ -142,7 +142,8 @@ def test_cli_json_lines_from_stdin_with_beam_and_nbest(checkpoint, translator, t
 
 
 def test_cli_errors_are_one_line_and_exit_2(checkpoint, tmp_path, translate_cli):
-    """main's status (a process exits with it: the stdin test and tests/test_forced_prefix.py run processes)."""
+    """main's status (a process exits with it: the stdin test and tests/decoding/test_forced_prefix.py run
+    processes)."""
     for args, stdin, message in [
         (["--checkpoint", str(checkpoint), "--alpha", "1e308"], "a cat\n", "alpha must be a number from 0 to 10"),
         (["--checkpoint", str(checkpoint), "--beam", "100000"], "a cat\n", "beam_size must be a whole number from 1"),

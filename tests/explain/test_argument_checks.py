@@ -1,6 +1,6 @@
 """The explain API as a researcher calls it: every bad argument is one `ValueError` naming the argument and its
 range (never an IndexError, a TypeError, a tensor-size error or a silently wrong answer), and the costly methods
-take no more than one app request may ask for (issue 41, items 14, 15 and 16)."""
+take no more than one app request may ask for."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A split as a table (transformer.explain.dataset, issue 40): columns and numbers on the teaching test split, the
+"""A split as a table (transformer.explain.dataset): columns and numbers on the teaching test split, the
 corpus scores equal transformer-evaluate's, slices, the cache (read back, corrupt, resumed, its writer killed
 mid-write), a stop between sentences, TSVs, the projector."""
 

@@ -1,4 +1,4 @@
-"""Any typed word as the foil (issue 38 item 4): its first piece, said when it has several; attribution and activation
+"""Any typed word as the foil: its first piece, said when it has several; attribution and activation
 patching measure log p(token) - log p(foil) for it (constructed cases with known answers)."""
 
 import pytest

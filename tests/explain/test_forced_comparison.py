@@ -1,6 +1,6 @@
-"""The model's own translation beside a forced one (issue 38 item 3): totals that are teacher-forced sums, maps that
+"""The model's own translation beside a forced one: totals that are teacher-forced sums, maps that
 are the teacher-forced pass's, the difference own - forced over the rows both have, and the typed foil's
-contrast in one call (item 5)."""
+contrast in one call."""
 
 import math
 

@@ -1,6 +1,5 @@
 """The lens command (`python -m transformer.explain.lenses`) on bad flags, bad metadata and bad output paths: a
-message and exit status, never a traceback, and the output path checked before any sentence is scored
-(issue 41, items 8, 9 and 11)."""
+message and exit status, never a traceback, and the output path checked before any sentence is scored."""
 
 import dataclasses
 
@@ -101,7 +100,7 @@ def test_the_train_split_builds_only_the_pairs_the_limit_asks_for(capsys, monkey
     assert load_corpus(specs[0]).train == longer.train[:2]
 
 
-def test_the_lenses_command_help_says_its_description_whole(capsys):  # item 29
+def test_the_lenses_command_help_says_its_description_whole(capsys):
     from transformer.explain.lenses.__main__ import parse_args
 
     with pytest.raises(SystemExit):

@@ -296,7 +296,7 @@ def test_occluded_rows_hide_each_words_pieces_and_nothing_else():
     assert occluded_rows([5, 6, 7, 2], [None] * 4, SPECIALS.unk).shape == (0, 4)
 
 
-def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # item 26
+def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():
     from tests.explain.test_lenses import OUT, SRC, tiny
     from transformer.explain.lenses import lens_maps, renormalise
     from transformer.explain.lenses.trace import trace
@@ -320,7 +320,7 @@ def test_the_norm_lens_layer_map_is_the_norm_of_the_head_summed_vector():  # ite
     assert lens_maps(model, SRC, OUT, "raw", specials=SPECIALS).layer_maps is None  # the others: the heads' mean
 
 
-def test_the_lenses_command_scores_the_norm_lens_layer_by_its_own_map():  # item 26
+def test_the_lenses_command_scores_the_norm_lens_layer_by_its_own_map():
     from tests.explain.test_lenses import _examples
     from transformer.explain.alignment import AlignmentCounts, argmax_links, count_links, word_attention
     from transformer.explain.lenses import lens_maps

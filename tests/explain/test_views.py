@@ -1,6 +1,6 @@
 """transformer.explain.views: the HTML/SVG each view writes, read back (weights as opacities, token order, which
 way a column reads, the numbers of Eq. 1, the beam tree's paths, the theme's colours), and the heatmaps of every head
-(an Altair chart) read from its spec. The browser's side: tests/test_views_browser.py."""
+(an Altair chart) read from its spec. The browser's side: tests/browser/test_views.py."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_head_view_draws_one_line_per_visible_weight_with_the_weight_as_opacity(
 
 
 def test_a_head_view_driven_by_the_pages_layer_picker_draws_that_layer_with_no_picker_of_its_own():
-    """Issue 37 item 20: under the explorer's Layer picker the view shows the page's layer and cannot disagree."""
+    """Under the explorer's Layer picker the view shows the page's layer and cannot disagree."""
     maps = np.random.default_rng(1).dirichlet(np.ones(3), size=(3, 2, 2))  # (L, H, Q, K)
     view = views.head_view_from(maps, ["a", "b"], ["x", "y", "z"], layer=2, layer_picker=False)
     layers = find(svg_of(view, "hv"), "g", **{"class": "ly"})
@@ -245,7 +245,7 @@ def test_eq1_picture_defaults_to_the_heaviest_key_and_refuses_bad_arguments(tran
 
 
 def test_the_compact_eq1_picture_fits_class_modes_column_with_every_column_whole(translator):
-    """Issue 37 item 2: zoomed to 18 px labels (x1.5) in class mode's 770 px column (762 inside its frame), Eq. 1
+    """Zoomed to 18 px labels (x1.5) in class mode's 770 px column (762 inside its frame), Eq. 1
     was 814 px wide before the zoom; compact, it fits, and every label ends inside the picture."""
     t = translator.translate("the cat sleeps .", attention=True)
     cell = cell_arithmetic(translator.model, t.source_ids, [SPECIALS.start, *t.token_ids[:-1]], "cross", 1, 2, 1)
@@ -380,7 +380,7 @@ def _crosses(a: tuple[float, float], b: tuple[float, float], box: tuple[float, f
 
 @pytest.mark.parametrize("compact", [False, True], ids=["wide", "compact"])
 def test_the_line_from_q_to_a_key_crosses_no_bars_and_no_label(translator, compact):
-    """Issue 37: in the compact Eq. 1 the line from q to the highlighted key ran across the k bars of the rows
+    """In the compact Eq. 1 the line from q to the highlighted key ran across the k bars of the rows
     above it. For every key, each segment of the line keeps clear of every bar vector and text, and it ends at the
     key's row, left of its bars."""
     t = translator.translate("the woman reads a long book about the lucky accuser .", attention=True)

@@ -310,7 +310,7 @@ def test_separate_vocabularies_import_and_decode_as_transformers(tmp_path):
         assert translation.text == tok.decode(out.sequences[i], skip_special_tokens=True)
 
 
-# ----------------------------------------------------------------------------- fine-tuning (issue 36, item 8)
+# ----------------------------------------------------------------------------- fine-tuning
 
 
 def test_an_imported_model_fine_tunes_with_its_own_tokenizer_and_special_ids(imported, tmp_path):
@@ -358,7 +358,7 @@ def test_a_hub_name_is_downloaded_and_recorded_with_opus_mt_licence(folder, tmp_
         hf.import_marian("Helsinki-NLP/opus-mt-en-it", tmp_path / "it-ours")
 
 
-# ----------------------------------------------------------------------------- the language pair (issue 49, item 1)
+# ----------------------------------------------------------------------------- the language pair
 
 
 def anonymous_copy(folder: Path, tmp_path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Pages that need no model import no torch (issue 42 item 5): the first request after a start of the Train page,
+"""Pages that need no model import no torch: the first request after a start of the Train page,
 the Teacher's guide or the home page's text does not wait for torch's import (8 s of 14 s under load).
 
 Each check runs a page's own top-level imports in a fresh interpreter, as Streamlit's first run of the page does.

@@ -26,7 +26,7 @@ LAYERS = [  # (layer name, module prefixes)
     ("decoding", ("transformer.decoding",)),
     ("explain", ("transformer.explain",)),
     ("training", ("transformer.training",)),
-    # the installed commands and the old module paths (one-line re-exports; tests/test_old_paths.py) sit above
+    # the installed commands and the old module paths (one-line re-exports; tests/project/test_old_paths.py) sit above
     ("entry points", ("transformer.cli", "transformer.translate", "transformer.train", "transformer.evaluate")),
 ]
 # Inside data the order matters too: the loaders read words, the spec reads two loaders, load reads them all.

@@ -40,7 +40,7 @@ from transformer.training.run import TrainingError, create_run
 def start_cli(*args: str, log: Path) -> subprocess.Popen:
     """The training CLI in its own process group, its output appended to log (a pipe nobody reads can block it).
     --threads 1, as tiny_spec records, so that it never starts itself again for a wait policy on a busy machine
-    (a second torch import; tests/test_cores.py checks that restart)."""
+    (a second torch import; tests/training/test_cores.py checks that restart)."""
     with log.open("ab") as out:
         return subprocess.Popen([sys.executable, "-m", "transformer.train", *args, "--threads", "1"], cwd=ROOT,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,

@@ -1,4 +1,4 @@
-"""Issue 41 items 11, 17 and 18: every training flag's range is checked before anything is written (one table,
+"""Every training flag's range is checked before anything is written (one table,
 training.flags.RANGES, for the command, TrainConfig and the Train page), --threads is bounded by the cores, and a
 run that a limit ends always leaves its checkpoints and says which limit it was."""
 

@@ -1,5 +1,5 @@
 """Resuming a run whose checkpoints were lost or damaged, a run whose training state is malformed, and corpora that
-leave a split empty: each continues from what is intact or stops with one clear message (issue 27)."""
+leave a split empty: each continues from what is intact or stops with one clear message."""
 
 import json
 import shutil

@@ -1,4 +1,4 @@
-"""The run folder under hostile conditions (issue 27): it becomes read-only mid-run, its name is one Windows reserves,
+"""The run folder under hostile conditions: it becomes read-only mid-run, its name is one Windows reserves,
 or a file or a link already has its name."""
 
 import errno
@@ -137,7 +137,7 @@ def race(starters: list) -> list[object]:
 
 
 def test_two_starts_of_one_run_name_at_once_start_one_run_and_tell_the_other(tmp_path, monkeypatch):
-    """Issue 41 item 19: both used to return "started" (the second trainer then quit unseen)."""
+    """Both used to return "started" (the second trainer then quit unseen)."""
     monkeypatch.setattr(jobs.subprocess, "Popen", SlowPopen)
     monkeypatch.setattr(jobs, "_PROCESSES", {})  # the fakes never reach other tests' clean-up
     runs = tmp_path / "runs"

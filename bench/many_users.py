@@ -4,7 +4,7 @@
     python bench/many_users.py --no-train     # without the training run
     python bench/many_users.py --train-threads 2 --train-nice 0   # a 2-thread run at full priority
 
-Needs Debian's chromium (see tests/test_e2e.py). Not a test: it takes minutes and its numbers depend on the
+Needs Debian's chromium (see tests/browser/conftest.py). Not a test: it takes minutes and its numbers depend on the
 machine; BENCHMARKS.md quotes its output. What it does, all users at the same time (asyncio, one browser):
 
 1. each opens Translate and translates 5 (--sentences) test-split sentences of 10 to 60 words (greedy), the

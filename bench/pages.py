@@ -4,7 +4,7 @@ title and a sidebar like the app's, in a multipage app beside it, measured in th
     python bench/pages.py                 # every page: navigation, warm and cold loads, buttons
     python bench/pages.py --rounds 9 --pages Translate Step_by_step --no-cold
 
-Needs Debian's chromium (see tests/test_e2e.py). Not a test: its numbers depend on the machine; BENCHMARKS.md
+Needs Debian's chromium (see tests/browser/conftest.py). Not a test: its numbers depend on the machine; BENCHMARKS.md
 quotes its output with the CPU it prints. Each time is the page's own clock: from the navigation's start (or the
 click) to the page's last change once its script run is over and it has kept still for QUIET seconds, so the
 charts' drawing counts.

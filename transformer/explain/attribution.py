@@ -3,8 +3,9 @@
 The token is output position t of a fixed translation: the decoder reads start + output[:t] and the explained
 quantity is f = log p(y_t | x, y_<t) or, contrastively (Yin & Neubig, "Interpreting Language Models with
 Contrastive Explanations", EMNLP 2022), f = log p(y_t) - log p(foil), which asks "why y_t rather than the foil".
-Their q is the logit: q(y_t) - q(foil) is the same f, the softmax's normaliser cancelling (tests/test_foil.py); their
-gradient norm is the L1 norm and their erasure measures probabilities, where ours are the L2 norm and log-probabilities.
+Their q is the logit: q(y_t) - q(foil) is the same f, the softmax's normaliser cancelling
+(tests/explain/test_foil.py); their gradient norm is the L1 norm and their erasure measures probabilities, where ours
+are the L2 norm and log-probabilities.
 Every method scores the token embeddings e = E[id] * sqrt(D) before the positions are added (Section 3.4):
 
 - saliency (Simonyan et al., 2014): ||df/de||, the L2 norm over D of the gradient at each token;

@@ -19,7 +19,7 @@ p(y) itself, and corrupt the subject's embeddings with noise where we swap a wor
   of that layer first copies the head's slice from the clean run (`stream.replaced`: no hook on the shared model,
   which other sessions' decoding may be running through on other threads).
 
-A run patched into itself changes nothing (tests/test_patching.py).
+A run patched into itself changes nothing (tests/explain/test_patching.py).
 """
 
 from __future__ import annotations

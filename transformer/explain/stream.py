@@ -4,7 +4,7 @@
 the logit lens, DecoderLens and activation patching need more: to start from the token embeddings (before
 the positions are added, Section 3.4), to read the state after every layer, or to resume the encoder at an
 intermediate layer. These functions run the model's own layer modules in the model's own order, so a pass
-here equals `Transformer.forward` (tests/test_logit_lens.py checks it); nothing is stored on a module.
+here equals `Transformer.forward` (tests/explain/test_logit_lens.py checks it); nothing is stored on a module.
 `replaced` makes a view of the model with one submodule swapped, for the app's shared model: a hook registered on
 the model itself would also fire in another session's decoding on another thread.
 

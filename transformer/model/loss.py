@@ -1,7 +1,7 @@
 """The training loss: label-smoothed cross-entropy on the real target tokens only.
 
 Three savings over `F.cross_entropy(model(src, tgt_in).logits, ..., ignore_index=pad)`, equal to it up to float
-rounding (tests/test_fast_training.py):
+rounding (tests/training/test_optimisations.py):
 - the output projection and the log-softmax run on the real tokens' rows only, never on padding (14% of target
   positions in Bible batches), and the 8k-way logits of a padded batch are never built;
 - one hand-written gradient for log-softmax + label-smoothed NLL: softmax - smoothed target, a few passes over

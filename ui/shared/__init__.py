@@ -2,4 +2,4 @@
 page state, class mode, the search controls, the sentence a page opens on), `models/` (finding, loading and caching
 models, the translation gate), `attention/` (the attention explorer and its maps), `charts/` (every chart),
 `training/` (training jobs), `text/` (right-to-left text, user text kept plain). Imports no page folder
-(tests/test_structure.py)."""
+(tests/project/test_structure.py)."""

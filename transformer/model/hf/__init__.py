@@ -16,8 +16,8 @@ mBART and mBART-50, BART. One module per concern, as TransformerLens keeps one p
 Only `model.safetensors` and the JSON, SentencePiece and tokenizer files are read; `pytorch_model.bin` is never
 unpickled. A config whose architecture or options we do not implement is refused by name, and a folder with missing
 or inconsistent files (vocabulary sizes, shapes, special ids) gets one `ImportFailed` naming the file, before
-anything is written. Every import is checked against transformers itself (tests/test_hf_import.py,
-tests/test_hf_families.py).
+anything is written. Every import is checked against transformers itself (tests/hf_import/test_marian.py,
+tests/hf_import/test_families.py).
 """
 
 from transformer.model.hf.command import import_model, main

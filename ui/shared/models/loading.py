@@ -95,7 +95,7 @@ def _more_models() -> None:
 
 def _picked() -> None:
     # A callback may run after its key was dropped (open_model, between the browser's widget state and its rerun):
-    # every callback reads its widget with .get and does nothing without it (tests/test_class_pass3.py).
+    # every callback reads its widget with .get and does nothing without it (tests/app/test_home.py).
     if (path := st.session_state.get("_model_select")) is not None:
         st.session_state[MODEL_KEY] = path
 

@@ -7,7 +7,7 @@ outputs it reports there.
 
 A generated teaching corpus can be loaded anywhere, but building its test split takes 3-5 s on the first Translate
 of a server: STORED_FILE keeps the first test sources of the shipped teaching model's corpus, keyed by its spec
-(tests/test_page_imports.py rebuilds them and compares).
+(tests/project/test_page_imports.py rebuilds them and compares).
 """
 
 from __future__ import annotations

@@ -9,15 +9,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_fixtures import SHIPPED, app, make_checkpoint, shipped, write_tsv
+from tests.app_fixtures import APP, ROOT, SHIPPED, app, make_checkpoint, opened, shipped, write_tsv
 from transformer.data.corpora.base import normalize_text
 from transformer.data.corpora.teaching import align
 from ui.shared.models import catalog
 from ui.shared.models.offline_examples import offline_examples
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "app.py")
-CHECKPOINTS = ROOT / "checkpoints"
 BIBLE_DEFAULT = "In the beginning God created the heaven and the earth."
 SENTENCE_PAGES = {"pages/2_Step_by_step.py": "step_text", "pages/4_Learn.py": "learn_sentence",
                   "pages/6_Explain_heads.py": "ex_text", "pages/1_Translate.py": "tr_text"}
@@ -25,20 +22,12 @@ SENTENCE_PAGES = {"pages/2_Step_by_step.py": "step_text", "pages/4_Learn.py": "l
 
 @pytest.fixture
 def at(tmp_path, monkeypatch):
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(CHECKPOINTS))
-    monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
-    return AppTest.from_file(APP, default_timeout=120)
-
-
-def opened(at, page, **params):
-    at.query_params.update(params)
-    at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
+    """The app over the shipped models."""
+    return app(monkeypatch, tmp_path, SHIPPED)
 
 
 def pick_model(at, name):
-    at.sidebar.selectbox(key="_model_select").set_value(str(CHECKPOINTS / name)).run()
+    at.sidebar.selectbox(key="_model_select").set_value(str(SHIPPED / name)).run()
     assert not at.exception, at.exception
 
 

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,11 +44,11 @@ SENTENCE = PAIRS[3][0]
 GRAMMAR = "The young man buys a green bicycle."  # a sentence of the teaching grammar
 
 
-@pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
-    root = tmp_path_factory.mktemp("checkpoints")
+def two_tiny_models(root: Path) -> Path:
+    """"tiny" and "tiny-b": the same vocabulary, other weights (another output), each with a corpus the app can load
+    (a dev sample for importance) in a folder the pages may read, inside checkpoints/."""
     (root / "data").mkdir()
-    tsv = write_tsv(root / "data" / "pairs.tsv", copies=4)  # inside checkpoints/: a folder the pages may read
+    tsv = write_tsv(root / "data" / "pairs.tsv", copies=4)
     for name, seed in (("tiny", 0), ("tiny-b", 1)):
         path = make_checkpoint(root / name, seed=seed)
         metadata = json.loads((path / "metadata.json").read_text())
@@ -55,6 +56,18 @@ def checkpoints(tmp_path_factory):
                               "test_fraction": 0.1}
         (path / "metadata.json").write_text(json.dumps(metadata))
     return root
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    return two_tiny_models(tmp_path_factory.mktemp("checkpoints"))
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tmp_path_factory):
+    """The same two models in a folder of their own: what their tests compute (head importance) is not the other
+    tests' to reuse."""
+    return two_tiny_models(tmp_path_factory.mktemp("checkpoints"))
 
 
 @pytest.fixture
@@ -397,12 +410,12 @@ def _walk(node) -> list:
     return out
 
 
-def test_a_difference_map_only_where_both_maps_have_the_same_tokens(checkpoints, tmp_path, monkeypatch):
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+def test_a_difference_map_only_where_both_maps_have_the_same_tokens(tiny_pair, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tiny_pair))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny", view="compare",
                 text=PAIRS[3][0])
-    mine, other = at.session_state["ex_result"], Translator(load_checkpoint(checkpoints / "tiny-b")).translate(
+    mine, other = at.session_state["ex_result"], Translator(load_checkpoint(tiny_pair / "tiny-b")).translate(
         PAIRS[3][0])
     assert mine.target_pieces != other.target_pieces
     assert len(charts(at)) == 2 and any("the two outputs are different tokens" in i.value for i in at.info)
@@ -439,8 +452,8 @@ def test_a_bleu_ranking_breaks_ties_by_log_likelihood_and_says_so():
     assert importance_ties.keep_note(result, 8, "log_likelihood") is None
 
 
-def test_head_importance_by_bleu_says_when_heads_tie(checkpoints, tmp_path, monkeypatch):
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+def test_head_importance_by_bleu_says_when_heads_tie(tiny_pair, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tiny_pair))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny",
                 view="importance")
@@ -466,9 +479,9 @@ def test_head_importance_by_bleu_says_when_heads_tie(checkpoints, tmp_path, monk
     assert note is not None and note in [i.value for i in at.info]
 
 
-def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_its_weights(checkpoints, tmp_path,
+def test_ablation_maps_open_on_the_head_switched_off_and_say_it_still_computes_its_weights(tiny_pair, tmp_path,
                                                                                           monkeypatch):
-    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(tiny_pair))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     at = opened(AppTest.from_file(APP, default_timeout=60), "pages/6_Explain_heads.py", model="tiny", view="ablate",
                 text=PAIRS[3][0])

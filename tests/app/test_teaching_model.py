@@ -189,7 +189,7 @@ def test_outside_the_grammar_the_message_points_at_the_word_list_and_contraction
     assert "“Words the teaching model knows” at the top of this page" in why and "below" not in why
     assert expand_contractions("My sister doesn't eat bread. I'm sure we've won't") == \
         "My sister does not eat bread. I am sure we have will not"
-    assert "does not eat" in contraction_hint("My sister doesn't eat bread.") and not contraction_hint(GRAMMAR)
+    assert "does not eat" in contraction_hint("My sister doesn't eat bread.") and not contraction_hint(SENTENCE)
     dropped = SimpleNamespace(text="Ma sœur mange du pain.")  # what the shipped model writes: the negation is gone
     _, why = gold_links("My sister doesn't eat bread.", dropped)
     assert "write “My sister does not eat bread\\.”" in why

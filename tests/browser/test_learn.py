@@ -7,7 +7,6 @@ probabilities. CLASS_SHOTS=DIR keeps the pictures for a look; UPDATE_SCREENSHOT=
 import os
 import re
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,6 @@ docs/tour-arabic.png (docs/tour.md).
 
 import re
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest

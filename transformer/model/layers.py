@@ -31,6 +31,7 @@ from transformer.model.attention import (
 from transformer.model.blocks import DecoderLayer, EncoderLayer, FeedForward, Sublayer
 from transformer.model.config import ModelConfig
 from transformer.model.embedding import Embedding, sinusoidal_encoding
+from transformer.model.linear import Linear
 
 __all__ = [
     "KV", "AttentionMaps", "DecoderCache", "DecoderLayer", "DecoderOutput", "Embedding", "EncoderLayer",
@@ -117,7 +118,7 @@ class Transformer(nn.Module):
         final_norm = config.norm_first and config.final_norm
         self.encoder_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if final_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if final_norm else nn.Identity()
-        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size, bias=False)
+        self.generator = Linear(config.d_model, config.tgt_vocab_size, bias=False)
         # a fixed bias on the logits (Marian's): a buffer, saved with the weights but never trained
         bias = torch.zeros(config.tgt_vocab_size) if config.final_logits_bias else None
         self.register_buffer("final_logits_bias", bias)
@@ -218,11 +219,7 @@ class Transformer(nn.Module):
             if return_attention:
                 self_rows.append(self_w[:, :, 0])  # (B, H, T)
                 cross_rows.append(cross_w[:, :, 0])  # (B, H, S)
-        h = self.decoder_norm(x[:, 0])  # (B, D)
-        # a few rows (a beam) as (W h^T)^T: MKL then packs the rows, not the whole (V, D) weight, several times faster
-        logits = (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 else self.generator(h)  # (B, V)
-        if self.final_logits_bias is not None:
-            logits = logits + self.final_logits_bias
+        logits = self.logits(self.decoder_norm(x[:, 0]))  # (B, V)
         new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask)
         if not return_attention:
             return StepOutput(logits, new_cache, None, None)

@@ -6,7 +6,6 @@ See `transformer.decoding.search` for the conventions (steps, scores, recorded a
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Sequence
 
@@ -151,15 +150,12 @@ class BeamSearch:
         """The cache of the survivors, rows index: their prefixes' self-attention keys and values follow their
         parents, while the cross-attention keys and values, equal for every hypothesis of a sentence, are only
         copied when a sentence leaves the batch."""
-        pick = functools.partial(Tensor.index_select, dim=0, index=index)
-        self_kv = tuple((pick(k), pick(v)) for k, v in cache.self_kv)
-        cross_kv, src_mask = cache.cross_kv, cache.src_mask
+        cache = cache.reorder_targets(index)
         if len(keep) < len(self.active):
             rows = torch.tensor([a * self.K + k for a in keep for k in range(self.K)], dtype=torch.long,
                                 device=index.device)
-            cross_kv = tuple((k.index_select(0, rows), v.index_select(0, rows)) for k, v in cross_kv)
-            src_mask = src_mask.index_select(0, rows)
-        return DecoderCache(pick(cache.tokens), self_kv, cross_kv, src_mask)
+            cache = cache.reorder_sources(rows)
+        return cache
 
     def _live_steps(self, a: int, b: int, logp: Tensor, out: StepOutput) -> list[HypothesisStep]:
         forced = self.prefix[self.t] if self.t < len(self.prefix) else None  # among the candidates, however improbable

@@ -19,6 +19,17 @@ from transformer.model.dropout import cheap_dropout
 KV = tuple[Tensor, Tensor]  # keys and values, each (B, H, L, Dh)
 
 
+def extend(past: Tensor, new: Tensor) -> Tensor:
+    """past (B, H, T, Dh), a view of a buffer with room after it (`transformer.model.layers.DecoderCache`), and new
+    (B, H, T_new, Dh) -> (B, H, T + T_new, Dh): new written into the room, the past not copied."""
+    B, H, T, Dh = past.shape
+    if past.stride(2) != Dh or past.stride(1) < (T + new.size(2)) * Dh:  # (B, H, capacity, Dh) buffers
+        raise ValueError(f"no room after the {T} cached positions for {new.size(2)} more")
+    longer = past.as_strided((B, H, T + new.size(2), Dh), past.stride())
+    longer[:, :, T:] = new
+    return longer
+
+
 # ----------------------------------------------------------------------------- masks
 
 

@@ -101,7 +101,7 @@ class BeamSearch:
         total = (self.scores.view(-1, 1) + choice).view(A, K * V)  # every continuation of every hypothesis
         top_scores, top_index = best_of_rows(total, min(2 * K, K * V))  # (A, 2K) each, best first
         top_logp = logp.view(A, K * V).gather(1, top_index)  # (A, 2K)
-        parents, tokens = top_index.div(V, rounding_mode="floor").tolist(), top_index.remainder(V).tolist()
+        choices = [[divmod(i, V) for i in row] for row in top_index.tolist()]  # (parent, token) of each
 
         # Each sentence's K slots for the next step: (score, parent row within the sentence, token, log-prob);
         # slots left empty feed </s> and score -inf, so they never produce a real hypothesis.
@@ -109,7 +109,7 @@ class BeamSearch:
         records, keep = {}, []
         for a, (b, row_scores, row_logp) in enumerate(zip(self.active, top_scores.tolist(), top_logp.tolist())):
             nodes, slot, at_limit = [], 0, t + 1 >= self.max_new[b]
-            for rank, (s, lp, p, tok) in enumerate(zip(row_scores, row_logp, parents[a], tokens[a])):
+            for rank, (s, lp, (p, tok)) in enumerate(zip(row_scores, row_logp, choices[a])):
                 if s == -math.inf:
                     break  # continuations of empty slots
                 if tok == self.specials.eos:

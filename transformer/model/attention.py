@@ -76,10 +76,11 @@ def attention(
     """
     if not need_weights and not dropout_p:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, L_q, L_k)
-    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    # softmax of an all-min row is uniform, so zero masked keys after it too
-    weights = scores.softmax(dim=-1).masked_fill(~mask, 0.0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, L_q, L_k): a new tensor, filled in place
+    scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    # softmax of an all-min row is uniform, so zero masked keys after it too: a product by the 0 / 1 mask (weights
+    # are >= 0, so w * 0 is masked_fill's +0), which runs at several times masked_fill's speed on a CPU
+    weights = scores.softmax(dim=-1).mul(mask.view(torch.uint8))
     out = (cheap_dropout(weights, dropout_p) if dropout_p else weights) @ v  # (B, H, L_q, Dh)
     return out, weights if need_weights else None
 

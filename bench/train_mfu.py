@@ -15,8 +15,9 @@ counted, as MFU counts only the model's FLOPs). Everything the lead needs from o
     mfu P: X.XX of the matmul peak          the step's FLOPs per second over the peak's
     ceiling P: X.XX of the matmul peak      its products alone, at their shapes, over the peak
     step/ceiling P: X.XX (goal 0.85)        the products-alone time over the step's time (median of the rounds')
-    rest P: where the step's other time goes (torch.profiler, self CPU time by kind; "Python & dispatch" is the
-            profiled step's wall time that no operator accounts for)
+    rest P: where the step's time goes (torch.profiler, operators' self CPU time by kind, those under dropout's and
+            the optimizer's ranges counted there; "Python & dispatch" is the wall time no operator accounts for),
+            with the products' own time in the step (beside their time alone, above)
     bf16 shapes: the products alone at their shapes and rounded up to multiples of 16 and 32 (AMX tiles are 16 rows
             of 32 bf16); a step on batches of shapes never seen before against the same batches again: oneDNN
             builds (JIT-compiles) a kernel for each new product shape, and the trainer's batches have new shapes
@@ -196,14 +197,27 @@ KINDS = [  # (kind, operator names): the step's self CPU time by what it does
     ("softmax, log-softmax, exp (+ backward)", {"aten::_softmax", "aten::_softmax_backward_data", "aten::_log_softmax",
                                                 "aten::_log_softmax_backward_data", "aten::exp", "aten::exp_"}),
     ("layer norm (+ backward)", {"aten::native_layer_norm", "aten::native_layer_norm_backward"}),
-    ("dropout masks and fills", {"aten::random_", "aten::uniform_", "aten::bernoulli_", "aten::lt", "aten::ge",
-                                 "aten::masked_fill", "aten::masked_fill_", "aten::where"}),
-    ("optimizer (fused Adam)", {"aten::_fused_adam_", "aten::_fused_adamw_"}),
+    ("attention masks", {"aten::masked_fill", "aten::masked_fill_", "aten::bitwise_not"}),
     ("copies and casts", {"aten::copy_", "aten::clone", "aten::cat", "aten::index_select", "aten::_to_copy",
                           "aten::index", "aten::gather", "aten::scatter_add_", "aten::embedding_dense_backward",
                           "aten::index_put_", "aten::_index_put_impl_"}),
     ("zeroing and allocation", {"aten::zero_", "aten::fill_", "aten::empty", "aten::empty_strided", "aten::zeros"}),
 ]
+RANGES = {"DropoutFunction": "dropout (draws, masks, scaling; + backward)",  # everything under these ranges but products
+          "DropoutFunctionBackward": "dropout (draws, masks, scaling; + backward)",
+          "Optimizer.step": "optimizer (fused Adam, gradient clipping)"}
+
+
+def kind_of(event) -> str:
+    if event.name in KINDS[0][1]:
+        return KINDS[0][0]
+    parent = event
+    while parent is not None:
+        found = next((kind for name, kind in RANGES.items() if parent.name.startswith(name)), None)
+        if found:
+            return found
+        parent = parent.cpu_parent
+    return next((kind for kind, names in KINDS if event.name in names), "other elementwise and views")
 
 
 def where_time_goes(loss_fn, optimizer, batches, precision: str, top: int) -> None:
@@ -217,16 +231,16 @@ def where_time_goes(loss_fn, optimizer, batches, precision: str, top: int) -> No
         for b in batches:
             train_step(loss_fn, optimizer, b, precision)
         wall = time.perf_counter() - start
-    events = prof.key_averages()
     by_kind: Counter = Counter()
-    for e in events:
-        kind = next((k for k, names in KINDS if e.key in names), "other elementwise and views")
-        by_kind[kind] += e.self_cpu_time_total / 1e6
+    for event in prof.events():
+        if event.name.startswith("aten::"):
+            by_kind[kind_of(event)] += event.self_cpu_time_total / 1e6
     by_kind["Python & dispatch (no operator)"] = max(wall - sum(by_kind.values()), 0.0)
     parts = ", ".join(f"{k} {v / wall:.0%}" for k, v in by_kind.most_common())
-    print(f"rest {precision}: of the profiled step ({wall / len(batches):.3f} s): {parts}")
+    print(f"rest {precision}: of the profiled step ({wall / len(batches):.3f} s, products "
+          f"{by_kind['matrix products'] / len(batches):.3f} s of it): {parts}")
     if top:
-        print(events.table(sort_by="self_cpu_time_total", row_limit=top))
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
 
 
 def fresh_shapes(loss_fn, optimizer, c, n: int, precision: str) -> str:

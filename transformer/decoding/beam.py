@@ -123,13 +123,14 @@ class BeamSearch:
                     self.finished[b].append(hypothesis(out.cache.tokens[row, 1:].tolist() + [tok],
                                                         self.log_probs[row] + [lp], status == "finished",
                                                         self.settings))
-                nodes.append(Node(p, tok, lp, s, status, slot if status == "live" else -1))
+                if record:  # the beam tree's edges, for a recorded step only
+                    nodes.append(Node(p, tok, lp, s, status, slot if status == "live" else -1))
                 if status in ("live", "stopped"):
                     slots[a][slot] = (s, p, tok, lp)
                     slot += 1
             if not (at_limit or len(self.finished[b]) >= K or slot == 0):
                 keep.append(a)
-            else:  # done: the hypotheses it would have kept live go no further
+            elif record:  # done: the hypotheses it would have kept live go no further
                 nodes = [dataclasses.replace(n, status="pruned", slot=-1) if n.status == "live" else n for n in nodes]
             if record:
                 records[b] = SearchStep(self._live_steps(a, b, logp, out), nodes)

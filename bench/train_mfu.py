@@ -203,9 +203,11 @@ KINDS = [  # (kind, operator names): the step's self CPU time by what it does
                           "aten::index_put_", "aten::_index_put_impl_"}),
     ("zeroing and allocation", {"aten::zero_", "aten::fill_", "aten::empty", "aten::empty_strided", "aten::zeros"}),
 ]
-RANGES = {"DropoutFunction": "dropout (draws, masks, scaling; + backward)",  # everything under these ranges but products
-          "DropoutFunctionBackward": "dropout (draws, masks, scaling; + backward)",
-          "Optimizer.step": "optimizer (fused Adam, gradient clipping)"}
+RANGES = {  # every operator under these ranges, products aside, counts for the range's kind
+    "DropoutFunction": "dropout (draws, masks, scaling; + backward)",
+    "DropoutFunctionBackward": "dropout (draws, masks, scaling; + backward)",
+    "Optimizer.step": "optimizer (fused Adam, gradient clipping)",
+}
 
 
 def kind_of(event) -> str:

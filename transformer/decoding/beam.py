@@ -29,7 +29,6 @@ from transformer.decoding.results import (
 from transformer.decoding.settings import SearchSettings, max_output_lengths
 from transformer.model.layers import DecoderCache, StepOutput, Transformer
 
-
 BLOCK = 64  # columns per block of best_of_rows
 
 

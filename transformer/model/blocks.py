@@ -6,7 +6,6 @@ Shape letters as in `transformer.model.layers`.
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 

@@ -50,7 +50,7 @@ def test_right_to_left_pieces_are_marked_on_the_axis_and_in_the_tooltip():
 
 def test_column_labels_stand_upright_turn_or_stand_on_end_as_room_allows():
     assert column_angle(5, 4, theme.NORMAL, 700) == 0  # 140 px a column: "word" fits upright
-    assert column_angle(30, 12, theme.NORMAL, 700) == -60  # 23 px: turned, a line of 12 px needs 17
+    assert column_angle(10, 12, theme.NORMAL, 700) == -60  # 70 px: turned, its box 57 px wide
     assert column_angle(90, 12, theme.NORMAL, 700) == -90  # 8 px: on end (Vega leaves out what still overlaps)
     for n in (5, 30, 90):
         axis = Drawn.of(heatmap(np.full((2, n), 1 / n), ["a", "b"], [f"▁w{i}" for i in range(n)])).view(

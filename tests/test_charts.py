@@ -9,7 +9,7 @@ import pytest
 from tests.chart_reading import Drawn
 from transformer.bidi import RLM, piece_labels
 from transformer.charts import theme
-from transformer.charts.grid import head_grid, pooled
+from transformer.charts.grid import MAX_SIDE, head_grid, pooled
 from transformer.charts.heatmap import MASK, MAX_CELLS, WEIGHTS, column_angle, diverging, heatmap, mask_map
 from transformer.charts.lines import line_chart
 from transformer.labels import LABEL_CHARS, shorten
@@ -123,7 +123,8 @@ def test_the_head_grid_averages_large_maps_and_selects_a_head():
         (layer, head) for layer in range(2) for head in range(3)]
     assert small.spec["facet"]["row"]["field"] == "layer" and small.spec["facet"]["column"]["field"] == "head"
     big = Drawn.of(head_grid(np.random.default_rng(0).random((2, 2, 100, 60)), title="t"))
-    assert big.data()["row"].max() < 24 and "averaged from 100 x 60" in big.subtitle
+    assert big.data()["row"].max() < MAX_SIDE and "averaged from 100 x 60" in big.subtitle
+    assert big.spec["usermeta"]["embedOptions"]["renderer"] == "svg"  # every small map an element, at any size
     with pytest.raises(ValueError, match="layers, heads, queries, keys"):
         head_grid(np.ones((2, 3, 4)))
 

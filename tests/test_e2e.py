@@ -33,6 +33,8 @@ PLOT = '[data-testid="stVegaLiteChart"]'  # a chart (st.altair_chart)
 HEATMAP = ".mark-rect path, canvas.marks"
 VEGA_SVG = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart drawn as SVG
 TOOLTIP = "#vg-tooltip-element"  # Vega's tooltip, one per page
+# a heatmap's cells (transformer.charts.heatmap: the layer after the missing values'; named view_N with a selection)
+CELLS = ".mark-rect.layer_1_marks path, .mark-rect[class*='view_'] path"
 EXCEPTION = '[data-testid="stException"]'
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,7 +190,7 @@ def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
         timeout=15_000)
     page.wait_for_timeout(1500)  # the page's layout settles; only for a clean screenshot, nothing is asserted on it
     assert page.locator('[data-testid="stException"]').count() == 0
-    cells = chart.locator(".view_1_marks path")  # the weights' cells, row by row
+    cells = chart.locator(CELLS)  # the weights' cells, row by row
     cell = _in_view(cells.nth(1))  # row 0, column 1: the tooltip names both tokens and the weight
     page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
     expect(page.locator(TOOLTIP)).to_contain_text(
@@ -221,19 +223,20 @@ def _until(action, check, tries: int = 3) -> None:
 
 
 def test_a_click_on_the_model_view_opens_that_head(server, page):
+    """The grid (always SVG: a small map per element) is the page's chart with a click selection."""
     page.goto(server + "/Translate?" + (BIBLE if find_checkpoint() else "") + "text=" + _sentence().replace(" ", "+"))
     page.locator(PLOT).first.locator(HEATMAP).first.wait_for(timeout=60_000)
     page.get_by_text("Model view: every layer and head").click()
-    grid = page.locator(PLOT).nth(1)
-    grid.locator(HEATMAP).first.wait_for(timeout=30_000)
-    maps = grid.locator(".mark-rect")  # one group of cells per small map, row by row
+    small_maps = ".mark-rect[class*='view_']"  # one group of cells per small map, row by row
+    grid = page.locator(PLOT).filter(has=page.locator(small_maps)).first
+    grid.locator(small_maps).first.wait_for(timeout=30_000)
+    maps = grid.locator(small_maps)
     tops = [maps.nth(i).bounding_box()["y"] for i in range(maps.count())]
     n_heads = tops.count(tops[0])
 
     def click(layer: int, head: int) -> None:
-        cell = _in_view(maps.nth(layer * n_heads + head))
-        page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
-        page.mouse.click(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
+        cells = maps.nth(layer * n_heads + head).locator("path")  # a cell of that small map, the middle one
+        cells.nth(cells.count() // 2).click()
 
     # A click that lands while the chart is still being redrawn (a loaded machine) is lost: click again.
     _until(lambda: click(1, 2), lambda: expect(_box(page, "Head")).to_have_value("head 2", timeout=10_000))

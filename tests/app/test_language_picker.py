@@ -51,7 +51,7 @@ def test_every_page_translates_with_the_pair_picked_and_says_when_it_reads_right
     assert any("reads right to left" in caption.value for caption in at.sidebar.caption)
     at.text_input(key="tr_text").input("The cat sat on the mat.").run()
     assert not at.exception
-    from ui.shared.translation_gate import RECENT
+    from ui.shared.models.translation_gate import RECENT
 
     arabic = [t for t in list(RECENT._by_model) if getattr(t.tokenizer, "tgt_lang", None) == "arb_Arab"]
     assert arabic, "the page translated with the pair picked"

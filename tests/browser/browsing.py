@@ -28,6 +28,8 @@ PLOT = '[data-testid="stVegaLiteChart"]'  # a chart (st.altair_chart)
 HEATMAP = ".mark-rect path, canvas.marks"
 VEGA_SVG = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart drawn as SVG
 TOOLTIP = "#vg-tooltip-element"  # Vega's tooltip, one per page
+# a heatmap's cells (transformer.charts.heatmap: the layer after the missing values'; named view_N with a selection)
+CELLS = ".mark-rect.layer_1_marks path, .mark-rect[class*='view_'] path"
 EXCEPTION = '[data-testid="stException"]'
 PROJECTOR = {"width": 1280, "height": 720}  # a classroom projector's window
 TEACHING = "en-fr-teaching"

@@ -49,8 +49,9 @@ PAGES = {
 
 
 # the width of every chart's plot area (its marks' cells or bars): a chart whose labels and colour bar take its column
-GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"] .role-mark.mark-rect')]
-  .filter(g => g.childElementCount).map(e => Math.round(e.getBoundingClientRect().width))"""
+GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(chart => Math.max(0,
+  ...[...chart.querySelectorAll('.role-mark.mark-rect')].filter(g => g.childElementCount)
+    .map(e => Math.round(e.getBoundingClientRect().width)))).filter(w => w > 0)"""  # each chart's widest cells
 MIN_GRID_PX = 90  # a grid narrower than this is a sliver beside its labels (the head importance maps were 29 px)
 EQ1_JS = """() => { const s = document.querySelector('svg.eq'); if (!s) return null;
   return {scroll: s.parentElement.scrollWidth, room: s.parentElement.clientWidth}; }"""

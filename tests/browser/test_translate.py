@@ -16,6 +16,7 @@ from tests.app_fixtures import PAIRS
 from tests.browser.browsing import (
     ARABIC_MODEL,
     BIBLE,
+    CELLS,
     EXCEPTION,
     HEATMAP,
     LABEL_SIZES_JS,
@@ -50,7 +51,7 @@ def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
         timeout=15_000)
     page.wait_for_timeout(1500)  # the page's layout settles; only for a clean screenshot, nothing is asserted on it
     assert page.locator('[data-testid="stException"]').count() == 0
-    cells = chart.locator(".view_1_marks path")  # the weights' cells, row by row
+    cells = chart.locator(CELLS)  # the weights' cells, row by row
     cell = in_view(cells.nth(1))  # row 0, column 1: the tooltip names both tokens and the weight
     page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
     expect(page.locator(TOOLTIP)).to_contain_text(
@@ -70,19 +71,20 @@ def test_translate_a_sentence_and_see_its_attention(server, page, tmp_path):
 
 
 def test_a_click_on_the_model_view_opens_that_head(server, page):
+    """The grid (always SVG: a small map per element) is the page's chart with a click selection."""
     page.goto(server + "/Translate?" + (BIBLE if find_checkpoint() else "") + "text=" + sentence().replace(" ", "+"))
     page.locator(PLOT).first.locator(HEATMAP).first.wait_for(timeout=60_000)
     page.get_by_text("Model view: every layer and head").click()
-    grid = page.locator(PLOT).nth(1)
-    grid.locator(HEATMAP).first.wait_for(timeout=30_000)
-    maps = grid.locator(".mark-rect")  # one group of cells per small map, row by row
+    small_maps = ".mark-rect[class*='view_']"  # one group of cells per small map, row by row
+    grid = page.locator(PLOT).filter(has=page.locator(small_maps)).first
+    grid.locator(small_maps).first.wait_for(timeout=30_000)
+    maps = grid.locator(small_maps)
     tops = [maps.nth(i).bounding_box()["y"] for i in range(maps.count())]
     n_heads = tops.count(tops[0])
 
     def click(layer: int, head: int) -> None:
-        cell = in_view(maps.nth(layer * n_heads + head))
-        page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
-        page.mouse.click(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
+        cells = maps.nth(layer * n_heads + head).locator("path")  # a cell of that small map, the middle one
+        cells.nth(cells.count() // 2).click()
 
     # A click that lands while the chart is still being redrawn (a loaded machine) is lost: click again.
     retry_until(lambda: click(1, 2), lambda: expect(select_box(page, "Head")).to_have_value("head 2", timeout=10_000))

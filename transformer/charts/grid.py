@@ -23,7 +23,7 @@ from transformer.charts.heatmap import CHAR_WIDTH, MAX_CELLS, WEIGHTS, Scale, co
 from transformer.charts.theme import NORMAL, Sizes
 from transformer.labels import HOVER_CHARS, LABEL_CHARS, shorten
 
-MAX_SIDE = 24  # cells along a small map's side: 48 heads of a 160 x 100 map would be 768,000 marks
+MAX_SIDE = 16  # cells along a small map's side: 48 heads of a 160 x 100 map would be 768,000 marks
 MIN_CELL = 8  # px of an attention_grid cell at the least: smaller, a grid is wider than the page and scrolls
 GAP = 8  # px between two maps of attention_grid
 
@@ -72,7 +72,10 @@ def head_grid(maps, *, title: str = "", select: str | None = None, scale: Scale 
         row=alt.Row("layer:O", header=alt.Header(labelExpr="'layer ' + datum.value", title=None, labelAngle=0)),
         column=alt.Column("head:O", header=alt.Header(labelExpr=f"'head ' + {head_names}" if n_heads > 1 else
                                                         head_names, title=None)),
-        spacing=4, title=alt.Title(title, subtitle=subtitle) if title else alt.Undefined)
+        spacing=4, title=alt.Title(title, subtitle=subtitle) if title else alt.Undefined,
+        # SVG whatever its size (Streamlit draws over 2,000 data rows on a canvas): each small map an element a
+        # click lands on and its labels text; pooling keeps it to 48 x 256 cells at most
+        usermeta={"embedOptions": {"renderer": "svg"}})
     return theme.sized(chart, sizes)
 
 

@@ -6,7 +6,6 @@ See `transformer.decoding.search` for the conventions (steps, scores, recorded a
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Sequence
 
@@ -29,6 +28,30 @@ from transformer.decoding.results import (
 )
 from transformer.decoding.settings import SearchSettings, max_output_lengths
 from transformer.model.layers import DecoderCache, StepOutput, Transformer
+
+BLOCK = 64  # columns per block of best_of_rows
+
+
+def best_of_rows(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The k largest values of each row of x (R, N) and their columns, best first: x.topk(k, dim=-1).
+
+    For the K x V continuations of a beam (40,000 for K = 5, V = 8,000), topk's heap over every value costs more
+    than the step's other bookkeeping together; here the row's k largest are found among the k blocks of BLOCK
+    columns whose maxima are largest (and the last, shorter block): a value that is not in one of them has k larger
+    ones before it. Equal values (ties) may come out in another order than topk's, as topk's own order among them
+    is unspecified.
+    """
+    R, N = x.shape
+    if N < 8 * k * BLOCK:  # too few blocks to leave many out
+        return x.topk(k, dim=-1)
+    n_blocks = N // BLOCK
+    maxima = x[:, : n_blocks * BLOCK].view(R, n_blocks, BLOCK).amax(-1)  # (R, n_blocks)
+    blocks = maxima.topk(k, dim=-1).indices  # (R, k)
+    columns = (blocks[:, :, None] * BLOCK + torch.arange(BLOCK, device=x.device)).view(R, k * BLOCK)
+    if N % BLOCK:
+        columns = torch.cat([columns, torch.arange(n_blocks * BLOCK, N, device=x.device).expand(R, -1)], dim=1)
+    values, at = x.gather(1, columns).topk(k, dim=-1)  # (R, k) each
+    return values, columns.gather(1, at)
 
 
 class BeamSearch:
@@ -55,7 +78,8 @@ class BeamSearch:
         self.active = list(range(B))  # sentences still searching, in the order of their rows
         self.scores = torch.full((B, self.K), -math.inf, device=src.device)  # cumulative log-probabilities
         self.scores[:, 0] = 0.0  # one live hypothesis, the start token, to start from
-        self.log_probs = torch.zeros(B * self.K, 0, device=src.device)  # (A*K, t) per-token history
+        self.t = 0  # steps taken
+        self.log_probs: list[list[float]] = [[] for _ in range(B * self.K)]  # per row, per token: the history
         self.feed = src.new_full((B * self.K,), specials.start)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(B)]
 
@@ -65,13 +89,10 @@ class BeamSearch:
 
     @torch.inference_mode()
     def step(self, record: bool = False) -> dict[int, SearchStep]:
-        K, t = self.K, self.log_probs.size(1)
+        K, t = self.K, self.t
         out = self.model.decode_step(self.feed, self.cache, return_attention=record)
         logp = next_token_log_probs(out.logits, self.specials)  # (A*K, V)
         A, V = len(self.active), logp.size(-1)
-        # The 2K best continuations of each sentence are among the 2K best of each of its hypotheses: two small
-        # top-ks (per row over V, then per sentence over K * 2K) instead of one over K * V.
-        n = min(2 * K, V)
         scored = logp  # what the scores add up; the steps record the model's own logp
         if t < len(self.specials.forced):  # the tokenizer's forced token: probability 1, as transformers' processor
             scored = torch.full_like(logp, -math.inf)  # (A*K, V)
@@ -80,22 +101,18 @@ class BeamSearch:
         if t < len(self.prefix):  # forced: the prefix's token is the only continuation (of the one live hypothesis)
             choice = torch.full_like(logp, -math.inf)  # (A*K, V)
             choice[:, self.prefix[t]] = scored[:, self.prefix[t]]
-        row_scores, row_tokens = (self.scores.view(-1, 1) + choice).topk(n, dim=-1)  # (A*K, n) each
-        top_scores, pick = row_scores.view(A, K * n).topk(min(2 * K, K * n), dim=-1)  # (A, 2K), best first
-        top_parents = pick.div(n, rounding_mode="floor")  # (A, 2K): the hypothesis within the sentence
-        top_tokens = row_tokens.view(A, K * n).gather(1, pick)  # (A, 2K)
-        rows = torch.arange(A, device=logp.device)[:, None] * K + top_parents  # (A, 2K) rows of logp
-        top_logp = scored[rows, top_tokens]  # (A, 2K)
-        parents, tokens = top_parents.tolist(), top_tokens.tolist()
+        total = (self.scores.view(-1, 1) + choice).view(A, K * V)  # every continuation of every hypothesis
+        top_scores, top_index = best_of_rows(total, min(2 * K, K * V))  # (A, 2K) each, best first
+        top_logp = scored.view(A, K * V).gather(1, top_index)  # (A, 2K)
+        choices = [[divmod(i, V) for i in row] for row in top_index.tolist()]  # (parent, token) of each
 
         # Each sentence's K slots for the next step: (score, parent row within the sentence, token, log-prob);
         # slots left empty feed </s> and score -inf, so they never produce a real hypothesis.
         slots = [[(-math.inf, 0, self.specials.eos, 0.0)] * K for _ in self.active]
         records, keep = {}, []
-        for a, b in enumerate(self.active):
+        for a, (b, row_scores, row_logp) in enumerate(zip(self.active, top_scores.tolist(), top_logp.tolist())):
             nodes, slot, at_limit = [], 0, t + 1 >= self.max_new[b]
-            for rank, (s, lp, p, tok) in enumerate(zip(top_scores[a].tolist(), top_logp[a].tolist(),
-                                                       parents[a], tokens[a])):
+            for rank, (s, lp, (p, tok)) in enumerate(zip(row_scores, row_logp, choices[a])):
                 if s == -math.inf:
                     break  # continuations of empty slots
                 if tok == self.specials.eos:
@@ -107,48 +124,45 @@ class BeamSearch:
                 if status in ("finished", "stopped"):
                     row = a * K + p
                     self.finished[b].append(hypothesis(out.cache.tokens[row, 1:].tolist() + [tok],
-                                                        self.log_probs[row].tolist() + [lp],
-                                                        status == "finished", self.settings))
-                nodes.append(Node(p, tok, lp, s, status, slot if status == "live" else -1))
+                                                        self.log_probs[row] + [lp], status == "finished",
+                                                        self.settings))
+                if record:  # the beam tree's edges, for a recorded step only
+                    nodes.append(Node(p, tok, lp, s, status, slot if status == "live" else -1))
                 if status in ("live", "stopped"):
                     slots[a][slot] = (s, p, tok, lp)
                     slot += 1
             if not (at_limit or len(self.finished[b]) >= K or slot == 0):
                 keep.append(a)
-            else:  # done: the hypotheses it would have kept live go no further
+            elif record:  # done: the hypotheses it would have kept live go no further
                 nodes = [dataclasses.replace(n, status="pruned", slot=-1) if n.status == "live" else n for n in nodes]
             if record:
                 records[b] = SearchStep(self._live_steps(a, b, logp, out), nodes)
 
         # Survivors: each slot continues from its parent's row; done sentences leave the batch.
         device = logp.device
-        kept = [slot for a in keep for slot in slots[a]]  # A' * K slots, sentence-major
-        index = torch.tensor([a * K + p for a in keep for _, p, _, _ in slots[a]], dtype=torch.long, device=device)
+        kept = [(a * K + p, s, tok, lp) for a in keep for s, p, tok, lp in slots[a]]  # A' * K slots, sentence-major
+        index = torch.tensor([row for row, *_ in kept], dtype=torch.long, device=device)  # (A'*K,) parent rows
         self.cache = self._reorder(out.cache, index, keep)
-        new_logp = torch.tensor([[lp] for *_, lp in kept], device=device).view(-1, 1)  # (A'*K, 1)
-        self.log_probs = torch.cat([self.log_probs.index_select(0, index), new_logp], dim=1)  # (A'*K, t+1)
-        self.scores = torch.tensor([s for s, *_ in kept], device=device).view(-1, K)  # (A', K)
+        self.log_probs = [self.log_probs[row] + [lp] for row, _, _, lp in kept]
+        self.scores = torch.tensor([s for _, s, _, _ in kept], device=device).view(-1, K)  # (A', K)
         self.feed = torch.tensor([tok for _, _, tok, _ in kept], dtype=torch.long, device=device)
         self.active = [self.active[a] for a in keep]
+        self.t += 1
         return records
 
     def _reorder(self, cache: DecoderCache, index: Tensor, keep: list[int]) -> DecoderCache:
         """The cache of the survivors, rows index: their prefixes' self-attention keys and values follow their
         parents, while the cross-attention keys and values, equal for every hypothesis of a sentence, are only
         copied when a sentence leaves the batch."""
-        pick = functools.partial(Tensor.index_select, dim=0, index=index)
-        self_kv = tuple((pick(k), pick(v)) for k, v in cache.self_kv)
-        cross_kv, src_mask = cache.cross_kv, cache.src_mask
+        cache = cache.reorder_targets(index)
         if len(keep) < len(self.active):
             rows = torch.tensor([a * self.K + k for a in keep for k in range(self.K)], dtype=torch.long,
                                 device=index.device)
-            cross_kv = tuple((k.index_select(0, rows), v.index_select(0, rows)) for k, v in cross_kv)
-            src_mask = src_mask.index_select(0, rows)
-        return DecoderCache(pick(cache.tokens), self_kv, cross_kv, src_mask)
+            cache = cache.reorder_sources(rows)
+        return cache
 
     def _live_steps(self, a: int, b: int, logp: Tensor, out: StepOutput) -> list[HypothesisStep]:
-        t = self.log_probs.size(1)
-        forced = self.prefix[t] if t < len(self.prefix) else None  # among the candidates, however improbable
+        forced = self.prefix[self.t] if self.t < len(self.prefix) else None  # among the candidates, however improbable
         steps = []
         for k in range(self.K):
             row, score = a * self.K + k, self.scores[a, k].item()
@@ -168,7 +182,7 @@ class BeamSearch:
             return []
         a = self.active.index(b)
         rows = [a * self.K + k for k in range(self.K) if self.scores[a, k] > -math.inf]
-        return [hypothesis(self.cache.tokens[row, 1:].tolist() + [int(self.feed[row])], self.log_probs[row].tolist(),
+        return [hypothesis(self.cache.tokens[row, 1:].tolist() + [int(self.feed[row])], list(self.log_probs[row]),
                             False, self.settings) for row in rows]
 
     def ranked(self, b: int) -> list[Hypothesis]:

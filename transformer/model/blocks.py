@@ -6,11 +6,10 @@ Shape letters as in `transformer.model.layers`.
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transformer.model.attention import KV, MultiHeadAttention
+from transformer.model.attention import KV, MultiHeadAttention, extend
 from transformer.model.config import ModelConfig
 from transformer.model.dropout import Dropout
 
@@ -77,7 +76,8 @@ class DecoderLayer(nn.Module):
     def forward(
         self, x: Tensor, past: KV | None, cross_kv: KV, tgt_mask: Tensor, src_mask: Tensor, need_weights: bool
     ) -> tuple[Tensor, KV, Tensor | None, Tensor | None]:
-        """x (B, T_new, D) are the new positions; past holds the keys and values of earlier ones.
+        """x (B, T_new, D) are the new positions; past holds the keys and values of earlier ones, views of buffers
+        with room for T_new more (`DecoderCache`), which this writes.
 
         Returns the new x, the self-attention keys and values of all positions so far (the next
         step's past), and the self- and cross-attention weights (None unless need_weights).
@@ -85,7 +85,7 @@ class DecoderLayer(nn.Module):
         h = self.sublayers[0].input(x)
         q, k, v = self.self_attn.project_qkv(h)  # (B, H, T_new, Dh) each
         if past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H, T, Dh)
+            k, v = extend(past[0], k), extend(past[1], v)  # (B, H, T, Dh)
         out, self_weights = self.self_attn.attend(q, (k, v), tgt_mask, need_weights=need_weights)
         x = self.sublayers[0](x, out)
         out, cross_weights = self.cross_attn(self.sublayers[1].input(x), cross_kv, src_mask, need_weights=need_weights)

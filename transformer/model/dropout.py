@@ -8,12 +8,12 @@ multiple of 2^-16 (0.1 becomes 0.100006) and the kept elements are scaled by the
 probability, so the output stays unbiased. The draws come from torch's default generator, so `torch.manual_seed`
 and `torch.set_rng_state` reproduce them (a resumed run continues the same curve).
 
-Forward and backward are each a scaling and a fill in place (`DropoutFunction`), where
-`x.masked_fill(mask, 0).mul_(scale)` under autograd made five passes over the activation (a copy, the fill, the
-scaling, and a fill and a product in backward). A dropout's forward and backward of a (3900, 1024) activation
-took 29-37 ms instead of 35-45 ms. An fp32 keep mask of 0 and 1 / (1 - p), one product each way, was faster
-alone (24-29 ms) but not inside the step, where its four bytes an element are saved for backward
-(issue 28, BENCHMARKS.md).
+Forward and backward are each a scaling and a product by a 0 / 1 mask of one byte an element (`DropoutFunction`),
+where `x.masked_fill(mask, 0).mul_(scale)` under autograd made five passes over the activation (a copy, the fill,
+the scaling, and a fill and a product in backward). masked_fill_ with a boolean mask runs at a third of the speed
+of a product on an AVX-512 Xeon (a quarter in bf16); the uint8 mask is the same draws' boolean one, reinterpreted.
+An fp32 keep mask of 0 and 1 / (1 - p), one product each way, was faster alone on an AMD EPYC but not inside the
+step, where its four bytes an element are saved for backward (issue 28, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from torch.autograd.function import once_differentiable
 LANES = 65536  # values of one 16-bit lane
 
 
-def drop_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor, float]:
-    """A boolean mask of `shape`, True (drop) with probability p rounded to 2^-16, and the kept elements' scale."""
+def _lanes(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor, int, float]:
+    """Uniform 16-bit lanes of `shape` from torch's generator, the lane below which an element is dropped (p rounded
+    to 2^-16), and the kept elements' scale."""
     drop = round(p * LANES)
     if drop >= LANES:
         raise ValueError(f"dropout probability {p} rounds to 1")
@@ -35,24 +36,39 @@ def drop_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor
     # random_(min, None) draws all 64 bits; the default random_() leaves the sign bit 0, biasing one lane
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-(2**63), None)
     lanes = words.view(torch.int16)[:n].view(shape)  # uniform over [-32768, 32767]
-    return lanes < drop - LANES // 2, LANES / (LANES - drop)
+    return lanes, drop - LANES // 2, LANES / (LANES - drop)
+
+
+def drop_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor, float]:
+    """A boolean mask of `shape`, True (drop) with probability p rounded to 2^-16, and the kept elements' scale."""
+    lanes, threshold, scale = _lanes(shape, p, device)
+    return lanes < threshold, scale
+
+
+def keep_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor, float]:
+    """drop_mask's complement from the same draws, as uint8 0 / 1 (what a product reads fastest), and the scale."""
+    lanes, threshold, scale = _lanes(shape, p, device)
+    return (lanes >= threshold).view(torch.uint8), scale
 
 
 class DropoutFunction(torch.autograd.Function):
-    """y = x * scale with the dropped elements filled with 0, and dx the same of dy: two passes each way, the
-    boolean mask saved for backward. x.mul(scale) rounds once, in any dtype, as `x.mul_(scale)` would."""
+    """y = x * scale * keep and dx = dy * scale * keep, keep a 0 / 1 uint8 mask: two passes each way, the mask saved
+    for backward. x.mul(scale) rounds once, in any dtype, as `x.mul_(scale)` would, and * 1 leaves it exact; a
+    dropped element is 0 (-0 where x is negative: equal to 0 in every sum and product after it). A product by the
+    uint8 mask took half the time of masked_fill_ with the boolean one in fp32 and a third in bf16 (BENCHMARKS.md,
+    "the training step against its products")."""
 
     @staticmethod
     def forward(ctx, x: Tensor, p: float) -> Tensor:
-        drop, ctx.scale = drop_mask(x.shape, p, x.device)
-        ctx.save_for_backward(drop)
-        return x.mul(ctx.scale).masked_fill_(drop, 0.0)
+        keep, ctx.scale = keep_mask(x.shape, p, x.device)
+        ctx.save_for_backward(keep)
+        return x.mul(ctx.scale).mul_(keep)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
-        (drop,) = ctx.saved_tensors
-        return grad.mul(ctx.scale).masked_fill_(drop, 0.0), None
+        (keep,) = ctx.saved_tensors
+        return grad.mul(ctx.scale).mul_(keep), None
 
 
 def cheap_dropout(x: Tensor, p: float) -> Tensor:

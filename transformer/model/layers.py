@@ -14,6 +14,7 @@ Attention weights are only computed when asked for, and are returned, never stor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +32,7 @@ from transformer.model.attention import (
 from transformer.model.blocks import DecoderLayer, EncoderLayer, FeedForward, Sublayer
 from transformer.model.config import ModelConfig
 from transformer.model.embedding import Embedding, sinusoidal_encoding
+from transformer.model.linear import Linear
 
 __all__ = [
     "KV", "AttentionMaps", "DecoderCache", "DecoderLayer", "DecoderOutput", "Embedding", "EncoderLayer",
@@ -70,27 +72,79 @@ class Seq2SeqOutput:
     attention: AttentionMaps | None
 
 
+class Room:
+    """The self-attention keys and values of every decoder layer in one buffer, (2 x n_layers, B, H, capacity, Dh):
+    layer l's keys at 2l, its values at 2l + 1. Shared by the caches that view it: the first `written` positions
+    hold values, and a step from the cache of that length writes the next one in place (any other step copies)."""
+
+    def __init__(self, buffer: Tensor, written: int):
+        self.buffer, self.written = buffer, written
+
+    @property
+    def capacity(self) -> int:
+        return self.buffer.size(3)
+
+    def views(self, T: int) -> tuple[KV, ...]:
+        """Each layer's keys and values of the first T positions, (B, H, T, Dh) views of the buffer."""
+        kv = self.buffer[:, :, :, :T]  # (2L, B, H, T, Dh)
+        return tuple((kv[i], kv[i + 1]) for i in range(0, kv.size(0), 2))
+
+
+def room_for(self_kv: tuple[KV, ...], room: Room | None, T: int, capacity: int, index: Tensor | None = None) -> Room:
+    """A new Room of `capacity` positions holding the first T of self_kv (its batch rows index, when given): one copy
+    for every layer when self_kv are views of room's buffer."""
+    source = room.buffer[:, :, :, :T] if room is not None else torch.stack([t for kv in self_kv for t in kv])
+    L2, B, H, _, Dh = source.shape  # (2L, B, H, T, Dh)
+    rows = B if index is None else index.numel()
+    buffer = source.new_empty(L2, rows, H, capacity, Dh)
+    written = buffer[:, :, :, :T]
+    if index is None:
+        written.copy_(source)
+    elif source.requires_grad and torch.is_grad_enabled():  # out= has no gradient
+        written.copy_(source.index_select(1, index))
+    else:
+        torch.index_select(source, 1, index, out=written)  # straight into the buffer
+    return Room(buffer, T)
+
+
 @dataclass(frozen=True)
 class DecoderCache:
-    """Everything a decoding step needs from earlier steps; immutable, so a step returns a new one."""
+    """Everything a decoding step needs from earlier steps; immutable, so a step returns a new one.
+
+    The self-attention keys and values are views of one buffer with room for more positions (`Room`): a step writes
+    its own position after them instead of copying the whole prefix (`Transformer.decode_step`), and a reorder makes
+    one copy, into a new buffer. What a cache shows never changes: only the first step from it writes in place, a
+    second one (or one from a cache without room) copies into a new buffer first.
+    """
 
     tokens: Tensor  # (B, T) target ids fed so far
-    self_kv: tuple[KV, ...]  # per decoder layer, (B, H, T, Dh) keys and values of the fed tokens
+    self_kv: tuple[KV, ...]  # per decoder layer, (B, H, T, Dh) keys and values of the fed tokens (views of room's)
     cross_kv: tuple[KV, ...]  # per decoder layer, (B, H, S, Dh): projected once per source
     src_mask: Tensor  # (B, 1, 1, S)
+    room: Room | None = None  # the buffer self_kv views; None: no room (the next step copies)
 
     def reorder(self, index: Tensor) -> DecoderCache:
         """Select (and repeat) batch rows, e.g. the surviving hypotheses of a beam search step."""
+        return self.reorder_targets(index).reorder_sources(index)
+
+    def reorder_targets(self, index: Tensor) -> DecoderCache:
+        """Select (and repeat) the rows of the target side (tokens, self-attention keys and values), keeping the source
+        side: the hypotheses of a beam change places within their sentence, whose memory they share."""
+        tokens = self.tokens.index_select(0, index)
+        if not self.self_kv:
+            return dataclasses.replace(self, tokens=tokens)
+        T = self.self_kv[0][0].size(2)  # positions cached (tokens has more when a search recomputes instead)
+        room = room_for(self.self_kv, self.room, T, max(self.room.capacity if self.room else T, T + 1), index)
+        return dataclasses.replace(self, tokens=tokens, self_kv=room.views(T), room=room)
+
+    def reorder_sources(self, index: Tensor) -> DecoderCache:
+        """Select (and repeat) the rows of the source side (cross-attention keys and values, source mask)."""
 
         def pick(kv: KV) -> KV:
             return kv[0].index_select(0, index), kv[1].index_select(0, index)
 
-        return DecoderCache(
-            self.tokens.index_select(0, index),
-            tuple(pick(kv) for kv in self.self_kv),
-            tuple(pick(kv) for kv in self.cross_kv),
-            self.src_mask.index_select(0, index),
-        )
+        return dataclasses.replace(self, cross_kv=tuple(pick(kv) for kv in self.cross_kv),
+                                   src_mask=self.src_mask.index_select(0, index))
 
 
 @dataclass
@@ -122,7 +176,7 @@ class Transformer(nn.Module):
         final_norm = config.norm_first and config.final_norm
         self.encoder_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if final_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if final_norm else nn.Identity()
-        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size, bias=False)
+        self.generator = Linear(config.d_model, config.tgt_vocab_size, bias=False)
         # a fixed bias on the logits (Marian's): a buffer, saved with the weights but never trained
         bias = torch.zeros(config.tgt_vocab_size) if config.final_logits_bias else None
         self.register_buffer("final_logits_bias", bias)
@@ -218,38 +272,41 @@ class Transformer(nn.Module):
 
     # ------------------------------------------------------------------------- incremental decoding
 
-    def start_cache(self, memory: Tensor, src: Tensor) -> DecoderCache:
-        """An empty cache for decoding from memory (B, S, D): cross-attention keys and values computed once."""
-        B = src.size(0)
-        empty = memory.new_zeros(B, self.config.n_heads, 0, self.config.d_head)  # (B, H, 0, Dh)
+    def start_cache(self, memory: Tensor, src: Tensor, capacity: int = 16) -> DecoderCache:
+        """An empty cache for decoding from memory (B, S, D): cross-attention keys and values computed once, and a
+        self-attention buffer for `capacity` positions (a step that needs more copies into a larger one)."""
+        B, c = src.size(0), self.config
+        buffer = memory.new_empty(2 * c.n_decoder_layers, B, c.n_heads, capacity, c.d_head)  # (2L, B, H, cap, Dh)
+        room = Room(buffer, 0)
         return DecoderCache(
             tokens=src.new_zeros(B, 0),
-            self_kv=tuple((empty, empty) for _ in self.decoder_layers),
+            self_kv=room.views(0),
             cross_kv=tuple(layer.cross_attn.project_kv(memory) for layer in self.decoder_layers),
             src_mask=padding_mask(src, self.config.pad_id),
+            room=room,
         )
 
     def decode_step(self, token: Tensor, cache: DecoderCache, *, return_attention: bool = False,
                     project: bool = True) -> StepOutput:
         """Feed one token per row, token (B,), attending to the cached prefix; equals a row of decode(). project
         False skips the output projection (its logits are None): the step after it is forced whatever they say."""
-        tokens = torch.cat([cache.tokens, token[:, None]], dim=1)  # (B, T)
+        T, room = cache.tokens.size(1), cache.room
+        if room is None or room.written != T or room.capacity <= T:  # taken by another step, or full: copy
+            room = room_for(cache.self_kv, room, T, T + 1 + max(16, T // 2))  # grows by half: copies stay rare
+        room.written = T + 1  # this step writes position T of the buffer (`extend` in DecoderLayer)
+        past = room.views(T)
+        tokens = torch.cat([cache.tokens, token[:, None]], dim=1)  # (B, T + 1)
         tgt_mask = target_padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T): the new query sees every past key
-        x = self.tgt_embed(token[:, None], start=cache.tokens.size(1))  # (B, 1, D)
+        x = self.tgt_embed(token[:, None], start=T)  # (B, 1, D)
         self_kv, self_rows, cross_rows = [], [], []
-        for layer, past, cross_kv in zip(self.decoder_layers, cache.self_kv, cache.cross_kv):
-            x, kv, self_w, cross_w = layer(x, past, cross_kv, tgt_mask, cache.src_mask, return_attention)
+        for layer, layer_past, cross_kv in zip(self.decoder_layers, past, cache.cross_kv):
+            x, kv, self_w, cross_w = layer(x, layer_past, cross_kv, tgt_mask, cache.src_mask, return_attention)
             self_kv.append(kv)
             if return_attention:
                 self_rows.append(self_w[:, :, 0])  # (B, H, T)
                 cross_rows.append(cross_w[:, :, 0])  # (B, H, S)
-        h = self.decoder_norm(x[:, 0])  # (B, D)
-        # a few rows (a beam) as (W h^T)^T: MKL then packs the rows, not the whole (V, D) weight, several times faster
-        logits = None if not project else (self.generator.weight @ h.t()).t() if 1 < h.size(0) <= 8 \
-            else self.generator(h)  # (B, V)
-        if logits is not None and self.final_logits_bias is not None:
-            logits = logits + self.final_logits_bias
-        new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask)
+        logits = self.logits(self.decoder_norm(x[:, 0])) if project else None  # (B, V)
+        new_cache = DecoderCache(tokens, tuple(self_kv), cache.cross_kv, cache.src_mask, room)
         if not return_attention:
             return StepOutput(logits, new_cache, None, None)
         return StepOutput(logits, new_cache, self_rows, cross_rows)

@@ -19,7 +19,7 @@ import streamlit as st
 
 from transformer.data.languages import is_rtl
 from transformer.model.checkpoint_files import METADATA_FILE, TOKENIZER_FILE
-from ui.shared.models.catalog import checkpoint_stamp
+from ui.shared.models.catalog import checkpoint_stamp, read_json
 
 if TYPE_CHECKING:
     from transformer.decoding.translate import Translator
@@ -32,11 +32,12 @@ MANY_TO_MANY = ("M2M100", "NLLB-200", "mBART", "mBART-50")  # metadata.json's im
 def model_languages(path: str, stamp: float) -> tuple[list[str], str | None, str | None]:
     """(the model's language codes, the source and target it was imported with); ([], None, None) for a model with
     one language pair, or files that cannot be read (the model picker reports those)."""
+    meta = read_json(Path(path) / METADATA_FILE)  # only a regular file is read (a FIFO would block the page)
+    tokenizer = Path(path) / TOKENIZER_FILE
+    if (meta.get("imported") or {}).get("family") not in MANY_TO_MANY or not tokenizer.is_file():
+        return [], None, None
     try:
-        meta = json.loads((Path(path) / METADATA_FILE).read_text(encoding="utf-8"))
-        if (meta.get("imported") or {}).get("family") not in MANY_TO_MANY:
-            return [], None, None
-        data = json.loads((Path(path) / TOKENIZER_FILE).read_text(encoding="utf-8"))
+        data = json.loads(tokenizer.read_text(encoding="utf-8"))
         return list(data["languages"]), data["src_lang"], data["tgt_lang"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return [], None, None
@@ -66,7 +67,7 @@ def sidebar(path: str | None) -> None:
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _with_languages(_translator: Translator, path: str, stamp: float, src: str, tgt: str) -> Translator:
     """The model's Translator for another pair, sharing its weights: one per server and pair, so that the
-    translations the server keeps (`ui.shared.translation_gate.RECENT`) serve every session."""
+    translations the server keeps (`ui.shared.models.translation_gate.RECENT`) serve every session."""
     return _translator.with_languages(src, tgt)
 
 

@@ -87,6 +87,7 @@ def home_facts(at) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
+    """"tiny" (English -> French) and "tiny-ar" (Arabic -> French)."""
     root = tmp_path_factory.mktemp("checkpoints")
     make_checkpoint(root / "tiny")
     make_checkpoint(root / "tiny-ar", seed=1, src="ar")  # listed second: "tiny" stays the default
@@ -95,6 +96,7 @@ def checkpoints(tmp_path_factory):
 
 @pytest.fixture
 def at(checkpoints, tmp_path, monkeypatch):
+    """The app over `checkpoints`, with a runs folder of the test's own; training runs it started are killed after."""
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     app = AppTest.from_file(APP, default_timeout=60)
@@ -106,6 +108,7 @@ def at(checkpoints, tmp_path, monkeypatch):
 
 
 def page(at, path):
+    """Home first, then the page at `path` (as a click in the sidebar opens it)."""
     at.run()
     at.switch_page(path).run()
     assert not at.exception, at.exception
@@ -118,12 +121,14 @@ def selectbox(at, label):
 
 
 def app(monkeypatch, tmp_path, checkpoints) -> AppTest:
+    """The app over the checkpoints folder `checkpoints` (with `SHIPPED`, the shipped models), not yet run."""
     monkeypatch.setenv("EXPLORER_CHECKPOINTS", str(checkpoints))
     monkeypatch.setenv("EXPLORER_RUNS", str(tmp_path / "runs"))
     return AppTest.from_file(APP, default_timeout=120)
 
 
 def opened(at: AppTest, page: str, **params) -> AppTest:
+    """`page` opened as a link with `params` opens it, checked to raise nothing."""
     at.query_params.update(params)  # a link opens the page
     at.switch_page(page).run()
     assert not at.exception, at.exception
@@ -131,6 +136,7 @@ def opened(at: AppTest, page: str, **params) -> AppTest:
 
 
 def shipped(monkeypatch, tmp_path) -> AppTest:
+    """The app over the shipped models; the test is skipped where they are missing."""
     if not (SHIPPED / "en-fr-teaching").is_dir():
         pytest.skip("needs the shipped models")
     return app(monkeypatch, tmp_path, SHIPPED)
@@ -138,6 +144,7 @@ def shipped(monkeypatch, tmp_path) -> AppTest:
 
 @pytest.fixture(scope="module")
 def tiny_en_ar(tmp_path_factory):
+    """"tiny" (English -> French) and "tiny-ar" (English -> Arabic)."""
     root = tmp_path_factory.mktemp("checkpoints")
     make_checkpoint(root / "tiny")
     make_checkpoint(root / "tiny-ar", seed=1, tgt="ar")
@@ -146,6 +153,7 @@ def tiny_en_ar(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_and_other(tmp_path_factory):
+    """"tiny" and "other": the same English -> French vocabulary, other weights."""
     root = tmp_path_factory.mktemp("checkpoints")
     make_checkpoint(root / "tiny")
     make_checkpoint(root / "other", seed=1)

@@ -46,11 +46,11 @@ def random_batch(config: ModelConfig, B=3, S=7, T=6, seed=0):
 # many short files that even out the two workers, not one long file that keeps one worker busy while the other idles
 # (a file of one slow test, such as browser/test_imported_model.py, used to come last: xdist's own order puts files
 # with fewer tests later). A name missing here, or one that no longer exists, only costs time.
-LONGEST_FIRST = ["browser/test_class_mode.py", "browser/test_imported_model.py", "browser/test_explain.py",
+LONGEST_FIRST = ["browser/test_class_mode.py", "browser/test_explain.py", "browser/test_step.py",
                  "bad_input/test_fuzz.py", "data/test_teaching_corpus.py", "browser/test_translate.py",
-                 "browser/test_step.py", "browser/test_learn.py", "browser/test_tour.py", "training/test_faults.py",
-                 "training/test_training.py", "app/test_teaching_model.py", "project/test_docs_commands.py",
-                 "training/test_cores.py"]
+                 "browser/test_tour.py", "browser/test_imported_model.py", "browser/test_learn.py",
+                 "training/test_faults.py", "training/test_training.py", "app/test_teaching_model.py",
+                 "project/test_docs_commands.py", "training/test_cores.py"]
 TESTS = Path(__file__).resolve().parent
 
 

@@ -11,6 +11,9 @@ from transformer import ModelConfig, Transformer
 from transformer.data.tokenizer import SpecialIds
 from transformer.decoding import translate
 
+# The helpers that hold assertions of their own (moved out of test modules): pytest shows their values too.
+pytest.register_assert_rewrite("tests.app_fixtures", "tests.chart_reading", "tests.browser.browsing")
+
 # our vocabularies' special ids, as every trained `Tokenizer.specials` gives them (tests/data/test_tokenizer.py checks)
 SPECIALS = SpecialIds(pad=0, start=1, eos=2, unk=3, never=(0, 1))
 

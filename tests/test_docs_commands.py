@@ -222,7 +222,8 @@ def test_a_flag_that_does_not_exist_is_found():
     found = commands(doc, "constructed.md")
     assert [(c.target, c.runnable) for c in found] == [
         ("transformer.training", False), ("streamlit", False), ("transformer-evaluate", False),
-        ("transformer.decoding.translate", False), ("attention-explorer", False), ("transformer.decoding.evaluate", True)]
+        ("transformer.decoding.translate", False), ("attention-explorer", False),
+        ("transformer.decoding.evaluate", True)]
     assert [unknown_flags(c) for c in found] == [["--no-such-flag"], ["--server.nosuch"], ["--beem"], ["--bogus"],
                                                  ["--nope"], []]
     assert found[3].where == "constructed.md:10" and "--nbest 2" in found[3].line

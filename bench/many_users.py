@@ -248,7 +248,7 @@ async def run(args) -> None:
     runs.mkdir()
     trainer = None
     if args.train:
-        trainer = subprocess.Popen([sys.executable, "-m", "transformer.train", "--corpus", "teaching", "--preset",
+        trainer = subprocess.Popen([sys.executable, "-m", "transformer.training", "--corpus", "teaching", "--preset",
                                     "tiny", "--out", str(runs / "load"), "--threads", str(args.train_threads),
                                     "--max-steps", "100000", "--nice", str(args.train_nice)],
                                    cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

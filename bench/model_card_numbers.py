@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N verses of each split")
     parser.add_argument("--out", default=None)
     parser.add_argument("--part", default=None, help="a model trained on a mix: the figures of this part (index or "
-                        "kind, e.g. bible or debian), as `transformer.evaluate --part`")
+                        "kind, e.g. bible or debian), as `transformer.decoding.evaluate --part`")
     args = parser.parse_args()
     translator = Translator(args.checkpoint, batch_size=64)
     spec = CorpusSpec.from_dict(translator.checkpoint.metadata["corpus"])

@@ -3,7 +3,7 @@
     git worktree add ../before 91fff4f
     python bench/side_by_side.py --before ../before --steps 600 -- --corpus bible --src en --tgt fr --preset small
 
-Each tree trains `runs/side-by-side-NAME` with the flags after `--` (its own `python -m transformer.train`, this
+Each tree trains `runs/side-by-side-NAME` with the flags after `--` (its own `python -m transformer.training`, this
 interpreter). The runs take turns of --slice seconds (SIGSTOP and SIGCONT), so that both see the same machine
 through the same hours; each starts alone, so that its core plan (threads, OpenMP wait) sees a quiet machine.
 Both stop (SIGTERM, which saves a checkpoint) once each has saved step --steps. Then the table: at every
@@ -77,7 +77,7 @@ class SideBySide:
         self.runs[name].parent.mkdir(parents=True, exist_ok=True)
         began = time.time()
         self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "transformer.train", *self.flags, "--out", str(self.runs[name])],
+            [sys.executable, "-m", "transformer.training", *self.flags, "--out", str(self.runs[name])],
             cwd=self.trees[name], stdout=self.runs[name].with_suffix(".out").open("w"), stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
         log = self.runs[name] / "train.log"

@@ -27,7 +27,7 @@ from transformer.runs import read_metrics, read_status  # noqa: E402
 
 
 def train_for(run: Path, preset: str, minutes: float, extra: list[str], corpus: str = "bible") -> None:
-    cmd = [sys.executable, "-m", "transformer.train", "--corpus", corpus, "--src", "en", "--tgt", "fr",
+    cmd = [sys.executable, "-m", "transformer.training", "--corpus", corpus, "--src", "en", "--tgt", "fr",
            "--preset", preset, "--out", str(run), *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + minutes * 60

@@ -37,7 +37,7 @@ def start_form() -> None:
 def main() -> None:
     page_setup("train")
     st.title("Train")
-    st.markdown("Training runs as a background process of `python -m transformer.train`: it keeps going when you "
+    st.markdown("Training runs as a background process of `python -m transformer.training`: it keeps going when you "
                 "reload the page or close the browser, and **Stop** saves a checkpoint that **Resume** continues from.")
     start_form()
     runs, more = listed_runs()

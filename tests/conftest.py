@@ -100,9 +100,9 @@ def scan_component_packages_once():
 
 @pytest.fixture
 def translate_cli(capsys, monkeypatch):
-    """`python -m transformer.translate`'s main in this process, run as its own process runs it: stdin as bytes (the
-    command reads sys.stdin.buffer), its log lines on stderr in basicConfig's format; a CompletedProcess back, as
-    tests/decoding/test_translate.py's run_cli gives. It saves the torch import a process of its own pays (about 2 s
+    """`python -m transformer.decoding.translate`'s main in this process, run as its own process runs it: stdin as
+    bytes (the command reads sys.stdin.buffer), its log lines on stderr in basicConfig's format; a CompletedProcess
+    back, as tests/decoding/test_translate.py's run_cli gives. It saves the torch import a process of its own pays (about 2 s
     of CPU) where the process itself is not what a test checks."""
     def run(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
         data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")

@@ -1,9 +1,9 @@
-"""Entry points of the installed commands (`pip install .`), beside `python -m transformer.train` and the others.
+"""Entry points of the installed commands (`pip install .`), beside `python -m transformer.training` and the others.
 
     attention-explorer [STREAMLIT OPTIONS]    the app: `streamlit run app.py` with .streamlit/config.toml's settings
-    transformer-translate ...                 python -m transformer.translate ... (transformer.decoding.translate:main)
-    transformer-train ...                     python -m transformer.train ...     (transformer.training.cli:main)
-    transformer-evaluate ...                  python -m transformer.evaluate ...  (transformer.decoding.evaluate:main)
+    transformer-translate ...   python -m transformer.decoding.translate ...   (transformer.decoding.translate:main)
+    transformer-train ...       python -m transformer.training ...             (transformer.training.cli:main)
+    transformer-evaluate ...    python -m transformer.decoding.evaluate ...    (transformer.decoding.evaluate:main)
 
 A wheel puts the app (app.py, pages/, ui/, .streamlit/config.toml) and the shipped checkpoints in an
 `attention_explorer` folder beside this package, as they sit beside it in the repository; see

@@ -106,7 +106,7 @@ def test_cli_process_refuses_undecodable_bytes_with_one_line(checkpoints, transl
     """Undecodable argv in a process of its own (the interpreter decodes argv); the same bytes on stdin through the
     command's main in this one (it reads sys.stdin.buffer as a process does: no torch import each)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "transformer.translate", "--checkpoint", str(checkpoints / "tiny")]
+    cmd = [sys.executable, "-m", "transformer.decoding.translate", "--checkpoint", str(checkpoints / "tiny")]
     try:
         done = subprocess.run(cmd + [os.fsdecode(b"the \xff cat")], capture_output=True, cwd=ROOT, env=env,
                               timeout=120)

@@ -109,19 +109,19 @@ def test_default_checkpoint_is_the_first_one_found_or_a_clear_error(tmp_path, ch
         (tmp_path / name / "config.json").write_text("{}")
     assert find_checkpoint(tmp_path) == tmp_path / "b-model"
     monkeypatch.setattr(translate, "DEFAULT_CHECKPOINT_DIR", None)
-    with pytest.raises(CheckpointError, match="python -m transformer.train"):
+    with pytest.raises(CheckpointError, match="python -m transformer.training"):
         Translator()
     monkeypatch.setattr(translate, "DEFAULT_CHECKPOINT_DIR", checkpoint)
     assert Translator().checkpoint.path == checkpoint
 
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    """`python -m transformer.translate` in a process of its own (each start imports torch: about 2 s of CPU, so the
-    tests keep a few for what only a process shows, its exit status, argv and stdin, and use conftest's
+    """`python -m transformer.decoding.translate` in a process of its own (each start imports torch: about 2 s of
+    CPU, so the tests keep a few for what only a process shows, its exit status, argv and stdin, and use conftest's
     `translate_cli` for the rest)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "transformer.translate", *args], input=stdin, capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=60)
+    return subprocess.run([sys.executable, "-m", "transformer.decoding.translate", *args], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
 
 
 def test_cli_plain_text_matches_the_translator(checkpoint, translator):

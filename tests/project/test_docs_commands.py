@@ -7,7 +7,7 @@ invoke `python -m transformer...` (any python: `python3`, `.venv/bin/python`; `t
 `...`, redirections and comments are not flags. Each command is checked one of two ways:
 
 - **Runnable** lines carry the marker `test:run` in their comment, e.g.
-  `python -m transformer.translate "And God said."   # test:run`. The test runs them from the repository root,
+  `python -m transformer.decoding.translate "And God said."   # test:run`. The test runs them from the repository root,
   `python` (or `.venv/bin/NAME`) standing for this interpreter (or the script beside it), and expects exit status
   0 within 60 s. Mark only cheap ones: a `--help`, one sentence on a shipped model.
 - **Every other** line has each `--flag` it names looked up in that command's argparse parser, which the test gets
@@ -205,24 +205,25 @@ def test_a_flag_that_does_not_exist_is_found():
     """A constructed document: one wrong flag per kind of command, among right ones, continued lines and noise."""
     doc = "\n".join([
         "Text, and a block in another language that is not read:",
-        "```python", "python -m transformer.train --no-such-python-flag", "```",
+        "```python", "python -m transformer.training --no-such-python-flag", "```",
         "```bash",
         "# a comment line, then commands",
-        "python -m transformer.train --corpus teaching --preset tiny --out runs/x --no-such-flag 3  # --in-comment",
+        "python -m transformer.training --corpus teaching --preset tiny --out runs/x --no-such-flag 3  # --in-comment",
         "MALLOC_ARENA_MAX=2 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --server.nosuch 1",
         ".venv/bin/transformer-evaluate --checkpoint c --beem 4 < in.txt && python -m pytest -q --not-checked",
-        "torchrun --standalone --nproc_per_node=2 -m transformer.translate --beam 4 \\",
+        "torchrun --standalone --nproc_per_node=2 -m transformer.decoding.translate --beam 4 \\",
         "    --nbest 2 --bogus",
         "attention-explorer --server.port 8502 --print-command --nope",
         "```",
         "```",
-        'python -m transformer.evaluate --split test --part bible "..."   # test:run',
+        'python -m transformer.decoding.evaluate --split test --part bible "..."   # test:run',
         "```",
     ])
     found = commands(doc, "constructed.md")
     assert [(c.target, c.runnable) for c in found] == [
-        ("transformer.train", False), ("streamlit", False), ("transformer-evaluate", False),
-        ("transformer.translate", False), ("attention-explorer", False), ("transformer.evaluate", True)]
+        ("transformer.training", False), ("streamlit", False), ("transformer-evaluate", False),
+        ("transformer.decoding.translate", False), ("attention-explorer", False),
+        ("transformer.decoding.evaluate", True)]
     assert [unknown_flags(c) for c in found] == [["--no-such-flag"], ["--server.nosuch"], ["--beem"], ["--bogus"],
                                                  ["--nope"], []]
     assert found[3].where == "constructed.md:10" and "--nbest 2" in found[3].line

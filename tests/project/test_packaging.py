@@ -134,7 +134,7 @@ def check_installed_commands(venv: Path, workdir: Path) -> None:
         result = run([str(bin_ / command), "--help"], COMMAND_TIMEOUT, cwd=workdir, env=env)
         assert result.returncode == 0 and "usage:" in result.stdout, f"{command} --help:\n{result.stderr}"
 
-    default = run([str(python), "-c", "from transformer.translate import Translator; "
+    default = run([str(python), "-c", "from transformer.decoding.translate import Translator; "
                                       "print(Translator().checkpoint.path)"], COMMAND_TIMEOUT, cwd=workdir, env=env)
     assert default.returncode == 0, default.stderr  # the package API finds the shipped model too
     assert Path(default.stdout.strip()) == app_dir / "checkpoints" / "en-fr-bible", default.stdout

@@ -26,8 +26,8 @@ LAYERS = [  # (layer name, module prefixes)
     ("decoding", ("transformer.decoding",)),
     ("explain", ("transformer.explain",)),
     ("training", ("transformer.training",)),
-    # the installed commands and the old module paths (one-line re-exports; tests/project/test_old_paths.py) sit above
-    ("entry points", ("transformer.cli", "transformer.translate", "transformer.train", "transformer.evaluate")),
+    # the installed commands sit above
+    ("entry points", ("transformer.cli",)),
 ]
 # Inside data the order matters too: the loaders read words, the spec reads two loaders, load reads them all.
 DATA_ORDER = ["transformer.data.words", "transformer.data.tokenizer", "transformer.data.corpora",

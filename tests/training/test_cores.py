@@ -83,7 +83,7 @@ def test_a_run_that_yields_restarts_with_passive_waits_and_says_why(tmp_path, co
     env = {k: v for k, v in os.environ.items() if k not in (WAIT_POLICY, PLAN_REASON)}
     args = tiny_cli_args(corpus_file)
     args[args.index("--threads") + 1] = "2"
-    done = subprocess.run([sys.executable, "-m", "transformer.train", "--out", str(tmp_path / "run"), *args,
+    done = subprocess.run([sys.executable, "-m", "transformer.training", "--out", str(tmp_path / "run"), *args,
                            "--max-steps", "2", "--eval-every", "2", "--nice", "1"],
                           cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=170)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -42,7 +42,7 @@ def start_cli(*args: str, log: Path) -> subprocess.Popen:
     --threads 1, as tiny_spec records, so that it never starts itself again for a wait policy on a busy machine
     (a second torch import; tests/training/test_cores.py checks that restart)."""
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "transformer.train", *args, "--threads", "1"], cwd=ROOT,
+        return subprocess.Popen([sys.executable, "-m", "transformer.training", *args, "--threads", "1"], cwd=ROOT,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -239,7 +239,7 @@ def test_a_rank_that_never_comes_is_an_error_naming_it_within_the_start_timeout(
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     # the 2 s start timeout, which the message names, is the bound; the 60 s here only catches a hang
     try:
-        proc = subprocess.run([sys.executable, "-m", "transformer.train", "--out", str(tmp_path / "run"),
+        proc = subprocess.run([sys.executable, "-m", "transformer.training", "--out", str(tmp_path / "run"),
                                *tiny_cli_args(corpus_file), "--max-steps", "2", "--device", "cpu",
                                "--start-timeout", "2"], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=60)

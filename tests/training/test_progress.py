@@ -29,7 +29,7 @@ def test_training_on_a_terminal_draws_a_bar_and_keeps_every_line_in_train_log(tm
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))  # tqdm draws nothing 0 wide
     root = tmp_path / "tty"
-    proc = subprocess.Popen([sys.executable, "-m", "transformer.train", "--out", str(root),
+    proc = subprocess.Popen([sys.executable, "-m", "transformer.training", "--out", str(root),
                              *tiny_cli_args(corpus_file), "--max-steps", "4", "--log-every", "1",
                              "--eval-every", "4"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL, stderr=follower)

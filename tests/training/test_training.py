@@ -151,7 +151,7 @@ def test_nan_loss_stops_with_clear_message_and_keeps_last_good_checkpoint(tmp_pa
 
 def run_cli(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "transformer.train", *args], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "transformer.training", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
@@ -216,7 +216,7 @@ def test_ddp_on_two_cpu_processes(tmp_path, corpus_file):
     # A start or a barrier that waits 60 s fails with an error naming what it waited for, so that the subprocess
     # timeout below only catches what those miss; it kills the whole process group, workers included.
     proc = subprocess.Popen(
-        [torchrun, "--standalone", "--nproc_per_node=2", "-m", "transformer.train", "--out", str(root),
+        [torchrun, "--standalone", "--nproc_per_node=2", "-m", "transformer.training", "--out", str(root),
          *tiny_cli_args(corpus_file), "--max-steps", "4", "--log-every", "1", "--eval-every", "4",
          "--device", "cpu", "--start-timeout", "60", "--collective-timeout", "60"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)

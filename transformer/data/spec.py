@@ -117,7 +117,7 @@ class CorpusSpec:
     def for_evaluation(self) -> CorpusSpec:
         """This spec for reading its dev and test splits only, not its train split: a teaching corpus's dev and
         test are generated before train, so they do not depend on its size, and one train pair is generated
-        instead of 40,000 or 200,000 (the app's first teaching view, `transformer.evaluate --split test`)."""
+        instead of 40,000 or 200,000 (the app's first teaching view, `transformer.decoding.evaluate --split test`)."""
         if self.kind == "mix":
             parts = tuple(MixPart(part.spec.for_evaluation(), part.weight) for part in self.parts)
             return dataclasses.replace(self, parts=parts)

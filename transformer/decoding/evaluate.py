@@ -1,7 +1,7 @@
 """Translate a corpus split and score it with sacreBLEU (BLEU and chrF).
 
-    python -m transformer.evaluate --checkpoint checkpoints/en-fr-bible --split test --beam 4
-    python -m transformer.evaluate --checkpoint runs/MIX/checkpoints/best --split test --part bible
+    python -m transformer.decoding.evaluate --checkpoint checkpoints/en-fr-bible --split test --beam 4
+    python -m transformer.decoding.evaluate --checkpoint runs/MIX/checkpoints/best --split test --part bible
 
 A model trained on a mix of corpora is scored on each part's split (its full dev or test) and on all of them
 together; --part scores one part alone (by index, or by kind where one part has it): the Bible part's test

@@ -1,10 +1,12 @@
 """Translate text with a checkpoint: the `Translator` that the app and the command line share.
 
-    python -m transformer.translate "In the beginning God created the heaven and the earth."
-    python -m transformer.translate --beam 4 --nbest 3 --json < sentences.txt
-    python -m transformer.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 --num-samples 3 "..."
-    python -m transformer.translate --prefix "La femme" "The man is here."   # forced: decodes on from "La femme"
-    python -m transformer.translate --checkpoint checkpoints/nllb-600m --src-lang eng_Latn --tgt-lang arb_Arab "..."
+    python -m transformer.decoding.translate "In the beginning God created the heaven and the earth."
+    python -m transformer.decoding.translate --beam 4 --nbest 3 --json < sentences.txt
+    python -m transformer.decoding.translate --sample --temperature 0.8 --top-k 50 --top-p 0.9 --seed 1 \
+        --num-samples 3 "..."
+    python -m transformer.decoding.translate --prefix "La femme" "The man is here."   # forced: decodes on from it
+    python -m transformer.decoding.translate --checkpoint checkpoints/nllb-600m --src-lang eng_Latn \
+        --tgt-lang arb_Arab "..."
 
 On stdin each line is one sentence, lines split on "\\n" only (U+2028, a form feed and the like stay inside their
 line, so output line i is the translation of input line i); an empty line gives an empty line, and a byte-order
@@ -150,8 +152,9 @@ class Translator:
             checkpoint = DEFAULT_CHECKPOINT_DIR
         if checkpoint is None:
             raise CheckpointError(
-                f"no checkpoint under {CHECKPOINTS_DIR}: train one with `python -m transformer.train --out runs/NAME` "
-                "and copy runs/NAME/checkpoints/best there, or pass the path of a checkpoint directory")
+                f"no checkpoint under {CHECKPOINTS_DIR}: train one with "
+                "`python -m transformer.training --out runs/NAME` and copy runs/NAME/checkpoints/best there, or pass "
+                "the path of a checkpoint directory")
         if not isinstance(checkpoint, Checkpoint):
             checkpoint = load_checkpoint(checkpoint, device)
         if checkpoint.tokenizer is None:
@@ -287,7 +290,8 @@ class Translator:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m transformer.decoding.translate",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("text", nargs="?", help="the sentence to translate; without it, one sentence per stdin line")
     parser.add_argument("--checkpoint", help=f"checkpoint directory (default: the first under {CHECKPOINTS_DIR})")
     parser.add_argument("--beam", type=int, default=1, help="beam size; 1 is greedy search")

@@ -1,11 +1,11 @@
 r"""Train a translation model from the command line (also what the app's Train page runs).
 
-    python -m transformer.train --corpus bible --src en --tgt fr --preset small --out runs/NAME
-    python -m transformer.train --src-translation k,2,3,4 --tgt-translation l,o,5 --out runs/NAME
-    python -m transformer.train --mix bible:k,2,3,4/l,o,5=1 --mix debian:data/debian-en-fr/pairs.tsv=2 \
+    python -m transformer.training --corpus bible --src en --tgt fr --preset small --out runs/NAME
+    python -m transformer.training --src-translation k,2,3,4 --tgt-translation l,o,5 --out runs/NAME
+    python -m transformer.training --mix bible:k,2,3,4/l,o,5=1 --mix debian:data/debian-en-fr/pairs.tsv=2 \
         --mix teaching=1 --out runs/NAME             (corpora mixed with weights: see --mix)
-    python -m transformer.train --resume runs/NAME [--max-steps 20000]
-    torchrun --nproc_per_node=2 -m transformer.train ...      (DistributedDataParallel)
+    python -m transformer.training --resume runs/NAME [--max-steps 20000]
+    torchrun --nproc_per_node=2 -m transformer.training ...      (DistributedDataParallel)
 
 SIGINT or SIGTERM saves the latest checkpoint and exits cleanly; --resume continues the same run.
 On a terminal a progress bar shows the steps (loss, tokens/s, ETA) with the evaluations above it; otherwise
@@ -45,7 +45,7 @@ from transformer.training.loop import Trainer
 from transformer.training.recipe import PRESETS, TokenizerSettings, TrainConfig
 from transformer.training.run import RunSpec, TrainingError, create_run
 
-log = logging.getLogger("transformer.train")
+log = logging.getLogger("transformer.training")
 
 # command-line flag -> (section of the run spec, field)
 OVERRIDES = {
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "(with --hf-config, --src-field, --tgt-field). WEIGHT (default 1): the part's share of the "
                            "training pairs, repeating or leaving out pairs; every part has the run's --src, --tgt, "
                            "--max-words and --dedup. Dev: up to 1,000 pairs from all parts; test: each part's "
-                           "(transformer.evaluate --part)")
+                           "(transformer.decoding.evaluate --part)")
     model = p.add_argument_group("model and tokenizer (override the preset)")
     for name, kind in (("d_model", int), ("n_heads", int), ("layers", int), ("d_ff", int), ("dropout", float),
                        ("max_len", int), ("vocab_size", int)):

@@ -136,7 +136,7 @@ def _mix() -> Corpus | None:
     st.caption("Shares of each epoch's training pairs: " + ", ".join(f"{plain(name)} {w / total:.0%}"
                                                                     for name, _, w in parts) +
                ". Dev mixes up to 1,000 pairs of all parts; each part's test is scored apart "
-               "(`python -m transformer.evaluate --part`).")
+               "(`python -m transformer.decoding.evaluate --part`).")
     return Corpus(["--src", src, "--tgt", tgt, *(a for _, arg, _ in parts for a in ("--mix", arg))])
 
 

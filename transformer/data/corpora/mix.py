@@ -8,7 +8,7 @@ thus repeats its pairs; one below leaves some out.
 Dev: at most `MIX_DEV_PAIRS` pairs in all, the same number from each part, evenly spaced through its dev set
 and interleaved (part 0, part 1, ..., part 0, ...) so that the trainer's BLEU on the first `eval_sentences`
 sees every part. Test: the parts' test sets one after another; `ParallelCorpus.parts` keeps each part as
-loaded (full dev and test), so that `transformer.evaluate` scores each apart.
+loaded (full dev and test), so that `transformer.decoding.evaluate` scores each apart.
 
 The training command names each part as KIND[:VALUE][=WEIGHT] (`parse_mix_arg`, `format_mix_arg`).
 """

@@ -117,7 +117,7 @@ def current_translator(required: bool = True) -> Translator | None:
             st.info(
                 f"No model found in `{checkpoints_dir()}` or `{runs_dir()}`. Train one on the **Train** page "
                 "(the *tiny* preset learns visible alignments in a few minutes on a laptop CPU), or from a shell:\n\n"
-                "`python -m transformer.train --corpus bible --src en --tgt fr --preset tiny --out runs/tiny`"
+                "`python -m transformer.training --corpus bible --src en --tgt fr --preset tiny --out runs/tiny`"
             )
         return None
     if not is_model_path(path):

@@ -191,8 +191,8 @@ def check_length(text: str) -> None:
     """TranslationError before any work when text is longer than the app takes."""
     if len(text) > MAX_CHARS:
         raise TranslationError(f"That is {len(text):,} characters; the app translates at most {MAX_CHARS:,} at a "
-                               "time. Try one sentence (the command-line translator, python -m transformer.translate, "
-                               "takes longer texts).")  # no Markdown: some pages show it escaped
+                               "time. Try one sentence (the command-line translator, python -m "
+                               "transformer.decoding.translate, takes longer texts).")  # no Markdown: shown escaped
 
 
 def _check_characters(text: str) -> None:

@@ -2,7 +2,7 @@
 
 A run is started in its own session (start_new_session) so it outlives page reloads and browser
 disconnects, and at a lower CPU priority (`--nice 10`, its session's scheduling group included: see
-`transformer.train.lower_priority`) so that the server's translations get the cores first; the
+`transformer.training.cli.lower_priority`) so that the server's translations get the cores first; the
 app finds it again from the run directory alone. The trainer's own files are read through
 `transformer.runs`, which writes them. Besides those the app writes `launch.json` (pid, command, time),
 `process.log` (the process's stdout and stderr), which is all there is to show when a process dies before it
@@ -244,7 +244,7 @@ def data_file(name: str) -> Path:
 
 
 def _launch(root: Path, args: list[str]) -> RunInfo:
-    command = [sys.executable, "-m", "transformer.train", *args, "--nice", str(TRAIN_NICE)]
+    command = [sys.executable, "-m", "transformer.training", *args, "--nice", str(TRAIN_NICE)]
     files = RunFiles(root)
     with open(files.process_log, "ab") as log:
         proc = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -255,7 +255,7 @@ def _launch(root: Path, args: list[str]) -> RunInfo:
 
 
 def start_run(runs_dir: Path, name: str, args: list[str], corpus_tsv: bytes | None = None) -> RunInfo:
-    """Start `python -m transformer.train ARGS --out RUNS/NAME`; refuses an invalid or taken name before anything
+    """Start `python -m transformer.training ARGS --out RUNS/NAME`; refuses an invalid or taken name before anything
     is written. corpus_tsv: an uploaded corpus, checked, then saved as the run's corpus.tsv and passed as --path."""
     from transformer.training.cli import check_command  # torch: the Train page imports it on a start only
 

@@ -102,8 +102,8 @@ def scan_component_packages_once():
 def translate_cli(capsys, monkeypatch):
     """`python -m transformer.decoding.translate`'s main in this process, run as its own process runs it: stdin as
     bytes (the command reads sys.stdin.buffer), its log lines on stderr in basicConfig's format; a CompletedProcess
-    back, as tests/decoding/test_translate.py's run_cli gives. It saves the torch import a process of its own pays (about 2 s
-    of CPU) where the process itself is not what a test checks."""
+    back, as tests/decoding/test_translate.py's run_cli gives. It saves the torch import a process of its own pays
+    (about 2 s of CPU) where the process itself is not what a test checks."""
     def run(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
         data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))

@@ -49,8 +49,7 @@ from transformer.progress import Counter
 log = logging.getLogger(__name__)
 
 _ROOT = Path(__file__).resolve().parents[2]  # transformer/decoding/translate.py -> the checkout (or site-packages)
-# A checkout keeps the shipped models in checkpoints/; `pip install .` puts them in attention_explorer/checkpoints
-# beside this package (see pyproject.toml).
+# the shipped models: checkpoints/ in a checkout, attention_explorer/checkpoints after `pip install .` (pyproject)
 CHECKPOINTS_DIR = next((d for d in (_ROOT / "checkpoints", _ROOT / "attention_explorer" / "checkpoints") if d.is_dir()),
                        _ROOT / "checkpoints")
 

@@ -69,6 +69,16 @@ SIDEBAR = ('for i in range(4):\n'
            'st.sidebar.divider()\nst.sidebar.selectbox("Model", ["a", "b"])\nst.sidebar.toggle("Class mode")\n'
            'st.sidebar.radio("Charts download as", ["png", "svg"], horizontal=True)\n')
 FLOOR, OTHER = "Floor", "Other"
+# --references: floor pages with one more thing each, for what Streamlit itself charges for it (the issue's reference
+# measure: a 12x12 Altair heatmap with a click selection).
+HEATMAP = ('import altair as alt\nimport numpy as np\nimport pandas as pd\n'
+           'row, col = np.divmod(np.arange(144), 12)\n'
+           'data = pd.DataFrame({"row": row, "col": col, "value": np.random.default_rng(0).random(144)})\n'
+           'pick = alt.selection_point(name="cell", fields=["row", "col"], on="click")\n'
+           'st.altair_chart(alt.Chart(data).mark_rect().encode(x="col:O", y="row:O", color="value:Q",\n'
+           '                tooltip=["row", "col", "value"]).add_params(pick), key="map", on_select="rerun")\n')
+REFERENCES = {"Text_input": 'st.text_input("Sentence", "The girl eats an apple.")\n', "Heatmap": HEATMAP,
+              "Both": 'st.text_input("Sentence", "The girl eats an apple.")\n' + HEATMAP}
 FLOOR_CONFIG = '[client]\nshowSidebarNavigation = false\ntoolbarMode = "minimal"\n'  # as the app's
 LINKS = {"Home": "Home", "Translate": "Translate & Attention", "Step_by_step": "Decode step by step", "Train": "Train",
          "Learn": "Learn", "Teaching_guide": "Teacher's guide", "Explain_heads": "Explain heads", "Dataset": "Dataset"}
@@ -183,9 +193,10 @@ def breakdown(browser, url: str) -> str:
             f"{grids} data grids")
 
 
-def navigate(browser, start: str, link: str, rounds: int) -> list[float]:
-    """Seconds from a click on the sidebar link named `link` to the page's last change, in one tab that opened
-    `start` (the link's page opened once before the timed rounds; the tab goes back to `start` between them)."""
+def navigate(browser, start: str, link: str, rounds: int, where: str = "stSidebar") -> list[float]:
+    """Seconds from a click on the link named `link` (in the sidebar, or where: another data-testid) to the page's
+    last change, in one tab that opened `start` (the link's page opened once before the timed rounds; the tab goes
+    back to `start` between them)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     page.add_init_script(PAGE_CLOCK)
@@ -196,7 +207,7 @@ def navigate(browser, start: str, link: str, rounds: int) -> list[float]:
         settle(page)
         back = page.url
         for i in range(rounds + 1):
-            page.locator('[data-testid="stSidebar"] a', has_text=link).first.click()
+            page.locator(f'[data-testid="{where}"] a', has_text=link).first.click()
             seconds = settle(page, since="window.__clock.action")
             if i:  # the first: the page's first run in this session
                 times.append(seconds)
@@ -256,6 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
     parser.add_argument("--no-cold", action="store_true", help="skip the first-request-after-a-start loads")
     parser.add_argument("--no-buttons", action="store_true")
+    parser.add_argument("--references", action="store_true", help="also navigate to the floor page with a text "
+                        "box, with a 12x12 Altair heatmap, and with both (Streamlit's own cost of each)")
     parser.add_argument("--bare", action="store_true", help="also the warm loads of a one-title single-page app")
     parser.add_argument("--breakdown", action="store_true", help="after the warm loads, one load of each page taken "
                         "apart (server, bytes, JavaScript, browser)")
@@ -271,8 +284,13 @@ def main(argv: list[str] | None = None) -> None:
     (floor_dir / ".streamlit").mkdir()
     (floor_dir / ".streamlit" / "config.toml").write_text(FLOOR_CONFIG)
     (floor_dir / "home.py").write_text(BARE + SIDEBAR)
+    references = "".join(f'st.page_link("pages/{i}_{name}.py", label="{name}")\n'
+                         for i, name in enumerate(REFERENCES, 3))  # on OTHER's page: the sidebar stays the app's
     for i, name in enumerate((FLOOR, OTHER), 1):
-        (floor_dir / "pages" / f"{i}_{name}.py").write_text(BARE.replace("A bare page", name) + SIDEBAR)
+        (floor_dir / "pages" / f"{i}_{name}.py").write_text(BARE.replace("A bare page", name) + SIDEBAR
+                                                            + (references if name == OTHER else ""))
+    for i, (name, body) in enumerate(REFERENCES.items(), 3):
+        (floor_dir / "pages" / f"{i}_{name}.py").write_text(BARE.replace("A bare page", name) + SIDEBAR + body)
 
     def app_server() -> Server:
         return Server(REPO / "app.py", REPO, tmp / "app.log")
@@ -292,6 +310,12 @@ def main(argv: list[str] | None = None) -> None:
             print("navigate: a click on the page's sidebar link, in one tab (goal: median <= 0.5 s and <= 1.5x)")
             floor_nav = statistics.median(navigate(browser, f"{floor.url}/{OTHER}", f"{FLOOR} 0", args.rounds))
             print(f"  {'floor':15s} {floor_nav:6.2f} s", flush=True)
+            if args.references:  # the floor page with one more element, linked from the sidebar as FLOOR is
+                for name in REFERENCES:
+                    times = navigate(browser, f"{floor.url}/{OTHER}", name, args.rounds, where="stMain")
+                    nav = statistics.median(times)
+                    print(f"  {'floor + ' + name:15s} {nav:6.2f} s   ratio {nav / floor_nav:5.2f}   "
+                          f"(max {max(times):.2f} s)", flush=True)
             for name in args.pages:
                 start = app.url + ("/Teaching_guide" if name == "Home" else "/")
                 times = navigate(browser, start, LINKS[name], args.rounds)

@@ -16,8 +16,9 @@ from typing import Any
 
 import torch
 
+import transformer.model.hf.fairseq as fairseq
+import transformer.model.hf.marian as marian
 from transformer.model.checkpoint import CheckpointError, save_checkpoint
-from transformer.model.hf import fairseq, marian
 from transformer.model.hf.card import CARD, MODEL_CARD, OPUS_MT_LICENCE, licence_of, metadata, model_card
 from transformer.model.hf.common import (
     GENERATION_CONFIG,
